@@ -1,0 +1,62 @@
+"""typedrl: strictly typed, shape-checked reinforcement learning on PyTorch.
+
+The public API is re-exported here explicitly. Submodules:
+
+- :mod:`typedrl.protocols`: the contracts (vector envs, policies, collectors, evaluators);
+- :mod:`typedrl.errors`: the exception hierarchy rooted at :class:`~typedrl.errors.TypedRLError`;
+- :mod:`typedrl.testing`: small exact implementations of every protocol.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from typedrl._values import DifferentiableRolloutSpec as DifferentiableRolloutSpec
+from typedrl._values import EvaluationResult as EvaluationResult
+from typedrl._values import StepResult as StepResult
+from typedrl.errors import CheckpointError as CheckpointError
+from typedrl.errors import ConfigError as ConfigError
+from typedrl.errors import DistributedError as DistributedError
+from typedrl.errors import EnvContractError as EnvContractError
+from typedrl.errors import MissingDependencyError as MissingDependencyError
+from typedrl.errors import NonFiniteError as NonFiniteError
+from typedrl.errors import SpecError as SpecError
+from typedrl.errors import TypedRLError as TypedRLError
+from typedrl.protocols import ActorCritic as ActorCritic
+from typedrl.protocols import Collector as Collector
+from typedrl.protocols import DifferentiablePolicy as DifferentiablePolicy
+from typedrl.protocols import DifferentiableVecEnv as DifferentiableVecEnv
+from typedrl.protocols import Evaluator as Evaluator
+from typedrl.protocols import Policy as Policy
+from typedrl.protocols import ScheduledDifferentiableVecEnv as ScheduledDifferentiableVecEnv
+from typedrl.protocols import SupportsObservationNormalizeMask as SupportsObservationNormalizeMask
+from typedrl.protocols import SupportsStateDict as SupportsStateDict
+from typedrl.protocols import VecEnv as VecEnv
+
+try:
+    __version__ = version("typedrl")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = [
+    "ActorCritic",
+    "CheckpointError",
+    "Collector",
+    "ConfigError",
+    "DifferentiablePolicy",
+    "DifferentiableRolloutSpec",
+    "DifferentiableVecEnv",
+    "DistributedError",
+    "EnvContractError",
+    "EvaluationResult",
+    "Evaluator",
+    "MissingDependencyError",
+    "NonFiniteError",
+    "Policy",
+    "ScheduledDifferentiableVecEnv",
+    "SpecError",
+    "StepResult",
+    "SupportsObservationNormalizeMask",
+    "SupportsStateDict",
+    "TypedRLError",
+    "VecEnv",
+    "__version__",
+]

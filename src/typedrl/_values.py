@@ -1,0 +1,255 @@
+"""Frozen, validated value types exchanged through the contracts.
+
+They are re-exported from :mod:`typedrl.protocols` and :mod:`typedrl`.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, final
+
+import torch
+from tensordict import TensorDict
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._types import Done, ObjectiveScale, Obs, Reward, Valid
+from typedrl._validation import (
+    describe,
+    finite_float,
+    float_mapping,
+    non_negative_float,
+    positive_int,
+)
+from typedrl.errors import ConfigError, SpecError
+
+__all__ = ["DifferentiableRolloutSpec", "EvaluationResult", "StepResult"]
+
+_StepTuple = tuple[Obs, Reward, Done, Done, dict[str, Any]]
+
+
+@final
+@_validation.no_type_check
+class StepResult(_StepTuple):
+    """What :meth:`VecEnv.step <typedrl.protocols.VecEnv.step>` returns.
+
+    It unpacks like Gymnasium's 5-tuple ``(obs, reward, terminated, truncated,
+    info)`` and carries two typed extras as attributes:
+
+    - ``final_obs``: the observation each row reached with this step, *before*
+      any autoreset, as a TensorDict shaped like ``obs``. Rows that ended hold
+      their terminal observation; other rows hold the same values as ``obs``.
+      ``None`` when the env cannot provide terminal observations (its
+      ``provides_final_obs`` is ``False``).
+    - ``valid``: ``False`` on rows whose transition is a ghost (a reset taken
+      inside ``step`` by a next-step-autoreset env) that must never be trained on.
+
+    Construction checks shapes, dtypes and devices against ``obs`` (metadata
+    only, no host synchronisation) and raises :class:`~typedrl.errors.SpecError`.
+
+    Example:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> obs = TensorDict({"obs": torch.zeros(2, 3)}, batch_size=[2])
+        >>> done = torch.zeros(2, dtype=torch.bool)
+        >>> result = StepResult(obs, torch.ones(2), done, done, {})
+        >>> next_obs, reward, terminated, truncated, info = result
+        >>> reward.tolist(), result.valid.tolist(), result.final_obs is None
+        ([1.0, 1.0], [True, True], True)
+    """
+
+    _final_obs: Obs | None
+    _valid: Valid
+
+    def __new__(
+        cls,
+        obs: Obs,
+        reward: Reward,
+        terminated: Done,
+        truncated: Done,
+        info: dict[str, Any],
+        *,
+        final_obs: Obs | None = None,
+        valid: Valid | None = None,
+    ) -> "StepResult":
+        self = super().__new__(cls, (obs, reward, terminated, truncated, info))
+        if not isinstance(obs, TensorDict) or obs.batch_dims != 1:
+            raise SpecError(
+                "StepResult.obs must be a TensorDict with batch_size [num_envs], "
+                f"got {describe(obs)}"
+            )
+        num_envs = obs.batch_size[0]
+        # A TensorDict built without a device reports None: the reward then sets it.
+        _check_row_tensor("reward", reward, num_envs, obs.device, floating=True)
+        device = reward.device
+        _check_row_tensor("terminated", terminated, num_envs, device, floating=False)
+        _check_row_tensor("truncated", truncated, num_envs, device, floating=False)
+        if valid is None:
+            valid = torch.ones(num_envs, dtype=torch.bool, device=device)
+        else:
+            _check_row_tensor("valid", valid, num_envs, device, floating=False)
+        if final_obs is not None and (
+            not isinstance(final_obs, TensorDict) or final_obs.batch_size != obs.batch_size
+        ):
+            raise SpecError(
+                f"StepResult.final_obs must be a TensorDict with batch_size "
+                f"{list(obs.batch_size)}, got {describe(final_obs)}"
+            )
+        object.__setattr__(self, "_final_obs", final_obs)
+        object.__setattr__(self, "_valid", valid)
+        return self
+
+    @property
+    def final_obs(self) -> Obs | None:
+        """Observation each row reached before any autoreset; ``None`` if unavailable."""
+        return self._final_obs
+
+    @property
+    def valid(self) -> Valid:
+        """``False`` on ghost rows that must never be trained on."""
+        return self._valid
+
+    @property
+    def obs(self) -> Obs:
+        """Observation after the step (after autoreset for rows that ended)."""
+        return self[0]
+
+    @property
+    def reward(self) -> Reward:
+        """Reward of the step, float ``[num_envs]``."""
+        return self[1]
+
+    @property
+    def terminated(self) -> Done:
+        """Rows whose episode reached a terminal state (no bootstrapping)."""
+        return self[2]
+
+    @property
+    def truncated(self) -> Done:
+        """Rows whose episode was cut short (time limit); bootstrap from ``final_obs``."""
+        return self[3]
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Free-form per-step information, as in Gymnasium."""
+        return self[4]
+
+    @property
+    def done(self) -> Done:
+        """``terminated | truncated``: the rows that were reset by this step."""
+        return self[2] | self[3]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"StepResult is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"StepResult is immutable; cannot delete {name!r}")
+
+    def __repr__(self) -> str:
+        return (
+            f"StepResult(num_envs={self.reward.shape[0]}, obs_keys={sorted(self.obs.keys())}, "
+            f"final_obs={'yes' if self.final_obs is not None else 'no'})"
+        )
+
+
+def _check_row_tensor(
+    name: str, value: object, num_envs: int, device: torch.device | None, *, floating: bool
+) -> None:
+    if not isinstance(value, Tensor):
+        raise SpecError(f"StepResult.{name} must be a torch.Tensor, got {describe(value)}")
+    if value.shape != (num_envs,):
+        raise SpecError(
+            f"StepResult.{name} must have shape [{num_envs}] (num_envs), got {list(value.shape)}"
+        )
+    if floating and not value.is_floating_point():
+        raise SpecError(f"StepResult.{name} must be a floating-point tensor, got {value.dtype}")
+    if not floating and value.dtype != torch.bool:
+        raise SpecError(f"StepResult.{name} must be a torch.bool tensor, got {value.dtype}")
+    if device is not None and value.device != device:
+        raise SpecError(
+            f"StepResult.{name} is on {value.device}, but the step's tensors are on {device}"
+        )
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DifferentiableRolloutSpec:
+    """The plan a scheduled differentiable env returns for one complete rollout.
+
+    Example:
+        >>> spec = DifferentiableRolloutSpec(num_steps=200, metadata={"difficulty": 0.5})
+        >>> spec.num_steps, spec.objective_scale, dict(spec.metadata)
+        (200, 1.0, {'difficulty': 0.5})
+        >>> DifferentiableRolloutSpec(num_steps=0)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: DifferentiableRolloutSpec.num_steps must be a positive int,
+        got 0 (type int)
+    """
+
+    num_steps: int
+    """Full horizon of the rollout, in env steps (a positive ``int``, not a ``bool``)."""
+
+    objective_scale: float | ObjectiveScale = 1.0
+    """Weight of the rollout's objective, either a finite float >= 0 or a detached,
+    finite, non-negative float tensor ``[num_envs]``."""
+
+    metadata: Mapping[str, float] = field(default_factory=dict)
+    """Scalars describing the rollout (difficulty, curriculum stage), for logging.
+    Stored as a read-only copy."""
+
+    def __post_init__(self) -> None:
+        owner = "DifferentiableRolloutSpec"
+        positive_int(owner, "num_steps", self.num_steps)
+        scale: object = self.objective_scale
+        if isinstance(scale, Tensor):
+            _check_objective_scale_tensor(scale)
+        else:
+            object.__setattr__(
+                self, "objective_scale", non_negative_float(owner, "objective_scale", scale)
+            )
+        object.__setattr__(self, "metadata", float_mapping(owner, "metadata", self.metadata))
+
+
+def _check_objective_scale_tensor(scale: Tensor) -> None:
+    prefix = "DifferentiableRolloutSpec.objective_scale"
+    if not scale.is_floating_point() or scale.ndim != 1 or scale.numel() == 0:
+        raise ConfigError(
+            f"{prefix} tensor must be a non-empty float tensor of shape [num_envs], "
+            f"got dtype {scale.dtype} and shape {list(scale.shape)}"
+        )
+    if scale.requires_grad:
+        raise ConfigError(f"{prefix} must be detached (requires_grad=False); call .detach() first")
+    # Validated once per rollout, not per step: the host sync is acceptable here.
+    if not bool(torch.isfinite(scale).all()) or bool((scale < 0).any()):
+        raise ConfigError(f"{prefix} must be finite and >= 0, got {scale.tolist()}")
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvaluationResult:
+    """What an :class:`~typedrl.protocols.Evaluator` returns.
+
+    Example:
+        >>> result = EvaluationResult(
+        ...     metrics={"return_mean": 480.0, "length_mean": 480.0}, score=480.0, num_items=10
+        ... )
+        >>> result.score, result.num_items
+        (480.0, 10)
+    """
+
+    metrics: Mapping[str, float]
+    """Named finite scalars (mean/std return, length, success rate...). Read-only copy."""
+
+    score: float
+    """The single finite number best-checkpoint selection maximises."""
+
+    num_items: int
+    """How many items (completed episodes) the metrics summarise; at least 1."""
+
+    def __post_init__(self) -> None:
+        owner = "EvaluationResult"
+        object.__setattr__(self, "metrics", float_mapping(owner, "metrics", self.metrics))
+        object.__setattr__(self, "score", finite_float(owner, "score", self.score))
+        positive_int(owner, "num_items", self.num_items)

@@ -1,0 +1,285 @@
+"""The typed contracts of typedrl.
+
+Users implement these structurally: any class with the right members satisfies
+them, no inheritance needed. All are ``runtime_checkable``, so ``isinstance``
+checks that the members exist (not their signatures; ``mypy --strict`` checks
+those statically).
+
+The vector-env contract
+-----------------------
+
+- **Observations** are a :class:`~tensordict.TensorDict` with
+  ``batch_size == [num_envs]`` on ``env.device``. A single-array observation
+  lives under the key ``"obs"``; multi-group envs keep their group names
+  (``"policy"``, ``"critic"``).
+- **Actions** are one tensor ``[num_envs, *single_action_space.shape]`` on
+  ``env.device``: floating point for ``Box`` spaces, ``int64`` for ``Discrete``
+  (shape ``[num_envs]``) and ``MultiDiscrete`` spaces.
+- **step** returns a :class:`~typedrl.protocols.StepResult`, which unpacks as
+  Gymnasium's ``(obs, reward, terminated, truncated, info)``: reward float
+  ``[num_envs]``, terminated and truncated ``torch.bool`` ``[num_envs]``, all on
+  ``env.device``.
+- **Autoreset is same-step**: when row ``i`` ends (``terminated[i] or
+  truncated[i]``), ``obs[i]`` is already the first observation of its next
+  episode, and ``result.final_obs[i]`` is the terminal observation, so a
+  truncated episode can be bootstrapped exactly from ``V(final_obs[i])``.
+- An env that cannot provide terminal observations says so with
+  ``provides_final_obs = False`` and returns ``final_obs=None``; consumers then
+  use their documented approximation and never substitute silently.
+- A row whose transition is not real (a *ghost* step, in which a next-step
+  autoreset env performed a reset instead of a transition) has
+  ``result.valid[i] == False``; collectors and buffers never train on it.
+"""
+
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import gymnasium as gym
+import torch
+
+from typedrl._types import Action, BatchAction, EnvScalar, Obs, ObsMask
+from typedrl._values import DifferentiableRolloutSpec, EvaluationResult, StepResult
+
+__all__ = [
+    "ActorCritic",
+    "Collector",
+    "DifferentiablePolicy",
+    "DifferentiableRolloutSpec",
+    "DifferentiableVecEnv",
+    "EvaluationResult",
+    "Evaluator",
+    "Policy",
+    "ScheduledDifferentiableVecEnv",
+    "StepResult",
+    "SupportsObservationNormalizeMask",
+    "SupportsStateDict",
+    "VecEnv",
+]
+
+PolicyT_contra = TypeVar("PolicyT_contra", contravariant=True)
+DataT_co = TypeVar("DataT_co", covariant=True)
+
+
+@runtime_checkable
+class VecEnv(Protocol):
+    """A batch of ``num_envs`` environments stepped together, torch-native.
+
+    See the module docstring for the full contract (observation layout,
+    same-step autoreset, terminal observations, ghost transitions).
+    """
+
+    @property
+    def num_envs(self) -> int:
+        """Number of rows (sub-environments); fixed for the env's lifetime."""
+        ...
+
+    @property
+    def device(self) -> torch.device:
+        """Device of every tensor the env returns and of the actions it accepts."""
+        ...
+
+    @property
+    def single_observation_space(self) -> gym.Space[Any]:
+        """Gymnasium space of one row's observation (a ``Dict`` for multi-key observations)."""
+        ...
+
+    @property
+    def single_action_space(self) -> gym.Space[Any]:
+        """Gymnasium space of one row's action."""
+        ...
+
+    @property
+    def provides_final_obs(self) -> bool:
+        """Whether :attr:`StepResult.final_obs` holds exact terminal observations."""
+        ...
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Reset every row.
+
+        Args:
+            seed: Seeds the env's random generators; the same seed reproduces the
+                same run exactly. ``None`` keeps the current generator state.
+            options: Env-specific reset options.
+
+        Returns:
+            The first observation (``batch_size == [num_envs]``) and an info dict.
+        """
+        ...
+
+    def step(self, action: Action) -> StepResult:
+        """Advance every row by one step with same-step autoreset.
+
+        Args:
+            action: ``[num_envs, *single_action_space.shape]`` on :attr:`device`.
+
+        Returns:
+            The step result; see the module docstring for the autoreset rules.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the env's resources; calling it twice is harmless."""
+        ...
+
+
+@runtime_checkable
+class DifferentiableVecEnv(VecEnv, Protocol):
+    """A :class:`VecEnv` whose ``step`` is differentiable.
+
+    Rules, on top of the :class:`VecEnv` contract:
+
+    - ``step`` keeps the autograd path from ``action`` to ``reward``, to the next
+      observation and to the env's internal state.
+    - Rows that end are reset inside ``step``: their new initial state carries no
+      graph history, while the terminal reward and ``final_obs`` keep their
+      gradient.
+    - :meth:`detach_state` cuts the graph at a truncated-backpropagation
+      boundary without resetting or resampling anything.
+    """
+
+    def detach_state(self) -> Obs:
+        """Detach the internal state from the autograd graph and return the current observation.
+
+        The returned observation equals the last one returned by ``step`` or
+        ``reset`` value for value, but carries no graph.
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsObservationNormalizeMask(Protocol):
+    """Optional capability of a differentiable env: which features to normalise.
+
+    An APG trainer that normalises observations leaves features whose flag is
+    ``False`` untouched (one-hot codes, phases, already-normalised values).
+    """
+
+    @property
+    def observation_normalize_mask(self) -> ObsMask:
+        """``torch.bool`` ``[obs_dim]``; ``True`` where the feature may be normalised."""
+        ...
+
+
+@runtime_checkable
+class ScheduledDifferentiableVecEnv(DifferentiableVecEnv, Protocol):
+    """A differentiable env that plans each complete rollout itself (curricula)."""
+
+    def prepare_differentiable_rollout(self, rollout_index: int) -> DifferentiableRolloutSpec:
+        """Choose the next complete rollout's difficulty and horizon.
+
+        Called just before the reset that starts complete rollout number
+        ``rollout_index`` (counted from 0 over the whole run).
+
+        Returns:
+            The rollout's frozen spec: its full horizon, objective scale and
+            metadata for logging.
+        """
+        ...
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Maps observations to actions; an :class:`torch.nn.Module` in practice."""
+
+    training: bool
+    """Train/eval mode flag, as on :class:`torch.nn.Module`."""
+
+    def train(self, mode: bool = True) -> object:
+        """Set train (``True``) or eval (``False``) mode (modules return ``self``)."""
+        ...
+
+    def act(self, obs: Obs, *, deterministic: bool = False) -> Obs:
+        """Choose actions for a batch of observations.
+
+        Args:
+            obs: Observation TensorDict with ``batch_size == [batch]``.
+            deterministic: Return the distribution's mode instead of a sample.
+
+        Returns:
+            A TensorDict with ``batch_size == [batch]`` holding at least
+            ``"action"`` (``[batch, *action_shape]``); policy families add
+            ``"log_prob"``, ``"value"`` and ``"entropy"`` (each float ``[batch]``)
+            where they need them.
+        """
+        ...
+
+
+@runtime_checkable
+class ActorCritic(Policy, Protocol):
+    """A stochastic policy with a value head, as PPO needs it."""
+
+    def evaluate(self, obs: Obs, action: BatchAction) -> Obs:
+        """Score given actions under the current policy.
+
+        Returns:
+            A TensorDict with ``batch_size == [batch]`` holding ``"log_prob"``,
+            ``"entropy"`` and ``"value"``, each float ``[batch]``, with gradients.
+        """
+        ...
+
+    def value(self, obs: Obs) -> EnvScalar:
+        """State value ``V(obs)``, float ``[batch]`` (used to bootstrap truncations)."""
+        ...
+
+
+@runtime_checkable
+class DifferentiablePolicy(Policy, Protocol):
+    """A policy whose actions carry the autograd path to its parameters.
+
+    Stochastic differentiable policies sample with the reparameterisation trick
+    (``action = mean + std * noise``), so the analytic policy gradient flows
+    through the sample.
+    """
+
+    @property
+    def reparameterized(self) -> bool:
+        """``True`` when ``act`` keeps the graph from the parameters to ``"action"``.
+
+        Trainers that backpropagate through the env refuse a policy that
+        reports ``False``.
+        """
+        ...
+
+
+@runtime_checkable
+class Collector(Protocol[PolicyT_contra, DataT_co]):
+    """Turns an env and a policy into training data.
+
+    The on-policy collector fills an experience buffer; the differentiable
+    collector returns a graph-preserving rollout. A collector keeps the env's
+    current observation between calls, so consecutive calls continue the same
+    episodes.
+    """
+
+    def collect(self, policy: PolicyT_contra, *, num_steps: int) -> DataT_co:
+        """Step the env ``num_steps`` times with ``policy`` and return the data."""
+        ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Scores a policy without touching training state.
+
+    Contract: deterministic actions; exactly N completed episodes from fixed,
+    seeded starts (the same starts at every evaluation); episodes counted
+    without favouring low-index envs; the policy's train/eval mode restored
+    afterwards; no effect on training envs, buffers or optimizers.
+    """
+
+    def evaluate(self, policy: Policy) -> EvaluationResult:
+        """Run the evaluation and return its metrics and score."""
+        ...
+
+
+@runtime_checkable
+class SupportsStateDict(Protocol):
+    """Anything checkpointable: modules, optimizers, schedulers, normalisers, counters."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the object's state as a dict of tensors and plain values."""
+        ...
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> object:
+        """Restore the state returned by :meth:`state_dict`."""
+        ...

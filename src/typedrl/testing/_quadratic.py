@@ -1,0 +1,246 @@
+"""A one-dimensional differentiable env with a quadratic cost, and a scheduled variant."""
+
+from collections.abc import Sequence
+from typing import Any, Literal, final
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensordict import TensorDict
+
+from typedrl import _validation
+from typedrl._tensor_checks import check_action
+from typedrl._types import Action, Obs, ObsMask
+from typedrl._validation import describe, non_negative_int, positive_int
+from typedrl._values import DifferentiableRolloutSpec, StepResult
+from typedrl.errors import ConfigError
+
+__all__ = ["QuadraticEnv", "ScheduledQuadraticEnv"]
+
+
+@final
+class QuadraticEnv:
+    """Drive a scalar state to zero: ``x' = x + a``, reward ``-x'^2``.
+
+    Differentiable end to end: the reward and the next observation keep the
+    autograd path to the action and to earlier actions through ``x``. Every
+    episode lasts ``horizon`` steps and ends truncated; the row then restarts
+    from a fresh, graph-free ``x0 ~ U(-init_scale, init_scale)`` drawn from the
+    env's own seeded generator, while ``final_obs`` keeps the terminal state's
+    graph.
+
+    Args:
+        num_envs: Number of rows.
+        horizon: Steps per episode (time limit, reported as truncation).
+        init_scale: Half-width of the initial-state distribution.
+        dtype: ``"float32"`` or ``"float64"`` (use float64 for gradient checks).
+        device: Device of every tensor.
+
+    Example:
+        >>> import torch
+        >>> env = QuadraticEnv(num_envs=3, horizon=4)
+        >>> obs, _ = env.reset(seed=0)
+        >>> action = (-obs["obs"]).requires_grad_()
+        >>> result = env.step(action)
+        >>> result.reward.sum().backward()
+        >>> bool(torch.allclose(result.reward, torch.zeros(3)))
+        True
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        horizon: int = 10,
+        init_scale: float = 1.0,
+        dtype: Literal["float32", "float64"] = "float32",
+        device: torch.device | str = "cpu",
+    ) -> None:
+        positive_int("QuadraticEnv", "num_envs", num_envs)
+        positive_int("QuadraticEnv", "horizon", horizon)
+        if dtype not in ("float32", "float64"):
+            raise ConfigError(
+                f"QuadraticEnv.dtype must be 'float32' or 'float64', got {describe(dtype)}"
+            )
+        self._num_envs = num_envs
+        self.horizon = horizon
+        """Current episode length; a scheduled wrapper may change it between rollouts."""
+        self._init_scale = float(init_scale)
+        self._dtype = getattr(torch, dtype)
+        self._device = torch.device(device)
+        self._generator = torch.Generator(device=self._device)
+        self._observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.dtype(dtype))
+        self._action_space = gym.spaces.Box(-10.0, 10.0, (1,), np.dtype(dtype))
+        self._x = torch.zeros(num_envs, 1, dtype=self._dtype, device=self._device)
+        self._t = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
+
+    @property
+    def num_envs(self) -> int:
+        """Number of rows."""
+        return self._num_envs
+
+    @property
+    def device(self) -> torch.device:
+        """Device of every tensor."""
+        return self._device
+
+    @property
+    def single_observation_space(self) -> gym.Space[Any]:
+        """``Box(-inf, inf, (1,))``."""
+        return self._observation_space
+
+    @property
+    def single_action_space(self) -> gym.Space[Any]:
+        """``Box(-10, 10, (1,))``."""
+        return self._action_space
+
+    @property
+    def provides_final_obs(self) -> bool:
+        """Always ``True``."""
+        return True
+
+    @property
+    def observation_normalize_mask(self) -> ObsMask:
+        """The single feature may be normalised."""
+        return torch.ones(1, dtype=torch.bool, device=self._device)
+
+    def _sample_initial(self, count: int) -> torch.Tensor:
+        unit = torch.rand(
+            count, 1, generator=self._generator, dtype=self._dtype, device=self._device
+        )
+        return (2.0 * unit - 1.0) * self._init_scale
+
+    def _observe(self, x: torch.Tensor) -> Obs:
+        return TensorDict({"obs": x}, batch_size=[self._num_envs], device=self._device)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Draw fresh initial states for every row (seeded when ``seed`` is given)."""
+        del options
+        if seed is not None:
+            self._generator.manual_seed(seed)
+        self._x = self._sample_initial(self._num_envs)
+        self._t = torch.zeros_like(self._t)
+        return self._observe(self._x), {}
+
+    def step(self, action: Action) -> StepResult:
+        """Apply ``x' = x + a``; reward ``-x'^2``; rows at the horizon restart detached."""
+        check_action(
+            action,
+            num_envs=self._num_envs,
+            space=self._action_space,
+            device=self._device,
+            where="QuadraticEnv.step",
+        )
+        next_x = self._x + action.to(self._dtype)
+        reward = -(next_x**2).squeeze(-1)
+        t = self._t + 1
+        truncated = t >= self.horizon
+        terminated = torch.zeros_like(truncated)
+        # Rows that end restart from a graph-free initial state (same-step autoreset);
+        # a fresh draw for every row keeps the generator's stream independent of
+        # which rows ended.
+        fresh = self._sample_initial(self._num_envs)
+        self._x = torch.where(truncated.unsqueeze(-1), fresh, next_x)
+        self._t = torch.where(truncated, torch.zeros_like(t), t)
+        return StepResult(
+            self._observe(self._x),
+            reward,
+            terminated,
+            truncated,
+            {},
+            final_obs=self._observe(next_x),
+        )
+
+    def detach_state(self) -> Obs:
+        """Cut the graph at the current state without changing its value."""
+        self._x = self._x.detach()
+        return self._observe(self._x)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@final
+class ScheduledQuadraticEnv:
+    """:class:`QuadraticEnv` with a curriculum: rollout ``k`` lasts ``horizons[k % len]`` steps.
+
+    Implements :class:`~typedrl.protocols.ScheduledDifferentiableVecEnv`.
+
+    Example:
+        >>> env = ScheduledQuadraticEnv(num_envs=2, horizons=[3, 6])
+        >>> [env.prepare_differentiable_rollout(k).num_steps for k in range(3)]
+        [3, 6, 3]
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        horizons: Sequence[int],
+        init_scale: float = 1.0,
+        dtype: Literal["float32", "float64"] = "float32",
+        device: torch.device | str = "cpu",
+    ) -> None:
+        checked = [positive_int("ScheduledQuadraticEnv", "horizons[]", h) for h in horizons]
+        if not checked:
+            raise ConfigError("ScheduledQuadraticEnv.horizons must not be empty")
+        self._horizons = checked
+        self._env = QuadraticEnv(
+            num_envs=num_envs, horizon=checked[0], init_scale=init_scale, dtype=dtype, device=device
+        )
+
+    @property
+    def num_envs(self) -> int:
+        """Number of rows."""
+        return self._env.num_envs
+
+    @property
+    def device(self) -> torch.device:
+        """Device of every tensor."""
+        return self._env.device
+
+    @property
+    def single_observation_space(self) -> gym.Space[Any]:
+        """As :class:`QuadraticEnv`."""
+        return self._env.single_observation_space
+
+    @property
+    def single_action_space(self) -> gym.Space[Any]:
+        """As :class:`QuadraticEnv`."""
+        return self._env.single_action_space
+
+    @property
+    def provides_final_obs(self) -> bool:
+        """Always ``True``."""
+        return True
+
+    def prepare_differentiable_rollout(self, rollout_index: int) -> DifferentiableRolloutSpec:
+        """Set the next rollout's horizon from the schedule and return its spec."""
+        non_negative_int("ScheduledQuadraticEnv", "rollout_index", rollout_index)
+        horizon = self._horizons[rollout_index % len(self._horizons)]
+        self._env.horizon = horizon
+        return DifferentiableRolloutSpec(
+            num_steps=horizon, metadata={"horizon": float(horizon), "stage": float(rollout_index)}
+        )
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """As :meth:`QuadraticEnv.reset`."""
+        return self._env.reset(seed=seed, options=options)
+
+    def step(self, action: Action) -> StepResult:
+        """As :meth:`QuadraticEnv.step`."""
+        return self._env.step(action)
+
+    def detach_state(self) -> Obs:
+        """As :meth:`QuadraticEnv.detach_state`."""
+        return self._env.detach_state()
+
+    def close(self) -> None:
+        """As :meth:`QuadraticEnv.close`."""
+        self._env.close()

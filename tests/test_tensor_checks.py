@@ -1,0 +1,58 @@
+"""Tests for typedrl._tensor_checks."""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from typedrl._tensor_checks import action_dtype_for, check_action
+from typedrl.errors import SpecError
+
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    ("space", "action"),
+    [
+        (gym.spaces.Box(-1, 1, (2,), np.float32), torch.zeros(3, 2)),
+        (gym.spaces.Discrete(4), torch.zeros(3, dtype=torch.int64)),
+        (gym.spaces.MultiDiscrete([2, 3]), torch.zeros(3, 2, dtype=torch.int32)),
+        (gym.spaces.MultiBinary(2), torch.zeros(3, 2, dtype=torch.bool)),
+    ],
+)
+def test_check_action_accepts(space: gym.Space[Any], action: torch.Tensor) -> None:
+    """Well-formed action batches pass and are returned unchanged."""
+    assert check_action(action, num_envs=3, space=space, device=CPU, where="t") is action
+
+
+@pytest.mark.parametrize(
+    ("space", "action", "message"),
+    [
+        (gym.spaces.Box(-1, 1, (2,)), [0.0, 0.0], "must be a torch.Tensor"),
+        (gym.spaces.Box(-1, 1, (2,)), torch.zeros(3), r"shape \[3, 2\].*got \[3\]"),
+        (gym.spaces.Box(-1, 1, (2,)), torch.zeros(3, 2, dtype=torch.int64), "floating point"),
+        (gym.spaces.Discrete(2), torch.zeros(3), "integer dtype, got torch.float32"),
+        (gym.spaces.Discrete(2), torch.zeros(3, 1, dtype=torch.int64), r"shape \[3\]"),
+    ],
+)
+def test_check_action_rejects(space: gym.Space[Any], action: object, message: str) -> None:
+    """Wrong type, shape or dtype raise a SpecError naming expected and actual."""
+    with pytest.raises(SpecError, match=message):
+        check_action(action, num_envs=3, space=space, device=CPU, where="t")
+
+
+def test_check_action_rejects_wrong_device() -> None:
+    """An action on another device is rejected (meta stands in for an accelerator)."""
+    action = torch.zeros(3, 2, device="meta")
+    with pytest.raises(SpecError, match="action is on meta"):
+        check_action(action, num_envs=3, space=gym.spaces.Box(-1, 1, (2,)), device=CPU, where="t")
+
+
+def test_action_dtype_for() -> None:
+    """Box actions travel as floats, the discrete families as int64."""
+    assert action_dtype_for(gym.spaces.Box(-1, 1, (1,)), torch.float64) == torch.float64
+    assert action_dtype_for(gym.spaces.MultiDiscrete([2, 2])) == torch.int64
+    with pytest.raises(SpecError, match="unsupported action space"):
+        action_dtype_for(gym.spaces.Text(5))

@@ -1,0 +1,186 @@
+"""Tests for typedrl._values: StepResult, DifferentiableRolloutSpec, EvaluationResult."""
+
+import math
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from typedrl import DifferentiableRolloutSpec, EvaluationResult, StepResult
+from typedrl.errors import ConfigError, SpecError
+
+
+def _obs(num_envs: int = 3) -> TensorDict:
+    return TensorDict({"obs": torch.arange(num_envs * 2.0).reshape(num_envs, 2)}, [num_envs])
+
+
+def _flags(num_envs: int = 3) -> torch.Tensor:
+    return torch.zeros(num_envs, dtype=torch.bool)
+
+
+def test_step_result_unpacks_like_gymnasium() -> None:
+    """The result is a 5-tuple in Gymnasium's order with named accessors."""
+    obs, reward, terminated = _obs(), torch.ones(3), torch.tensor([True, False, False])
+    info = {"x": 1}
+    result = StepResult(obs, reward, terminated, _flags(), info)
+    o, r, te, tr, i = result
+    assert o is obs
+    assert r is reward
+    assert te is terminated
+    assert i is info
+    assert len(result) == 5
+    assert result.obs is obs
+    assert result.reward is reward
+    assert result.terminated is terminated
+    assert result.truncated is tr
+    assert result.info is info
+    assert result.done.tolist() == [True, False, False]
+
+
+def test_step_result_extras_default() -> None:
+    """Without extras every row is valid and no terminal observation is claimed."""
+    result = StepResult(_obs(), torch.ones(3), _flags(), _flags(), {})
+    assert result.final_obs is None
+    assert result.valid.dtype == torch.bool
+    assert result.valid.tolist() == [True, True, True]
+
+
+def test_step_result_is_immutable() -> None:
+    """Attributes cannot be rebound or deleted."""
+    result = StepResult(_obs(), torch.ones(3), _flags(), _flags(), {})
+    with pytest.raises(AttributeError, match="immutable"):
+        result.final_obs = None  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        del result.valid
+
+
+def test_step_result_keeps_extras() -> None:
+    """final_obs and valid are stored as given."""
+    final = _obs()
+    valid = torch.tensor([True, False, True])
+    result = StepResult(_obs(), torch.ones(3), _flags(), _flags(), {}, final_obs=final, valid=valid)
+    assert result.final_obs is final
+    assert result.valid is valid
+    assert "final_obs=yes" in repr(result)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("reward", torch.ones(4), r"reward must have shape \[3\]"),
+        ("reward", torch.ones(3, dtype=torch.int64), "floating-point"),
+        ("reward", [1.0, 1.0, 1.0], "must be a torch.Tensor"),
+        ("terminated", torch.zeros(3), "torch.bool tensor, got torch.float32"),
+        ("truncated", torch.zeros(3, 1, dtype=torch.bool), r"shape \[3\]"),
+        ("valid", torch.ones(2, dtype=torch.bool), r"valid must have shape \[3\]"),
+        ("final_obs", _obs(2), r"final_obs must be a TensorDict with batch_size \[3\]"),
+        ("obs", {"obs": torch.zeros(3, 2)}, "must be a TensorDict"),
+        ("terminated", torch.zeros(3, dtype=torch.bool, device="meta"), "terminated is on meta"),
+    ],
+)
+def test_step_result_rejects_bad_parts(field: str, value: object, message: str) -> None:
+    """Each malformed part raises a SpecError naming the field, expected and actual."""
+    parts: dict[str, object] = {
+        "obs": _obs(),
+        "reward": torch.ones(3),
+        "terminated": _flags(),
+        "truncated": _flags(),
+    }
+    extras: dict[str, object] = {}
+    if field in parts:
+        parts[field] = value
+    else:
+        extras[field] = value
+    with pytest.raises(SpecError, match=message):
+        StepResult(*parts.values(), {}, **extras)  # type: ignore[arg-type, call-arg]
+
+
+def test_rollout_spec_defaults_and_metadata_copy() -> None:
+    """Defaults apply and metadata becomes a read-only float copy."""
+    metadata = {"difficulty": 1}
+    spec = DifferentiableRolloutSpec(num_steps=5, metadata=metadata)
+    metadata["difficulty"] = 7
+    assert spec.num_steps == 5
+    assert spec.objective_scale == 1.0
+    assert dict(spec.metadata) == {"difficulty": 1.0}
+    assert isinstance(spec.metadata["difficulty"], float)
+
+
+def test_rollout_spec_is_frozen() -> None:
+    """Fields cannot be reassigned."""
+    spec = DifferentiableRolloutSpec(num_steps=5)
+    with pytest.raises(AttributeError):
+        spec.num_steps = 6  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, False, 2.0, "5", None])
+def test_rollout_spec_rejects_num_steps(bad: object) -> None:
+    """num_steps must be a positive int and never a bool; the value is in the message."""
+    with pytest.raises(ConfigError, match=f"num_steps must be a positive int, got {bad!r}"):
+        DifferentiableRolloutSpec(num_steps=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf, True, "1", None])
+def test_rollout_spec_rejects_scalar_scale(bad: object) -> None:
+    """A scalar objective scale must be a finite float >= 0."""
+    with pytest.raises(ConfigError, match="objective_scale"):
+        DifferentiableRolloutSpec(num_steps=1, objective_scale=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (torch.ones(3, dtype=torch.int64), "float tensor"),
+        (torch.ones(3, 1), r"shape \[num_envs\]"),
+        (torch.ones(0), "non-empty"),
+        (torch.ones(3, requires_grad=True), "detached"),
+        (torch.tensor([1.0, math.nan]), "finite and >= 0"),
+        (torch.tensor([1.0, -1.0]), "finite and >= 0"),
+    ],
+)
+def test_rollout_spec_rejects_tensor_scale(bad: torch.Tensor, message: str) -> None:
+    """A tensor objective scale must be a detached, finite, non-negative [num_envs] float."""
+    with pytest.raises(ConfigError, match=message):
+        DifferentiableRolloutSpec(num_steps=1, objective_scale=bad)
+
+
+def test_rollout_spec_accepts_tensor_scale() -> None:
+    """A valid per-env scale is kept as the same tensor."""
+    scale = torch.tensor([0.0, 0.5, 2.0])
+    assert DifferentiableRolloutSpec(num_steps=1, objective_scale=scale).objective_scale is scale
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [({"a": math.nan}, "finite float"), ({2: 1.0}, "keys must be str"), (3, "mapping")],
+)
+def test_rollout_spec_rejects_metadata(bad: object, message: str) -> None:
+    """Metadata must map str to finite floats."""
+    with pytest.raises(ConfigError, match=message):
+        DifferentiableRolloutSpec(num_steps=1, metadata=bad)  # type: ignore[arg-type]
+
+
+def test_evaluation_result_valid() -> None:
+    """Metrics become floats; score and count are kept."""
+    result = EvaluationResult(metrics={"return_mean": 3}, score=3, num_items=2)
+    assert dict(result.metrics) == {"return_mean": 3.0}
+    assert result.score == 3.0
+    assert isinstance(result.score, float)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"score": math.nan}, "score must be a finite float, got nan"),
+        ({"score": "1"}, "score must be a finite float"),
+        ({"num_items": 0}, "num_items must be a positive int, got 0"),
+        ({"num_items": True}, "num_items must be a positive int, got True"),
+        ({"metrics": {"m": math.inf}}, r"metrics\['m'\] must be a finite float, got inf"),
+    ],
+)
+def test_evaluation_result_rejects(kwargs: dict[str, object], message: str) -> None:
+    """Invalid results raise ConfigError with the offending value."""
+    base: dict[str, object] = {"metrics": {}, "score": 1.0, "num_items": 1}
+    base.update(kwargs)
+    with pytest.raises(ConfigError, match=message):
+        EvaluationResult(**base)  # type: ignore[arg-type]
