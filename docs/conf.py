@@ -94,6 +94,22 @@ def _show_alias_value(
     lines.extend(["", f"Alias of ``{obj.__qualname__}``."])
 
 
+def _no_inline_attribute_types(
+    app: Sphinx, what: str, name: str, obj: object, options: Any, lines: list[str]
+) -> None:
+    """Stop napoleon from reading ``Summary: detail`` as ``type: description``.
+
+    For attributes, properties and module data, Google style lets the first
+    line start with an inline type (``int: The count.``). typedrl never uses
+    that form (types come from annotations), but many of its one-line
+    docstrings read ``Summary: detail``. An empty reST comment in front of the
+    text leaves napoleon nothing to split; it renders as nothing.
+    """
+    del app, name, obj, options
+    if what in {"attribute", "property", "data"} and any(line.strip() for line in lines):
+        lines[:0] = ["..", ""]
+
+
 def _dataclass_factory_defaults(
     app: Sphinx,
     what: str,
@@ -139,6 +155,8 @@ def _protocol_class_signature(
 
 def setup(app: Sphinx) -> None:
     """Register the hooks above."""
+    # Before napoleon's own handler, which runs at the default priority 500.
+    app.connect("autodoc-process-docstring", _no_inline_attribute_types, priority=400)
     app.connect("autodoc-process-signature", _protocol_class_signature)
     app.connect("autodoc-process-docstring", _show_alias_value)
     app.connect("autodoc-process-signature", _dataclass_factory_defaults)

@@ -98,6 +98,30 @@ class StepResult(_StepTuple):
         object.__setattr__(self, "_valid", valid)
         return self
 
+    @classmethod
+    def from_trusted(
+        cls,
+        obs: Obs,
+        reward: Reward,
+        terminated: Done,
+        truncated: Done,
+        info: dict[str, Any],
+        *,
+        final_obs: Obs | None,
+        valid: Valid,
+    ) -> "StepResult":
+        """Build a result without validation, for producers correct by construction.
+
+        Adapters and built-in envs whose outputs have the right shapes, dtypes
+        and devices by construction use this on their hot path (validation
+        costs a few microseconds a step). Everything else should call the
+        validating constructor.
+        """
+        self = tuple.__new__(cls, (obs, reward, terminated, truncated, info))
+        object.__setattr__(self, "_final_obs", final_obs)
+        object.__setattr__(self, "_valid", valid)
+        return self
+
     @property
     def final_obs(self) -> Obs | None:
         """Observation each row reached before any autoreset; ``None`` if unavailable."""
@@ -125,7 +149,7 @@ class StepResult(_StepTuple):
 
     @property
     def truncated(self) -> Done:
-        """Rows whose episode was cut short (time limit); bootstrap from ``final_obs``."""
+        """Rows whose episode was cut short (time limit): bootstrap from ``final_obs``."""
         return self[3]
 
     @property
@@ -191,7 +215,7 @@ class DifferentiableRolloutSpec:
     """Full horizon of the rollout, in env steps (a positive ``int``, not a ``bool``)."""
 
     objective_scale: float | ObjectiveScale = 1.0
-    """Weight of the rollout's objective, either a finite float >= 0 or a detached,
+    """Weight of the rollout's objective: a finite float >= 0, or a detached,
     finite, non-negative float tensor ``[num_envs]``."""
 
     metadata: Mapping[str, float] = field(default_factory=dict)

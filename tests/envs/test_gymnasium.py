@@ -1,0 +1,278 @@
+"""Tests for typedrl.envs._gymnasium.GymnasiumVecEnv."""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from typedrl.envs._gymnasium import GymnasiumVecEnv
+from typedrl.errors import ConfigError, SpecError
+from typedrl.protocols import VecEnv
+from typedrl.testing._gym_envs import RandomEndsEnv, RandomEndsVectorEnv
+
+
+class _SpacesEnv(gym.Env[Any, Any]):
+    """A single env with configurable spaces that returns samples of them."""
+
+    def __init__(self, observation_space: gym.Space[Any], action_space: gym.Space[Any]) -> None:
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.last_action: Any = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.last_action = action
+        return self.observation_space.sample(), 1.0, False, False, {}
+
+
+def _sync(
+    observation_space: gym.Space[Any],
+    action_space: gym.Space[Any],
+    num_envs: int = 2,
+    mode: AutoresetMode = AutoresetMode.SAME_STEP,
+) -> SyncVectorEnv:
+    return SyncVectorEnv(
+        [lambda: _SpacesEnv(observation_space, action_space)] * num_envs, autoreset_mode=mode
+    )
+
+
+BOX_ACTION = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("space", "dtype", "shape"),
+    [
+        (gym.spaces.Box(-1, 1, (3,), np.float64), torch.float32, [2, 3]),
+        (gym.spaces.Box(0, 255, (2, 2), np.uint8), torch.uint8, [2, 2, 2]),
+        (gym.spaces.Discrete(5), torch.int64, [2]),
+        (gym.spaces.MultiDiscrete([2, 3]), torch.int64, [2, 2]),
+        (gym.spaces.MultiBinary(4), torch.int8, [2, 4]),
+    ],
+)
+def test_single_array_observations_live_under_obs(
+    space: gym.Space[Any], dtype: torch.dtype, shape: list[int]
+) -> None:
+    """Each supported leaf space becomes obs["obs"] with the documented dtype."""
+    env = GymnasiumVecEnv(_sync(space, BOX_ACTION))
+    obs, _ = env.reset(seed=0)
+    assert list(obs.keys()) == ["obs"]
+    assert obs["obs"].dtype == dtype
+    assert list(obs["obs"].shape) == shape
+    assert obs.device == torch.device("cpu")
+
+
+def test_dict_observations_keep_their_keys_and_nesting() -> None:
+    """Dict spaces become TensorDict keys; nested Dicts become nested TensorDicts."""
+    space = gym.spaces.Dict(
+        {
+            "policy": gym.spaces.Box(-1, 1, (3,)),
+            "extra": gym.spaces.Dict({"flag": gym.spaces.Discrete(2)}),
+        }
+    )
+    env = GymnasiumVecEnv(_sync(space, BOX_ACTION, mode=AutoresetMode.SAME_STEP))
+    obs, _ = env.reset(seed=0)
+    assert set(obs.keys()) == {"policy", "extra"}
+    assert obs["extra", "flag"].dtype == torch.int64
+    assert list(obs["policy"].shape) == [2, 3]
+    assert obs["extra"].batch_size == torch.Size([2])
+
+
+def test_float64_option() -> None:
+    """float_dtype="float64" applies to rewards and float observations."""
+    env = GymnasiumVecEnv(_sync(gym.spaces.Box(-1, 1, (3,)), BOX_ACTION), float_dtype="float64")
+    obs, _ = env.reset(seed=0)
+    result = env.step(torch.zeros(2, 2, dtype=torch.float64))
+    assert obs["obs"].dtype == torch.float64
+    assert result.reward.dtype == torch.float64
+
+
+@pytest.mark.parametrize(
+    ("space", "action"),
+    [
+        (gym.spaces.Discrete(3), torch.tensor([0, 2])),
+        (gym.spaces.MultiDiscrete([2, 3]), torch.tensor([[1, 2], [0, 0]])),
+        (BOX_ACTION, torch.tensor([[0.5, -0.5], [0.0, 1.0]])),
+    ],
+)
+def test_actions_reach_the_env_with_its_dtype(space: gym.Space[Any], action: torch.Tensor) -> None:
+    """Torch actions are converted to the space's NumPy dtype, row by row."""
+    raw = _sync(gym.spaces.Box(-1, 1, (1,)), space)
+    env = GymnasiumVecEnv(raw)
+    env.reset(seed=0)
+    env.step(action)
+    for row, single in enumerate(raw.envs):
+        received = np.asarray(single.unwrapped.last_action)  # type: ignore[attr-defined]
+        assert received.dtype == space.dtype
+        np.testing.assert_array_equal(received, action[row].numpy().astype(space.dtype))
+
+
+def test_clip_actions_to_box_bounds() -> None:
+    """With clip_actions, out-of-bound Box actions are clipped before stepping."""
+    raw = _sync(gym.spaces.Box(-1, 1, (1,)), BOX_ACTION)
+    env = GymnasiumVecEnv(raw, clip_actions=True)
+    env.reset(seed=0)
+    env.step(torch.tensor([[5.0, -5.0], [0.25, 0.0]]))
+    received = raw.envs[0].unwrapped.last_action  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(received, np.array([1.0, -1.0], dtype=np.float32))
+
+
+def test_clip_actions_needs_a_box() -> None:
+    """Clipping a discrete action space is a configuration error."""
+    with pytest.raises(ConfigError, match="clip_actions needs a Box"):
+        GymnasiumVecEnv(
+            _sync(gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2)), clip_actions=True
+        )
+
+
+def test_wrong_actions_are_rejected() -> None:
+    """Shape and dtype errors raise SpecError before anything is stepped."""
+    env = GymnasiumVecEnv(_sync(gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2)))
+    env.reset(seed=0)
+    with pytest.raises(SpecError, match=r"shape \[2\]"):
+        env.step(torch.zeros(2, 1, dtype=torch.int64))
+    with pytest.raises(SpecError, match="integer dtype"):
+        env.step(torch.zeros(2))
+
+
+def _random_ends(mode: AutoresetMode) -> GymnasiumVecEnv:
+    factory = lambda: RandomEndsEnv(terminate_prob=0.3, max_steps=4)  # noqa: E731
+    return GymnasiumVecEnv(SyncVectorEnv([factory] * 3, autoreset_mode=mode))
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_seeding_reproduces_a_run(mode: AutoresetMode) -> None:
+    """Two runs with the same seed and actions produce identical transitions."""
+    runs = []
+    for _ in range(2):
+        env = _random_ends(mode)
+        obs, _ = env.reset(seed=7)
+        trace = [obs["obs"].clone()]
+        for step in range(12):
+            result = env.step(torch.full((3,), step % 3, dtype=torch.int64))
+            assert result.final_obs is not None
+            trace += [result.obs["obs"], result.final_obs["obs"], result.reward]
+            trace += [result.terminated, result.truncated]
+        runs.append(trace)
+        env.close()
+    for first, second in zip(*runs, strict=True):
+        assert torch.equal(first, second)
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_same_step_contract_in_every_mode(mode: AutoresetMode) -> None:
+    """Rows that end come back reset (t = 0) while final_obs keeps the terminal step count."""
+    env = _random_ends(mode)
+    assert isinstance(env, VecEnv)
+    assert env.autoreset_mode is mode
+    assert not env.emits_ghost_steps
+    env.reset(seed=1)
+    ended = 0
+    for _ in range(20):
+        result = env.step(torch.zeros(3, dtype=torch.int64))
+        assert result.final_obs is not None
+        assert bool(result.valid.all())
+        done = result.done
+        ended += int(done.sum())
+        assert bool((result.obs["obs"][done, 0] == 0).all())
+        assert bool((result.final_obs["obs"][done, 0] >= 1).all())
+        assert torch.equal(result.final_obs["obs"][~done], result.obs["obs"][~done])
+    assert ended > 0
+
+
+def test_ghost_steps_on_envs_ignoring_reset_mask() -> None:
+    """A next-step env that ignores reset_mask: ended rows get one flagged ghost step."""
+    env = GymnasiumVecEnv(RandomEndsVectorEnv(num_envs=2, terminate_prob=0.0, max_steps=2))
+    assert env.emits_ghost_steps
+    env.reset(seed=0)
+    zeros = torch.zeros(2, dtype=torch.int64)
+    env.step(zeros)
+    ended = env.step(zeros)
+    assert ended.truncated.tolist() == [True, True]
+    assert ended.obs["obs"][:, 0].tolist() == [2.0, 2.0]
+    ghost = env.step(zeros)
+    assert ghost.valid.tolist() == [False, False]
+    assert ghost.reward.tolist() == [0.0, 0.0]
+    assert ghost.obs["obs"][:, 0].tolist() == [0.0, 0.0]
+    assert env.step(zeros).valid.tolist() == [True, True]
+
+
+def test_partial_reset_can_be_forced_for_custom_envs() -> None:
+    """partial_reset=False on a Sync env switches to ghost handling explicitly."""
+    factory = lambda: RandomEndsEnv(terminate_prob=0.0, max_steps=1)  # noqa: E731
+    env = GymnasiumVecEnv(SyncVectorEnv([factory]), partial_reset=False)
+    assert env.emits_ghost_steps
+
+
+def test_disabled_autoreset_needs_partial_reset() -> None:
+    """An env without autoreset that cannot reset rows is refused at construction."""
+    raw = SyncVectorEnv([RandomEndsEnv], autoreset_mode=AutoresetMode.DISABLED)
+    with pytest.raises(ConfigError, match="autoreset disabled"):
+        GymnasiumVecEnv(raw, partial_reset=False)
+
+
+def test_rejects_bad_constructor_arguments() -> None:
+    """Non-vector envs, bad dtypes and unsupported spaces raise clear errors."""
+    with pytest.raises(ConfigError, match=r"gymnasium\.vector\.VectorEnv"):
+        GymnasiumVecEnv(RandomEndsEnv())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="float_dtype"):
+        GymnasiumVecEnv(_random_ends(AutoresetMode.SAME_STEP).env, float_dtype="float16")  # type: ignore[arg-type]
+    tuple_space = gym.spaces.Tuple((gym.spaces.Discrete(2),))
+    with pytest.raises(SpecError, match="unsupported observation space"):
+        GymnasiumVecEnv(_sync(tuple_space, BOX_ACTION))
+
+
+def test_bad_autoreset_metadata() -> None:
+    """An unknown autoreset mode in the env's metadata is reported with the valid ones."""
+    raw = RandomEndsVectorEnv(num_envs=1)
+    raw.metadata = {"autoreset_mode": "Sometimes"}
+    with pytest.raises(ConfigError, match="Sometimes"):
+        GymnasiumVecEnv(raw)
+
+
+def test_default_seed_applies_to_the_first_reset_only() -> None:
+    """default_seed seeds the first unseeded reset; explicit seeds win."""
+    seeded = GymnasiumVecEnv(_random_ends(AutoresetMode.SAME_STEP).env, default_seed=3)
+    reference = _random_ends(AutoresetMode.SAME_STEP)
+    first, _ = seeded.reset()
+    expected, _ = reference.reset(seed=3)
+    assert torch.equal(first["obs"], expected["obs"])
+
+
+def test_close_is_idempotent() -> None:
+    """close() closes the wrapped env once."""
+    env = _random_ends(AutoresetMode.SAME_STEP)
+    env.close()
+    env.close()
+    assert env.env.closed
+
+
+def test_same_step_env_without_final_obs_is_reported() -> None:
+    """A same-step env that ends rows without info['final_obs'] breaks the contract."""
+
+    class _Forgetful(gym.vector.VectorEnv[Any, Any, Any]):
+        metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}  # noqa: RUF012
+
+        def __init__(self) -> None:
+            self.num_envs = 1
+            self.single_observation_space = gym.spaces.Box(-1, 1, (1,))
+            self.single_action_space = gym.spaces.Discrete(2)
+
+        def reset(self, **_: Any) -> tuple[Any, dict[str, Any]]:
+            return np.zeros((1, 1), np.float32), {}
+
+        def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+            return np.zeros((1, 1), np.float32), np.ones(1), np.ones(1, bool), np.zeros(1, bool), {}
+
+    env = GymnasiumVecEnv(_Forgetful(), partial_reset=True)
+    env.reset()
+    with pytest.raises(SpecError, match=r"without info\['final_obs'\]"):
+        env.step(torch.zeros(1, dtype=torch.int64))

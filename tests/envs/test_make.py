@@ -1,0 +1,72 @@
+"""Tests for typedrl.envs._make.make."""
+
+import gymnasium as gym
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode
+
+from typedrl.envs._gymnasium import GymnasiumVecEnv
+from typedrl.envs._make import make
+from typedrl.errors import ConfigError
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async", "vector_entry_point"])
+def test_make_wraps_each_vectorization(vectorization: str) -> None:
+    """Every vectorization yields a working adapter; sync/async use same-step autoreset."""
+    env = make("CartPole-v1", num_envs=2, seed=0, vectorization=vectorization)  # type: ignore[arg-type]
+    try:
+        assert isinstance(env, GymnasiumVecEnv)
+        obs, _ = env.reset()
+        assert obs["obs"].shape == (2, 4)
+        result = env.step(torch.zeros(2, dtype=torch.int64))
+        assert result.reward.tolist() == [1.0, 1.0]
+        if vectorization == "vector_entry_point":
+            assert env.emits_ghost_steps
+        else:
+            assert env.autoreset_mode is AutoresetMode.SAME_STEP
+    finally:
+        env.close()
+
+
+def test_make_applies_wrappers_to_single_envs() -> None:
+    """Wrappers wrap each single env, in order."""
+    env = make(
+        "Pendulum-v1",
+        num_envs=2,
+        wrappers=[lambda e: gym.wrappers.TransformReward(e, lambda r: 0.0)],
+    )
+    env.reset(seed=0)
+    assert env.step(torch.zeros(2, 1)).reward.tolist() == [0.0, 0.0]
+    env.close()
+
+
+def test_make_passes_env_kwargs() -> None:
+    """env_kwargs reach the env constructor."""
+    env = make("Pendulum-v1", num_envs=1, env_kwargs={"g": 3.0})
+    assert isinstance(env, GymnasiumVecEnv)
+    assert env.env.unwrapped.envs[0].unwrapped.g == 3.0  # type: ignore[attr-defined]
+    env.close()
+
+
+def test_make_seed_reproduces() -> None:
+    """The same seed gives the same first observation."""
+    first = make("Pendulum-v1", num_envs=2, seed=5)
+    second = make("Pendulum-v1", num_envs=2, seed=5)
+    assert torch.equal(first.reset()[0]["obs"], second.reset()[0]["obs"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_envs": 0}, "num_envs must be a positive int"),
+        ({"num_envs": 1, "vectorization": "threads"}, "vectorization must be one of"),
+        (
+            {"num_envs": 1, "vectorization": "vector_entry_point", "wrappers": [lambda e: e]},
+            "wrappers apply to single envs",
+        ),
+    ],
+)
+def test_make_rejects_bad_arguments(kwargs: dict[str, object], message: str) -> None:
+    """Bad arguments raise ConfigError naming the problem."""
+    with pytest.raises(ConfigError, match=message):
+        make("CartPole-v1", **kwargs)  # type: ignore[arg-type]
