@@ -24,7 +24,7 @@ def test_batch_with_rows_replaces_rows() -> None:
     """batch_with_rows swaps the given rows for single observations, leaf by leaf."""
     space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,)), "b": gym.spaces.Discrete(3)})
     converter = ObservationConverter(space, num_envs=3, device=CPU)
-    data = {"a": np.zeros((3, 2), np.float32), "b": np.zeros(3, np.int64)}
+    data: dict[str, np.ndarray] = {"a": np.zeros((3, 2), np.float32), "b": np.zeros(3, np.int64)}
     obs = converter.batch_with_rows(
         data, [0, 2], [{"a": np.ones(2), "b": 2}, {"a": -np.ones(2), "b": 1}]
     )

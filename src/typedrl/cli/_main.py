@@ -30,6 +30,32 @@ def _run_info(_: argparse.Namespace) -> int:
     return 0
 
 
+def _run_check_env(args: argparse.Namespace) -> int:
+    """Build an env by id, run the conformance checker and print its report."""
+    from typedrl.envs import (  # noqa: PLC0415 - keep `typedrl --help` fast
+        check_differentiable_vec_env,
+        check_vec_env,
+        make,
+    )
+    from typedrl.protocols import DifferentiableVecEnv  # noqa: PLC0415
+
+    env = make(
+        args.env_id,
+        num_envs=args.num_envs,
+        vectorization=args.vectorization,
+        device=args.device,
+        float_dtype=args.float_dtype,
+    )
+    try:
+        differentiable = isinstance(env, DifferentiableVecEnv) and not args.no_gradients
+        check = check_differentiable_vec_env if differentiable else check_vec_env
+        report = check(env, seed=args.seed, num_steps=args.num_steps, max_examples=args.examples)
+    finally:
+        env.close()
+    print(report)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the ``typedrl`` command."""
     parser = argparse.ArgumentParser(
@@ -41,6 +67,28 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = commands.add_parser("info", help="print package versions and available devices")
     info.set_defaults(handler=_run_info)
+    check = commands.add_parser(
+        "check-env",
+        help="check an env against the vector-env contract (exit status 1 on violations)",
+    )
+    check.add_argument(
+        "env_id", help='a Gymnasium id or a built-in id such as "typedrl/Pendulum-v0"'
+    )
+    check.add_argument("--num-envs", type=int, default=4)
+    check.add_argument(
+        "--vectorization", choices=["sync", "async", "vector_entry_point"], default="sync"
+    )
+    check.add_argument("--device", default="cpu")
+    check.add_argument("--float-dtype", choices=["float32", "float64"], default="float32")
+    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--num-steps", type=int, default=32, help="steps per rollout")
+    check.add_argument("--examples", type=int, default=10, help="rollouts (hypothesis examples)")
+    check.add_argument(
+        "--no-gradients",
+        action="store_true",
+        help="skip the gradient rules of differentiable envs",
+    )
+    check.set_defaults(handler=_run_check_env)
     return parser
 
 

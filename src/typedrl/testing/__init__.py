@@ -11,10 +11,20 @@ simulator:
 - :class:`ConstantPolicy`, :class:`LinearActorCritic`,
   :class:`LinearDifferentiablePolicy`: the policy protocols;
 - :class:`TransitionCollector`, :class:`EpisodeReturnEvaluator`: the loop protocols;
-- :class:`CounterState`: :class:`~typedrl.protocols.SupportsStateDict`.
+- :class:`CounterState`: :class:`~typedrl.protocols.SupportsStateDict`;
+- :class:`RandomEndsEnv` and :class:`RandomEndsVectorEnv`: Gymnasium envs with
+  seeded random episode ends (the vector one resets inside the next step and
+  ignores ``reset_mask``), for testing adapters against hand-stepped references;
+- :class:`FakeManagerBasedRLEnv`, :class:`FakeDirectRLEnv`, :class:`FakeRLEnvCfg`:
+  a faithful CPU fake of the Isaac Lab env API.
 """
 
 from typedrl.testing._counting import CountingVecEnv as CountingVecEnv
+from typedrl.testing._gym_envs import RandomEndsEnv as RandomEndsEnv
+from typedrl.testing._gym_envs import RandomEndsVectorEnv as RandomEndsVectorEnv
+from typedrl.testing._isaaclab_fake import FakeDirectRLEnv as FakeDirectRLEnv
+from typedrl.testing._isaaclab_fake import FakeManagerBasedRLEnv as FakeManagerBasedRLEnv
+from typedrl.testing._isaaclab_fake import FakeRLEnvCfg as FakeRLEnvCfg
 from typedrl.testing._loops import EpisodeReturnEvaluator as EpisodeReturnEvaluator
 from typedrl.testing._loops import Transition as Transition
 from typedrl.testing._loops import TransitionCollector as TransitionCollector
@@ -30,9 +40,14 @@ __all__ = [
     "CounterState",
     "CountingVecEnv",
     "EpisodeReturnEvaluator",
+    "FakeDirectRLEnv",
+    "FakeManagerBasedRLEnv",
+    "FakeRLEnvCfg",
     "LinearActorCritic",
     "LinearDifferentiablePolicy",
     "QuadraticEnv",
+    "RandomEndsEnv",
+    "RandomEndsVectorEnv",
     "ScheduledQuadraticEnv",
     "Transition",
     "TransitionCollector",

@@ -1,0 +1,94 @@
+"""Hypothesis-driven rollouts that evaluate the step, terminal-observation and seeding rules."""
+
+import itertools
+from collections.abc import Sequence
+
+import hypothesis
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl.envs._checker._actions import ActionSampler, Plan
+from typedrl.envs._checker._report import Recorder
+from typedrl.envs._checker._seeding import Trace, check_seeding, snapshot, snapshot_obs
+from typedrl.envs._checker._terminal import EndTracker, check_final_obs, ghost_rows
+from typedrl.envs._checker._vec import (
+    EnvContext,
+    call_step,
+    check_reset,
+    check_step_parts,
+    done_rows,
+)
+
+__all__ = ["run_rollouts"]
+
+
+def _rollout(
+    rec: Recorder,
+    ctx: EnvContext,
+    *,
+    reset_seed: int,
+    actions: Sequence[Tensor],
+    tracker: EndTracker,
+    example: int,
+) -> Trace | None:
+    obs = check_reset(rec, ctx, reset_seed)
+    if obs is None:
+        return None
+    tracker.on_reset()
+    trace = Trace(reset=snapshot_obs(obs), steps=[])
+    for step, action in enumerate(actions):
+        parts = call_step(rec, ctx, action, step)
+        if parts is None:
+            break
+        check_step_parts(rec, ctx, parts, step)
+        done = done_rows(parts, ctx.num_envs)
+        ghosts = ghost_rows(parts, ctx.num_envs)
+        tracker.settle(ghosts)
+        check_final_obs(rec, ctx, parts, done=done, step=step, tracker=tracker, example=example)
+        tracker.on_step(rec, done, ghosts, step)
+        trace.steps.append(snapshot(parts))
+    return trace
+
+
+def run_rollouts(
+    rec: Recorder,
+    ctx: EnvContext,
+    sampler: ActionSampler,
+    *,
+    seed: int,
+    num_steps: int,
+    max_examples: int,
+    min_episode_length: int | None,
+) -> None:
+    """Run hypothesis-drawn rollouts, checking every step, then replay each for seeding."""
+    tracker = EndTracker(num_envs=ctx.num_envs, min_episode_length=min_episode_length)
+    counter = itertools.count()
+
+    @_validation.no_type_check
+    @hypothesis.seed(seed)
+    @settings(
+        max_examples=max_examples,
+        database=None,
+        derandomize=True,
+        deadline=None,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+    @given(sampler.strategy(num_steps))
+    def explore(plan: Plan) -> None:
+        example = next(counter)
+        reset_seed, steps = plan
+        actions = [sampler.materialize(step) for step in steps]
+        trace = _rollout(
+            rec, ctx, reset_seed=reset_seed, actions=actions, tracker=tracker, example=example
+        )
+        if trace is not None:
+            check_seeding(
+                rec, ctx, reset_seed=reset_seed, actions=actions, trace=trace, example=example
+            )
+
+    explore()
+    tracker.finish(rec)

@@ -1,0 +1,588 @@
+"""Adapter from an Isaac Lab RL env to the typedrl :class:`~typedrl.protocols.VecEnv` contract.
+
+Isaac Lab is never imported: :class:`IsaacLabEnvLike` describes, structurally,
+the part of ``isaaclab.envs.ManagerBasedRLEnv`` and ``isaaclab.envs.DirectRLEnv``
+the adapter uses, so this module imports (and its fake-backed tests run) on
+machines without Isaac Lab.
+"""
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, TypeAlias, final, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensordict import TensorDict
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._tensor_checks import check_action
+from typedrl._types import Action, Done, Obs
+from typedrl._validation import describe
+from typedrl._values import StepResult
+from typedrl.errors import ConfigError, EnvContractError, SpecError
+
+__all__ = [
+    "IsaacLabEnvCfgLike",
+    "IsaacLabEnvLike",
+    "IsaacLabObs",
+    "IsaacLabVecEnv",
+]
+
+IsaacLabObs: TypeAlias = dict[str, Tensor | dict[str, Tensor]]
+"""Isaac Lab's ``VecEnvObs``: group name -> tensor, or term name -> tensor for groups
+whose terms are not concatenated."""
+
+_LogValue: TypeAlias = Tensor | float
+
+
+@runtime_checkable
+class IsaacLabEnvCfgLike(Protocol):
+    """The part of an Isaac Lab RL env config (``ManagerBasedRLEnvCfg``, ``DirectRLEnvCfg``) used.
+
+    ``compute_final_obs`` is deliberately not a member: Isaac Lab releases that
+    predate it lack the field, so the adapter reads it with ``getattr`` and a
+    default of ``False``.
+    """
+
+    @property
+    def is_finite_horizon(self) -> bool:
+        """``True`` when time-outs end a finite-horizon MDP (no bootstrapping on them)."""
+        ...
+
+
+@runtime_checkable
+class IsaacLabEnvLike(Protocol):
+    """The surface of an Isaac Lab RL env that :class:`IsaacLabVecEnv` uses.
+
+    Both ``isaaclab.envs.ManagerBasedRLEnv`` and ``isaaclab.envs.DirectRLEnv``
+    satisfy it (checked statically against the stubs in ``typings/``), as do the
+    fakes in :mod:`typedrl.testing`. Pass the unwrapped env (``env.unwrapped``
+    of what ``gym.make`` returns): Gymnasium wrappers do not forward these
+    attributes.
+    """
+
+    @property
+    def num_envs(self) -> int:
+        """Number of parallel environments."""
+        ...
+
+    @property
+    def device(self) -> str | torch.device:
+        """Simulation device, for example ``"cuda:0"``."""
+        ...
+
+    @property
+    def cfg(self) -> IsaacLabEnvCfgLike:
+        """The env config; ``is_finite_horizon`` and (optionally) ``compute_final_obs`` are read."""
+        ...
+
+    @property
+    def single_observation_space(self) -> gym.Space[Any]:
+        """One env's observation groups: a ``Dict`` of ``Box`` or ``Dict`` of ``Box``."""
+        ...
+
+    @property
+    def single_action_space(self) -> gym.Space[Any]:
+        """One env's action space (a ``Box``)."""
+        ...
+
+    def step(self, action: Tensor) -> tuple[IsaacLabObs, Tensor, Tensor, Tensor, dict[str, Any]]:
+        """Return ``(obs, reward, terminated, time_outs, extras)`` after a same-step autoreset."""
+        ...
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[IsaacLabObs, dict[str, Any]]:
+        """Reset every env and return ``(obs, extras)``."""
+        ...
+
+    def close(self) -> None:
+        """Release the simulation."""
+        ...
+
+
+def _as_device(value: object, where: str) -> torch.device:
+    """Normalise the env's device; a bare ``"cuda"`` becomes the current CUDA device."""
+    if not isinstance(value, str | torch.device):
+        raise SpecError(f"{where}: env.device must be a str or torch.device, got {describe(value)}")
+    try:
+        device = torch.device(value)
+    except RuntimeError as err:
+        raise SpecError(f"{where}: env.device must name a torch device, got {value!r}") from err
+    # torch's stubs type ``index`` as int, but it is None for a bare "cuda".
+    index: int | None = device.index
+    if device.type == "cuda" and index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def _require_env(env: object, where: str) -> IsaacLabEnvLike:
+    """Check the Isaac Lab surface at run time (members only, as ``isinstance`` does)."""
+    if not isinstance(env, IsaacLabEnvLike):
+        hint = (
+            "; pass env.unwrapped (Gymnasium wrappers hide the Isaac Lab attributes)"
+            if hasattr(env, "unwrapped")
+            else ""
+        )
+        raise SpecError(
+            f"{where}: env must be an Isaac Lab RL env (num_envs, device, cfg, "
+            f"single_observation_space, single_action_space, step, reset, close), "
+            f"got {describe(env)}{hint}"
+        )
+    return env
+
+
+def _observation_layout(
+    groups: Mapping[str, gym.Space[Any]], where: str
+) -> tuple[tuple[str, str | None, tuple[int, ...]], ...]:
+    """Flatten the observation groups into ``(group, term or None, shape)`` leaves."""
+    leaves: list[tuple[str, str | None, tuple[int, ...]]] = []
+    for group, sub in groups.items():
+        if isinstance(sub, gym.spaces.Box):
+            leaves.append((group, None, tuple(sub.shape)))
+        elif isinstance(sub, gym.spaces.Dict) and sub.spaces:
+            for term, leaf in sub.spaces.items():
+                if not isinstance(leaf, gym.spaces.Box):
+                    raise SpecError(
+                        f"{where}: observation term {group!r}/{term!r} must be a Box space, "
+                        f"got {describe(leaf)}"
+                    )
+                leaves.append((group, term, tuple(leaf.shape)))
+        else:
+            raise SpecError(
+                f"{where}: observation group {group!r} must be a Box or a non-empty Dict of "
+                f"Box spaces, got {describe(sub)}"
+            )
+    return tuple(leaves)
+
+
+def _clip_bounds(
+    clip_actions: object, space: gym.Space[Any], device: torch.device
+) -> tuple[Tensor, Tensor, gym.spaces.Box] | None:
+    """Resolve ``clip_actions`` to ``(low, high)`` tensors and the reported action space."""
+    owner = "IsaacLabVecEnv.clip_actions"
+    if clip_actions is None:
+        return None
+    if not isinstance(space, gym.spaces.Box):
+        raise ConfigError(f"{owner} needs a Box action space, the env has {describe(space)}")
+    if clip_actions == "space":
+        low = np.asarray(space.low, dtype=np.float64)
+        high = np.asarray(space.high, dtype=np.float64)
+        if not (np.isfinite(low).any() or np.isfinite(high).any()):
+            raise ConfigError(
+                f"{owner}='space' needs finite action bounds, but the env's action space is "
+                f"{space!r} (Isaac Lab declares unbounded actions); pass a float bound instead"
+            )
+    elif (
+        isinstance(clip_actions, int | float)
+        and not isinstance(clip_actions, bool)
+        and math.isfinite(clip_actions)
+        and clip_actions > 0
+    ):
+        bound = float(clip_actions)
+        low = np.maximum(np.asarray(space.low, dtype=np.float64), -bound)
+        high = np.minimum(np.asarray(space.high, dtype=np.float64), bound)
+    else:
+        raise ConfigError(
+            f"{owner} must be None, 'space' or a finite float > 0, got {describe(clip_actions)}"
+        )
+    reported = gym.spaces.Box(low.astype(space.dtype), high.astype(space.dtype), dtype=space.dtype)
+    return (
+        torch.as_tensor(low, dtype=torch.float32, device=device),
+        torch.as_tensor(high, dtype=torch.float32, device=device),
+        reported,
+    )
+
+
+def _log_value(key: str, value: object, where: str) -> _LogValue:
+    """A log entry as a detached float tensor (no host sync) or a Python float."""
+    if isinstance(value, Tensor):
+        return value.detach().float().mean()
+    if isinstance(value, int | float):
+        return float(value)
+    raise SpecError(
+        f"{where}: extras['log'][{key!r}] must be a tensor or a number, got {describe(value)}"
+    )
+
+
+@final
+class IsaacLabVecEnv:
+    """An Isaac Lab RL env (manager-based or direct) as a :class:`~typedrl.protocols.VecEnv`.
+
+    Observation groups (``"policy"``, ``"critic"``, ...) become keys of the
+    observation TensorDict (``batch_size == [num_envs]``, on the env's device);
+    a group whose terms are not concatenated becomes a nested TensorDict. Isaac
+    Lab resets finished envs inside ``step`` (same-step autoreset), as the
+    contract requires.
+
+    Episode ends (``terminated`` / ``time_outs`` from the env) map as follows:
+
+    - ``cfg.is_finite_horizon = False`` (Isaac Lab's default, infinite-horizon
+      tasks cut by a time limit): ``terminated = terminated``, ``truncated =
+      time_outs``. Both flags may be set on one row; ``terminated`` then wins
+      (no bootstrapping), as in Gymnasium.
+    - ``cfg.is_finite_horizon = True`` (the time limit is part of the MDP):
+      ``terminated = terminated | time_outs`` and ``truncated`` is all ``False``:
+      nothing is bootstrapped at the horizon.
+
+    Terminal observations: with ``cfg.compute_final_obs = True`` Isaac Lab
+    stores the observations of all envs, computed just before the reset, under
+    ``extras["final_obs"]`` on steps where some env ended. The adapter then
+    builds ``final_obs`` from that entry for the rows that ended in this step
+    and from ``obs`` for all other rows (stale rows left over from earlier
+    steps are never used) and reports ``provides_final_obs = True``. Without
+    the flag the env cannot give terminal observations: ``provides_final_obs``
+    is ``False`` and ``final_obs`` is ``None`` (the reset observation is never
+    substituted); consumers then bootstrap truncations approximately, as they
+    document.
+
+    Logs: when the env puts a new dict under ``extras["log"]`` (Isaac Lab's
+    manager-based envs rebuild it on every step that resets some env; direct
+    tasks fill it themselves), ``info["log"]`` holds its entries, tensors as
+    detached 0-d float tensors (their mean; no host sync) and numbers as
+    floats. Steps without a fresh log have no ``"log"`` key.
+
+    Reward, ``terminated`` and ``truncated`` are copies: Isaac Lab overwrites
+    its buffers in place on the next step. Observation tensors are used as the
+    env returns them (Isaac Lab computes them afresh every step).
+
+    Args:
+        env: The unwrapped Isaac Lab env (``gym.make(...).unwrapped``).
+        clip_actions: ``None`` (default) passes actions through; a float ``c > 0``
+            clamps them to ``[-c, c]`` (intersected with the env's bounds), like
+            the RSL-RL wrapper; ``"space"`` clamps to the env's action-space bounds,
+            which must be finite somewhere. When clipping, ``single_action_space``
+            reports the clipped bounds.
+        final_obs: ``"auto"`` (default) provides terminal observations exactly
+            when ``env.cfg.compute_final_obs`` is ``True``; ``"required"`` raises
+            :class:`~typedrl.errors.ConfigError` unless it is; ``"ignore"`` never
+            provides them, even when the env computes them.
+
+    Raises:
+        SpecError: If ``env`` lacks the Isaac Lab surface or its spaces are not
+            supported, and on every step whose outputs have the wrong type, shape,
+            dtype or device.
+        ConfigError: If an option is invalid.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.testing._isaaclab_fake import FakeManagerBasedRLEnv, FakeRLEnvCfg
+        >>> cfg = FakeRLEnvCfg(num_envs=2, compute_final_obs=True)
+        >>> env = IsaacLabVecEnv(FakeManagerBasedRLEnv(cfg), clip_actions=1.0)
+        >>> obs, info = env.reset(seed=0)
+        >>> sorted(obs.keys()), obs.batch_size, env.provides_final_obs
+        (['critic', 'policy'], torch.Size([2]), True)
+        >>> obs, reward, terminated, truncated, info = result = env.step(torch.zeros(2, 2))
+        >>> reward.dtype, terminated.tolist(), result.final_obs is not None
+        (torch.float32, [False, False], True)
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        env: IsaacLabEnvLike,
+        *,
+        clip_actions: float | Literal["space"] | None = None,
+        final_obs: Literal["auto", "required", "ignore"] = "auto",
+    ) -> None:
+        where = "IsaacLabVecEnv"
+        env = _require_env(env, where)
+        if final_obs not in ("auto", "required", "ignore"):
+            raise ConfigError(
+                f"{where}.final_obs must be 'auto', 'required' or 'ignore', "
+                f"got {describe(final_obs)}"
+            )
+        num_envs = env.num_envs
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
+            raise SpecError(
+                f"{where}: env.num_envs must be a positive int, got {describe(num_envs)}"
+            )
+        is_finite_horizon = env.cfg.is_finite_horizon
+        compute_final_obs = getattr(env.cfg, "compute_final_obs", False)
+        for name, flag in (
+            ("is_finite_horizon", is_finite_horizon),
+            ("compute_final_obs", compute_final_obs),
+        ):
+            if not isinstance(flag, bool):
+                raise SpecError(f"{where}: env.cfg.{name} must be a bool, got {describe(flag)}")
+        if final_obs == "required" and not compute_final_obs:
+            raise ConfigError(
+                f"{where}.final_obs='required', but env.cfg.compute_final_obs is False (or absent "
+                "in this Isaac Lab version); set env_cfg.compute_final_obs = True before creating "
+                "the env, or use final_obs='auto' to accept approximate bootstrapping"
+            )
+        self._env = env
+        self._num_envs = num_envs
+        self._device = _as_device(env.device, where)
+        self._is_finite_horizon = is_finite_horizon
+        self._provides_final_obs = compute_final_obs and final_obs != "ignore"
+        observation_space = env.single_observation_space
+        if not isinstance(observation_space, gym.spaces.Dict) or not observation_space.spaces:
+            raise SpecError(
+                f"{where}: env.single_observation_space must be a non-empty gymnasium Dict of "
+                f"observation groups, got {describe(observation_space)}"
+            )
+        self._observation_space = observation_space
+        self._layout = _observation_layout(observation_space.spaces, where)
+        self._nested_terms = {
+            group: frozenset(sub.spaces)
+            for group, sub in self._observation_space.spaces.items()
+            if isinstance(sub, gym.spaces.Dict)
+        }
+        env_action_space = env.single_action_space
+        if not isinstance(env_action_space, gym.spaces.Box):
+            raise SpecError(
+                f"{where}: env.single_action_space must be a Box, got {describe(env_action_space)}"
+            )
+        clip = _clip_bounds(clip_actions, env_action_space, self._device)
+        self._clip_low: Tensor | None = None
+        self._clip_high: Tensor | None = None
+        self._action_space: gym.spaces.Box = env_action_space
+        if clip is not None:
+            self._clip_low, self._clip_high, self._action_space = clip
+        self._last_log: object = None
+        self._closed = False
+
+    @property
+    def env(self) -> IsaacLabEnvLike:
+        """The wrapped Isaac Lab env."""
+        return self._env
+
+    @property
+    def num_envs(self) -> int:
+        """Number of parallel environments."""
+        return self._num_envs
+
+    @property
+    def device(self) -> torch.device:
+        """The simulation device; every tensor in and out lives there."""
+        return self._device
+
+    @property
+    @_validation.no_type_check  # beartype warns on gymnasium's Dict (a typing.Mapping subclass)
+    def single_observation_space(self) -> gym.spaces.Dict:
+        """The env's observation groups as a gymnasium ``Dict`` (nested for term dicts)."""
+        return self._observation_space
+
+    @property
+    def single_action_space(self) -> gym.spaces.Box:
+        """The env's action space, with the clipped bounds when ``clip_actions`` is set."""
+        return self._action_space
+
+    @property
+    def provides_final_obs(self) -> bool:
+        """``True`` when ``cfg.compute_final_obs`` is on and ``final_obs`` is not ``"ignore"``."""
+        return self._provides_final_obs
+
+    @property
+    def is_finite_horizon(self) -> bool:
+        """``env.cfg.is_finite_horizon`` as read at construction."""
+        return self._is_finite_horizon
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Reset every env; ``seed`` seeds the simulation through Isaac Lab's ``reset``.
+
+        Returns:
+            The first observation and an info dict with ``"log"`` when the reset
+            produced a fresh episode log (manager-based envs log the interrupted
+            episodes).
+        """
+        raw_obs, extras = self._env.reset(seed=seed, options=options)
+        obs = self._to_tensordict(raw_obs, "IsaacLabVecEnv.reset")
+        return obs, self._info(extras, "IsaacLabVecEnv.reset")
+
+    def step(self, action: Action) -> StepResult:
+        """Clip (if configured) and apply ``action``, then map the Isaac Lab step result.
+
+        Only metadata is checked on the way back (no host synchronisation), except
+        while ``extras["final_obs"]`` has not yet appeared: until the env first
+        writes it, each step checks on the host that no env ended.
+        """
+        where = "IsaacLabVecEnv.step"
+        check_action(
+            action,
+            num_envs=self._num_envs,
+            space=self._action_space,
+            device=self._device,
+            where=where,
+        )
+        if self._clip_low is not None and self._clip_high is not None:
+            action = torch.clamp(
+                action, self._clip_low.to(action.dtype), self._clip_high.to(action.dtype)
+            )
+        raw_obs, reward, terminated, time_outs, extras = self._env.step(action)
+        self._check_row("reward", reward, floating=True)
+        self._check_row("terminated", terminated, floating=False)
+        self._check_row("time_outs", time_outs, floating=False)
+        if not isinstance(extras, dict):
+            raise SpecError(f"{where}: extras must be a dict, got {describe(extras)}")
+        obs = self._to_tensordict(raw_obs, where)
+        if self._is_finite_horizon:
+            # The horizon is part of the MDP: a time-out is a true termination.
+            new_terminated = terminated | time_outs
+            truncated = torch.zeros_like(time_outs)
+        else:
+            new_terminated = terminated.clone()
+            truncated = time_outs.clone()
+        final_obs = None
+        if self._provides_final_obs:
+            final_obs = self._final_obs(obs, new_terminated | truncated, extras)
+        return StepResult(
+            obs,
+            reward.clone(),
+            new_terminated,
+            truncated,
+            self._info(extras, where),
+            final_obs=final_obs,
+        )
+
+    def close(self) -> None:
+        """Close the wrapped env; calling it twice is harmless."""
+        if not self._closed:
+            self._closed = True
+            self._env.close()
+
+    def _check_row(self, name: str, value: object, *, floating: bool) -> None:
+        expected = "a floating-point" if floating else "a torch.bool"
+        if not isinstance(value, Tensor):
+            raise SpecError(
+                f"IsaacLabVecEnv.step: {name} from the env must be {expected} tensor, "
+                f"got {describe(value)}"
+            )
+        ok_dtype = value.is_floating_point() if floating else value.dtype == torch.bool
+        if not ok_dtype or value.shape != (self._num_envs,) or value.device != self._device:
+            raise SpecError(
+                f"IsaacLabVecEnv.step: {name} from the env must be {expected} tensor of shape "
+                f"[{self._num_envs}] (num_envs) on {self._device}, got dtype {value.dtype}, "
+                f"shape {list(value.shape)} on {value.device}"
+            )
+
+    def _leaf(
+        self, raw: Mapping[str, object], group: str, term: str | None, what: str, where: str
+    ) -> object:
+        if group not in raw:
+            raise SpecError(
+                f"{where}: {what} lacks the observation group {group!r} "
+                f"(expected groups {sorted(self._observation_space.spaces)}, got {sorted(raw)})"
+            )
+        value = raw[group]
+        if term is None:
+            return value
+        if not isinstance(value, Mapping) or term not in value:
+            raise SpecError(
+                f"{where}: {what} group {group!r} must be a dict holding the term {term!r}, "
+                f"got {describe(value)}"
+            )
+        return value[term]
+
+    def _to_tensordict(self, raw: object, where: str) -> Obs:
+        if not isinstance(raw, Mapping):
+            raise SpecError(f"{where}: observations must be a dict of groups, got {describe(raw)}")
+        if set(raw) != set(self._observation_space.spaces):
+            raise SpecError(
+                f"{where}: observation groups must be {sorted(self._observation_space.spaces)} "
+                f"(env.single_observation_space), got {sorted(raw)}"
+            )
+        for group, terms in self._nested_terms.items():
+            value = raw[group]
+            if isinstance(value, Mapping) and set(value) != terms:
+                raise SpecError(
+                    f"{where}: observation group {group!r} must hold the terms {sorted(terms)}, "
+                    f"got {sorted(value)}"
+                )
+        flat: dict[str, Tensor] = {}
+        nested: dict[str, dict[str, Tensor]] = {}
+        for group, term, shape in self._layout:
+            leaf = self._leaf(raw, group, term, "the observation", where)
+            name = group if term is None else f"{group}/{term}"
+            expected = (self._num_envs, *shape)
+            if not isinstance(leaf, Tensor):
+                raise SpecError(
+                    f"{where}: observation {name!r} must be a torch.Tensor, got {describe(leaf)}"
+                )
+            if tuple(leaf.shape) != expected or leaf.device != self._device:
+                raise SpecError(
+                    f"{where}: observation {name!r} must have shape {list(expected)} "
+                    f"([num_envs, *space.shape]) on {self._device}, "
+                    f"got {list(leaf.shape)} on {leaf.device}"
+                )
+            if term is None:
+                flat[group] = leaf
+            else:
+                nested.setdefault(group, {})[term] = leaf
+        return self._assemble(flat, nested)
+
+    def _final_obs(self, obs: Obs, done: Done, extras: dict[str, Any]) -> Obs:
+        where = "IsaacLabVecEnv.step"
+        raw = extras.get("final_obs")
+        if raw is None:
+            # Until the env first writes the entry, whether it is missing legitimately
+            # depends on tensor values: this host sync stops once the key exists.
+            if bool(done.any()):
+                raise EnvContractError(
+                    f"{where}: env.cfg.compute_final_obs is True and envs "
+                    f"{done.nonzero().flatten().tolist()} ended, but extras has no 'final_obs' "
+                    "entry; this Isaac Lab version may not support compute_final_obs: upgrade it "
+                    "or pass final_obs='ignore' to accept approximate bootstrapping"
+                )
+            return obs.clone()
+        if not isinstance(raw, Mapping):
+            raise SpecError(
+                f"{where}: extras['final_obs'] must be a dict of observation groups, "
+                f"got {describe(raw)}"
+            )
+        flat: dict[str, Tensor] = {}
+        nested: dict[str, dict[str, Tensor]] = {}
+        for group, term, _ in self._layout:
+            key: str | tuple[str, str] = group if term is None else (group, term)
+            current: Tensor = obs.get(key)
+            final = self._leaf(raw, group, term, "extras['final_obs']", where)
+            name = group if term is None else f"{group}/{term}"
+            if not isinstance(final, Tensor) or (
+                final.shape != current.shape
+                or final.dtype != current.dtype
+                or final.device != current.device
+            ):
+                got = (
+                    f"dtype {final.dtype}, shape {list(final.shape)} on {final.device}"
+                    if isinstance(final, Tensor)
+                    else describe(final)
+                )
+                raise SpecError(
+                    f"{where}: extras['final_obs'][{name!r}] must match the observation: "
+                    f"dtype {current.dtype}, shape {list(current.shape)} on {current.device}; "
+                    f"got {got}"
+                )
+            # Rows that ended take their terminal observation; the rest (including rows
+            # left stale from earlier steps) take this step's observation.
+            mask = done.view(-1, *([1] * (current.ndim - 1)))
+            leaf = torch.where(mask, final, current)
+            if term is None:
+                flat[group] = leaf
+            else:
+                nested.setdefault(group, {})[term] = leaf
+        return self._assemble(flat, nested)
+
+    def _assemble(self, flat: dict[str, Tensor], nested: dict[str, dict[str, Tensor]]) -> Obs:
+        """One TensorDict with the groups in the space's order."""
+        groups: dict[str, Tensor | dict[str, Tensor]] = {
+            group: flat[group] if group in flat else nested[group]
+            for group in self._observation_space.spaces
+        }
+        return TensorDict(groups, batch_size=[self._num_envs], device=self._device)
+
+    def _info(self, extras: object, where: str) -> dict[str, Any]:
+        if not isinstance(extras, Mapping):
+            raise SpecError(f"{where}: extras must be a dict, got {describe(extras)}")
+        log = extras.get("log")
+        if log is None or log is self._last_log:
+            return {}
+        # A new dict object marks a fresh log; keep a reference so identity stays meaningful.
+        self._last_log = log
+        if not isinstance(log, Mapping):
+            raise SpecError(f"{where}: extras['log'] must be a dict, got {describe(log)}")
+        return {"log": {str(key): _log_value(str(key), value, where) for key, value in log.items()}}

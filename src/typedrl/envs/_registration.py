@@ -1,0 +1,160 @@
+"""Gymnasium registration of the built-in torch envs, and lookup by name or id.
+
+Every built-in env is registered as ``typedrl/<Name>-v0`` with a
+``vector_entry_point`` only, so it is created with::
+
+    gymnasium.make_vec("typedrl/CartPole-v0", num_envs=N, vectorization_mode="vector_entry_point")
+
+which returns a :class:`~typedrl.envs.builtin.GymnasiumVectorView` (torch
+tensors, same-step autoreset). Keyword arguments of ``make_vec`` go to the env's
+constructor (``seed``, ``device``, ``dtype``, ``max_episode_steps``,
+``clip_actions``). ``gymnasium.make`` (single env) is not supported: the
+built-ins are batched by design.
+
+Importing :mod:`typedrl.envs.builtin` registers them; registering again is a no-op.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, final
+
+import gymnasium as gym
+import torch
+
+from typedrl._validation import describe
+from typedrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from typedrl.envs.builtin import BaseTorchVecEnv, GymnasiumVectorView
+
+__all__ = ["BUILTIN_ENV_IDS", "make_builtin", "register_builtin_envs"]
+
+_NAMESPACE = "typedrl"
+_VERSION = 0
+
+BUILTIN_ENV_IDS: tuple[str, ...] = tuple(
+    f"{_NAMESPACE}/{name}-v{_VERSION}"
+    for name in (
+        "Pendulum",
+        "CartPole",
+        "CartPoleContinuous",
+        "CartPoleSwingUp",
+        "PointMass",
+        "Reacher",
+    )
+)
+"""Gymnasium ids of the built-in envs."""
+
+_MAX_EPISODE_STEPS: Mapping[str, int] = {
+    "Pendulum": 200,
+    "CartPole": 500,
+    "CartPoleContinuous": 500,
+    "CartPoleSwingUp": 500,
+    "PointMass": 200,
+    "Reacher": 100,
+}
+
+
+def _constructors() -> Mapping[str, Callable[..., "BaseTorchVecEnv"]]:
+    # Imported here, not at the top: importing typedrl.envs.builtin registers the
+    # envs through this module, so a top-level import would be circular.
+    from typedrl.envs import builtin  # noqa: PLC0415
+
+    def continuous_cartpole(**kwargs: Any) -> builtin.CartPole:
+        return builtin.CartPole(action_mode="continuous", **kwargs)
+
+    return {
+        "Pendulum": builtin.Pendulum,
+        "CartPole": builtin.CartPole,
+        "CartPoleContinuous": continuous_cartpole,
+        "CartPoleSwingUp": builtin.CartPoleSwingUp,
+        "PointMass": builtin.PointMass,
+        "Reacher": builtin.Reacher,
+    }
+
+
+def _resolve_name(name_or_id: str) -> str:
+    prefix = f"{_NAMESPACE}/"
+    suffix = f"-v{_VERSION}"
+    name = name_or_id
+    if name.startswith(prefix) and name.endswith(suffix):
+        name = name[len(prefix) : -len(suffix)]
+    if name not in _MAX_EPISODE_STEPS:
+        raise ConfigError(
+            f"unknown built-in env {describe(name_or_id)}; expected one of "
+            f"{list(BUILTIN_ENV_IDS)} (or the bare names {list(_MAX_EPISODE_STEPS)})"
+        )
+    return name
+
+
+def make_builtin(
+    name_or_id: str,
+    *,
+    num_envs: int,
+    seed: int | None = None,
+    device: torch.device | str = "cpu",
+    dtype: Literal["float32", "float64"] = "float32",
+    **kwargs: Any,
+) -> "BaseTorchVecEnv":
+    """Create a built-in torch env by Gymnasium id or by name.
+
+    Args:
+        name_or_id: ``"typedrl/CartPole-v0"`` or ``"CartPole"``; see
+            :data:`BUILTIN_ENV_IDS`.
+        num_envs: Number of rows.
+        seed: Seed of the first unseeded ``reset``.
+        device: Device of every tensor.
+        dtype: ``"float32"`` or ``"float64"``.
+        **kwargs: Further constructor arguments (``max_episode_steps``,
+            ``clip_actions``).
+
+    Returns:
+        The native torch env (a :class:`~typedrl.protocols.DifferentiableVecEnv`).
+
+    Raises:
+        ConfigError: For an unknown name or an invalid argument.
+
+    Example:
+        >>> env = make_builtin("typedrl/PointMass-v0", num_envs=8, seed=0)
+        >>> type(env).__name__, env.num_envs
+        ('PointMass', 8)
+    """
+    if not isinstance(name_or_id, str):
+        raise ConfigError(f"make_builtin expects an env name or id, got {describe(name_or_id)}")
+    constructor = _constructors()[_resolve_name(name_or_id)]
+    try:
+        return constructor(num_envs=num_envs, seed=seed, device=device, dtype=dtype, **kwargs)
+    except TypeError as err:
+        raise ConfigError(f"make_builtin({name_or_id!r}): {err}") from err
+
+
+@final
+class _VectorEntryPoint:
+    """Gymnasium ``vector_entry_point`` of one built-in env."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __call__(self, **kwargs: Any) -> "GymnasiumVectorView":
+        from typedrl.envs.builtin import GymnasiumVectorView  # noqa: PLC0415 (see _constructors)
+
+        num_envs = kwargs.pop("num_envs", 1)
+        return GymnasiumVectorView(make_builtin(self._name, num_envs=num_envs, **kwargs))
+
+    def __repr__(self) -> str:
+        return f"_VectorEntryPoint({self._name!r})"
+
+
+def register_builtin_envs() -> None:
+    """Register every built-in env with Gymnasium as ``typedrl/<Name>-v0``.
+
+    Idempotent: ids already in :data:`gymnasium.registry` are left as they are.
+    """
+    for env_id in BUILTIN_ENV_IDS:
+        if env_id in gym.registry:
+            continue
+        name = _resolve_name(env_id)
+        gym.register(
+            id=env_id,
+            vector_entry_point=_VectorEntryPoint(name),
+            max_episode_steps=_MAX_EPISODE_STEPS[name],
+        )

@@ -1,0 +1,43 @@
+"""Built-in batched, differentiable vector envs written in plain torch.
+
+Every env is a :class:`~typedrl.protocols.DifferentiableVecEnv` (observations
+under the key ``"obs"``, same-step autoreset with exact ``final_obs``) built on
+:class:`BaseTorchVecEnv`:
+
+- :class:`Pendulum`: Gymnasium's ``Pendulum-v1``;
+- :class:`CartPole`: Gymnasium's ``CartPole-v1``, discrete (exact) or with a
+  continuous force and a smooth reward;
+- :class:`CartPoleSwingUp`: swing the pole up from hanging down;
+- :class:`PointMass`: a damped 2-D point mass driven to a random goal;
+- :class:`Reacher`: a two-link planar arm reaching a random target.
+
+Importing this package registers them with Gymnasium as ``typedrl/<Name>-v0``
+(see :func:`register_builtin_envs`); :class:`GymnasiumVectorView` is the
+``gymnasium.vector.VectorEnv`` that ``gymnasium.make_vec`` returns for them.
+"""
+
+from typedrl.envs._registration import BUILTIN_ENV_IDS as BUILTIN_ENV_IDS
+from typedrl.envs._registration import make_builtin as make_builtin
+from typedrl.envs._registration import register_builtin_envs as register_builtin_envs
+from typedrl.envs.builtin._base import BaseTorchVecEnv as BaseTorchVecEnv
+from typedrl.envs.builtin._cartpole import CartPole as CartPole
+from typedrl.envs.builtin._cartpole_swingup import CartPoleSwingUp as CartPoleSwingUp
+from typedrl.envs.builtin._gymnasium_view import GymnasiumVectorView as GymnasiumVectorView
+from typedrl.envs.builtin._pendulum import Pendulum as Pendulum
+from typedrl.envs.builtin._point_mass import PointMass as PointMass
+from typedrl.envs.builtin._reacher import Reacher as Reacher
+
+__all__ = [
+    "BUILTIN_ENV_IDS",
+    "BaseTorchVecEnv",
+    "CartPole",
+    "CartPoleSwingUp",
+    "GymnasiumVectorView",
+    "Pendulum",
+    "PointMass",
+    "Reacher",
+    "make_builtin",
+    "register_builtin_envs",
+]
+
+register_builtin_envs()

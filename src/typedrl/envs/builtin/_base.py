@@ -1,0 +1,340 @@
+"""The abstract base of the built-in batched, differentiable torch envs."""
+
+import abc
+import secrets
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+import torch
+from jaxtyping import Float, Shaped
+from tensordict import TensorDict
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._tensor_checks import check_action
+from typedrl._types import Action, Done, Obs, ObsMask, ObsVector, Reward
+from typedrl._validation import describe, positive_int
+from typedrl._values import StepResult
+from typedrl.envs.builtin import _counter_rng
+from typedrl.errors import ConfigError, EnvContractError
+
+__all__ = ["BaseTorchVecEnv"]
+
+# Private shape aliases of the subclass hooks (state layout is env-specific).
+_State = Float[Tensor, "num_envs state_dim"]
+_Draws = Float[Tensor, "num_envs num_draws"]
+_EnvAction = Shaped[Tensor, "num_envs *action_shape"]
+
+_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64}
+
+
+class BaseTorchVecEnv(abc.ABC):
+    """Base of batched, differentiable vector envs written in plain torch.
+
+    The base class does everything the vector-env contract asks for; a subclass
+    only writes the physics. It implements
+    :class:`~typedrl.protocols.DifferentiableVecEnv` and
+    :class:`~typedrl.protocols.SupportsObservationNormalizeMask`:
+
+    - observations are a :class:`~tensordict.TensorDict` with one key,
+      ``"obs"`` (float ``[num_envs, obs_dim]``), on :attr:`device`;
+    - :meth:`step` validates the action (shape, dtype, device; metadata only),
+      optionally clips Box actions to their bounds with a differentiable
+      :func:`torch.clamp` (the gradient is zero where an action lies outside the
+      bounds), then advances the physics;
+    - episodes end by termination (the subclass decides) or by truncation after
+      :attr:`max_episode_steps` steps; as with Gymnasium's ``TimeLimit`` both
+      flags can be set on the same step;
+    - same-step autoreset: a row that ends starts its next episode inside the
+      same :meth:`step`; its new state is graph-free, while the step's reward
+      and ``final_obs`` keep their graph;
+    - :meth:`detach_state` cuts the graph without changing any value;
+    - seeding is per row: the initial state of row ``i``'s episode ``k``
+      (counted from 0 at the last seeded reset) is a pure function of
+      ``(seed, i, k)``, whatever ``num_envs`` is and whatever other rows do.
+
+    A step never synchronises with the device and never loops over rows in
+    Python: every step draws the next episode's initial state for every row
+    (a counter-based hash, so the draw does not depend on when it is made) and
+    keeps it only in the rows that ended.
+
+    Subclasses pass their spaces to ``__init__`` and implement
+    :meth:`_initial_state`, :meth:`_dynamics`, :meth:`_reward`,
+    :meth:`_terminated` and :meth:`_observe`, all batched over rows. State and
+    observation tensors are ``[num_envs, k]``; building them with
+    :func:`stack_columns` stores them column by column, which makes the
+    column-wise physics faster on CPU. Observations may therefore be
+    non-contiguous (like Gymnasium's NumPy ``CartPoleVectorEnv``, whose arrays
+    are Fortran-ordered): call ``.contiguous()`` before ``.view()``.
+
+    Args:
+        num_envs: Number of rows.
+        max_episode_steps: Time limit; reaching it sets ``truncated``.
+        observation_high: Symmetric bounds ``h`` of the observation space
+            ``Box(-h, h)`` (``math.inf`` for unbounded features).
+        observation_normalize_mask: Per observation feature, whether a trainer
+            may normalise it (``False`` for cosines and sines, for example).
+        action_space: An ``int`` ``n`` for ``Discrete(n)`` (int64 actions of
+            shape ``[num_envs]``), or the bounds ``h`` of ``Box(-h, h)``.
+        num_initial_draws: Uniforms :meth:`_initial_state` consumes per episode.
+        clip_actions: Clip Box actions to their bounds before the physics.
+        seed: Seed used by the first :meth:`reset` when it gets no seed; ``None``
+            draws one from the operating system.
+        dtype: ``"float32"`` or ``"float64"`` (use float64 for gradient checks).
+        device: Device of every tensor.
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        max_episode_steps: int,
+        observation_high: Sequence[float],
+        observation_normalize_mask: Sequence[bool],
+        action_space: int | Sequence[float],
+        num_initial_draws: int,
+        clip_actions: bool = True,
+        seed: int | None = None,
+        dtype: Literal["float32", "float64"] = "float32",
+        device: torch.device | str = "cpu",
+    ) -> None:
+        owner = type(self).__name__
+        self._num_envs = positive_int(owner, "num_envs", num_envs)
+        self._max_episode_steps = positive_int(owner, "max_episode_steps", max_episode_steps)
+        self._num_initial_draws = positive_int(owner, "num_initial_draws", num_initial_draws)
+        if dtype not in _DTYPES:
+            raise ConfigError(
+                f"{owner}.dtype must be one of {sorted(_DTYPES)}, got {describe(dtype)}"
+            )
+        if not isinstance(clip_actions, bool):
+            raise ConfigError(f"{owner}.clip_actions must be a bool, got {describe(clip_actions)}")
+        self._seed = _check_seed(owner, "seed", seed)
+        self._dtype = _DTYPES[dtype]
+        try:
+            self._device = torch.device(device)
+        except (RuntimeError, TypeError) as err:
+            raise ConfigError(
+                f"{owner}.device must name a torch device, got {describe(device)}"
+            ) from err
+        if len(observation_normalize_mask) != len(observation_high):
+            raise ConfigError(
+                f"{owner}: observation_normalize_mask has {len(observation_normalize_mask)} "
+                f"entries, expected one per observation feature ({len(observation_high)})"
+            )
+        np_dtype = np.dtype(dtype)
+        high = np.asarray(observation_high, dtype=np_dtype)
+        self._observation_space = gym.spaces.Box(-high, high, dtype=np_dtype)
+        self._normalize_mask = torch.tensor(
+            list(observation_normalize_mask), dtype=torch.bool, device=self._device
+        )
+        self._action_space: gym.spaces.Box | gym.spaces.Discrete
+        self._clip_bounds: tuple[Tensor, Tensor] | None = None
+        if isinstance(action_space, int):
+            self._action_space = gym.spaces.Discrete(
+                positive_int(owner, "action_space", action_space)
+            )
+        else:
+            action_high = np.asarray(action_space, dtype=np_dtype)
+            self._action_space = gym.spaces.Box(-action_high, action_high, dtype=np_dtype)
+            if clip_actions:
+                bound = torch.as_tensor(action_high, device=self._device)
+                self._clip_bounds = (-bound, bound)
+        self._where = f"{owner}.step"
+        # Per-row state, step counters and episode counters; valid after reset().
+        self._state = torch.zeros(0, dtype=self._dtype, device=self._device)
+        self._elapsed = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
+        self._episode = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
+        self._keys = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
+        self._salts = _counter_rng.draw_salts(self._num_initial_draws, self._device)
+        self._has_reset = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ hooks
+
+    @abc.abstractmethod
+    def _initial_state(self, uniform: _Draws) -> _State:
+        """Map ``num_initial_draws`` uniforms in ``(0, 1)`` per row to initial states."""
+
+    @abc.abstractmethod
+    def _dynamics(self, state: _State, action: _EnvAction) -> _State:
+        """The next state; differentiable in ``state`` and (for Box actions) ``action``."""
+
+    @abc.abstractmethod
+    def _reward(self, state: _State, action: _EnvAction, next_state: _State) -> Reward:
+        """The reward of the transition ``state -> next_state`` under ``action``."""
+
+    @abc.abstractmethod
+    def _terminated(self, next_state: _State) -> Done:
+        """Rows whose ``next_state`` is terminal."""
+
+    @abc.abstractmethod
+    def _observe(self, state: _State) -> ObsVector:
+        """The observation vector of ``state``."""
+
+    # ------------------------------------------------------------- properties
+
+    @property
+    def num_envs(self) -> int:
+        """Number of rows."""
+        return self._num_envs
+
+    @property
+    def device(self) -> torch.device:
+        """Device of every tensor the env returns and of the actions it accepts."""
+        return self._device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Floating-point dtype of states, observations and rewards."""
+        return self._dtype
+
+    @property
+    def max_episode_steps(self) -> int:
+        """Time limit: episodes are truncated after this many steps."""
+        return self._max_episode_steps
+
+    @property
+    def single_observation_space(self) -> gym.Space[Any]:
+        """``Box(-high, high, (obs_dim,))`` of the env's dtype (the ``"obs"`` entry)."""
+        return self._observation_space
+
+    @property
+    def single_action_space(self) -> gym.Space[Any]:
+        """``Discrete(n)`` or ``Box(-high, high, (act_dim,))`` of the env's dtype."""
+        return self._action_space
+
+    @property
+    def provides_final_obs(self) -> bool:
+        """Always ``True``: :attr:`StepResult.final_obs` holds exact terminal observations."""
+        return True
+
+    @property
+    def observation_normalize_mask(self) -> ObsMask:
+        """``torch.bool`` ``[obs_dim]``; ``False`` for bounded features such as cosines."""
+        return self._normalize_mask.clone()
+
+    # ------------------------------------------------------------------- API
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Start a new episode in every row.
+
+        Args:
+            seed: A non-negative int. Row ``i`` then plays episodes ``0, 1, ...``
+                of the stream keyed by ``(seed, i)``. ``None`` continues the
+                current streams (every row starts its next episode); the first
+                reset without a seed uses the constructor's ``seed``.
+            options: No reset options are supported; pass ``None`` or ``{}``.
+
+        Returns:
+            The first observation and an empty info dict.
+
+        Raises:
+            ConfigError: If ``seed`` is not a non-negative int or ``options`` is
+                not empty.
+        """
+        owner = f"{type(self).__name__}.reset"
+        checked_seed = _check_seed(owner, "seed", seed)
+        if options:
+            raise ConfigError(
+                f"{owner}: no reset options are supported, got {describe(options)}; "
+                "pass options=None"
+            )
+        if checked_seed is None and not self._has_reset:
+            checked_seed = self._seed if self._seed is not None else secrets.randbits(64)
+        if checked_seed is not None:
+            self._keys = _counter_rng.row_keys(checked_seed, self._num_envs, self._device)
+            self._episode = torch.zeros_like(self._episode)
+        else:
+            self._episode = self._episode + 1
+        draws = _counter_rng.uniform(self._keys, self._episode, self._salts, self._dtype)
+        self._state = self._initial_state(draws)
+        self._elapsed = torch.zeros_like(self._elapsed)
+        self._has_reset = True
+        return self._wrap(self._observe(self._state)), {}
+
+    def step(self, action: Action) -> StepResult:
+        """Advance every row by one step, with same-step autoreset.
+
+        Args:
+            action: ``[num_envs, *action_shape]`` on :attr:`device`: floating
+                point for Box spaces (cast to the env's dtype), an integer dtype
+                for Discrete spaces. Values are not range-checked (that would
+                synchronise with the device).
+
+        Returns:
+            The step result; ``final_obs`` holds the terminal observation of the
+            rows that ended and keeps its graph.
+
+        Raises:
+            SpecError: If the action's type, shape, dtype or device is wrong.
+            EnvContractError: If :meth:`reset` was never called.
+        """
+        check_action(
+            action,
+            num_envs=self._num_envs,
+            space=self._action_space,
+            device=self._device,
+            where=self._where,
+        )
+        if not self._has_reset:
+            raise EnvContractError(f"{self._where}: call reset() before the first step()")
+        if action.is_floating_point():
+            action = action.to(self._dtype)
+            if self._clip_bounds is not None:
+                action = torch.clamp(action, *self._clip_bounds)
+        state = self._state
+        next_state = self._dynamics(state, action)
+        reward = self._reward(state, action, next_state)
+        terminated = self._terminated(next_state)
+        elapsed = self._elapsed + 1
+        truncated = elapsed >= self._max_episode_steps
+        done = terminated | truncated
+        # Every row's next initial state; only the rows that ended keep theirs.
+        next_episode = self._episode + 1
+        fresh = self._initial_state(
+            _counter_rng.uniform(self._keys, next_episode, self._salts, self._dtype)
+        )
+        self._episode = torch.where(done, next_episode, self._episode)
+        # Rows that ended restart graph-free; the others keep the graph of next_state.
+        self._state = torch.where(done.unsqueeze(-1), fresh, next_state)
+        self._elapsed = elapsed.masked_fill(done, 0)
+        final_obs = self._observe(next_state)
+        obs = self._observe(self._state)
+        return StepResult(
+            self._wrap(obs), reward, terminated, truncated, {}, final_obs=self._wrap(final_obs)
+        )
+
+    def detach_state(self) -> Obs:
+        """Detach the state from the autograd graph; return the (graph-free) observation."""
+        self._state = self._state.detach()
+        return self._wrap(self._observe(self._state))
+
+    def close(self) -> None:
+        """Release nothing (plain tensors); calling it twice is harmless."""
+        self._closed = True
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(num_envs={self._num_envs}, device={self._device}, "
+            f"dtype={self._dtype}, max_episode_steps={self._max_episode_steps})"
+        )
+
+    # --------------------------------------------------------------- helpers
+
+    def _wrap(self, obs: ObsVector) -> Obs:
+        return TensorDict({"obs": obs}, batch_size=[self._num_envs], device=self._device)
+
+
+def _check_seed(owner: str, name: str, seed: object) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(
+            f"{owner}.{name} must be a non-negative int or None, got {describe(seed)}"
+        )
+    return seed

@@ -1,0 +1,150 @@
+"""Gymnasium's CartPole-v1 as a batched, differentiable torch env (discrete or continuous force)."""
+
+import math
+from typing import Literal, final
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._types import Action, Done, ObsVector, Reward
+from typedrl._validation import describe
+from typedrl.envs.builtin import _cartpole_physics as physics
+from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._math import stack_columns, uniform_between
+from typedrl.errors import ConfigError
+
+__all__ = ["CartPole"]
+
+_State = Float[Tensor, "num_envs 4"]
+_ACTION_MODES = ("discrete", "continuous")
+
+
+@final
+class CartPole(BaseTorchVecEnv):
+    """Balance a pole on a cart: Gymnasium's ``CartPole-v1``, batched in torch.
+
+    Dynamics (explicit Euler, ``tau = 0.02``), termination (``|x| > 2.4`` or
+    ``|theta| > 12 degrees``), initial distribution (every state component
+    ``~ U(-0.05, 0.05)``), observation ``(x, x_dot, theta, theta_dot)`` and the
+    500-step time limit are Gymnasium's. ``action_mode`` picks the action space
+    and the reward:
+
+    - ``"discrete"`` (default, for PPO): ``Discrete(2)``, int64 actions of shape
+      ``[num_envs]``; ``1`` (any value ``> 0``) pushes right with 10 N, ``0``
+      (any value ``<= 0``) pushes left; reward ``1`` every step. Identical to
+      Gymnasium's ``CartPole-v1`` step for step. The step is *not*
+      differentiable with respect to the action: gradients flow through the
+      state only, and the reward is a constant.
+    - ``"continuous"`` (for analytic policy gradients): ``Box(-1, 1, (1,))``,
+      force ``10 * a`` N (actions clipped to the bounds unless
+      ``clip_actions=False``); smooth reward of the step that reaches ``s'``::
+
+          r = cos(theta') - 0.1 * (x' / 2.4)**2 - 0.01 * a**2
+
+      which is at most ``1`` (upright, centred, no force) and differentiable in
+      the action and the state. Termination stays Gymnasium's.
+
+    Args:
+        num_envs: Number of rows.
+        action_mode: ``"discrete"`` or ``"continuous"``.
+        max_episode_steps: Time limit (500 as in Gymnasium).
+        clip_actions: Clip continuous actions to ``[-1, 1]``.
+        seed: Seed of the first unseeded :meth:`reset`.
+        dtype: ``"float32"`` or ``"float64"``.
+        device: Device of every tensor.
+
+    Example:
+        >>> import torch
+        >>> env = CartPole(num_envs=3)
+        >>> obs, _ = env.reset(seed=0)
+        >>> result = env.step(torch.tensor([0, 1, 1]))
+        >>> result.obs["obs"].shape, result.reward.tolist()
+        (torch.Size([3, 4]), [1.0, 1.0, 1.0])
+        >>> env = CartPole(num_envs=3, action_mode="continuous")
+        >>> _ = env.reset(seed=0)
+        >>> force = torch.zeros(3, 1, requires_grad=True)
+        >>> env.step(force).reward.sum().backward()
+        >>> force.grad.shape
+        torch.Size([3, 1])
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        action_mode: Literal["discrete", "continuous"] = "discrete",
+        max_episode_steps: int = 500,
+        clip_actions: bool = True,
+        seed: int | None = None,
+        dtype: Literal["float32", "float64"] = "float32",
+        device: torch.device | str = "cpu",
+    ) -> None:
+        if action_mode not in _ACTION_MODES:
+            raise ConfigError(
+                f"CartPole.action_mode must be one of {list(_ACTION_MODES)}, "
+                f"got {describe(action_mode)}"
+            )
+        self._continuous = action_mode == "continuous"
+        high = (physics.X_THRESHOLD * 2, math.inf, physics.THETA_THRESHOLD * 2, math.inf)
+        super().__init__(
+            num_envs=num_envs,
+            max_episode_steps=max_episode_steps,
+            observation_high=high,
+            observation_normalize_mask=(True, True, True, True),
+            action_space=(1.0,) if self._continuous else 2,
+            num_initial_draws=4,
+            clip_actions=clip_actions,
+            seed=seed,
+            dtype=dtype,
+            device=device,
+        )
+        self._push = torch.tensor(physics.FORCE_MAG, dtype=self.dtype, device=self.device)
+        self._pull = -self._push
+
+    @property
+    def action_mode(self) -> Literal["discrete", "continuous"]:
+        """``"discrete"`` (``Discrete(2)``) or ``"continuous"`` (``Box(-1, 1, (1,))``)."""
+        return "continuous" if self._continuous else "discrete"
+
+    def _initial_state(self, uniform: _State) -> _State:
+        return uniform_between(uniform, -0.05, 0.05)
+
+    def _dynamics(self, state: _State, action: Action) -> _State:
+        x, x_dot, theta, theta_dot = state.unbind(-1)
+        if self._continuous:
+            force = physics.FORCE_MAG * action[:, 0]
+        else:
+            force = torch.where(action > 0, self._push, self._pull)
+        x_acc, theta_acc = physics.accelerations(
+            force, torch.cos(theta), torch.sin(theta), theta_dot
+        )
+        # Explicit Euler: positions advance with the old velocities.
+        return stack_columns(
+            (
+                x + physics.TAU * x_dot,
+                x_dot + physics.TAU * x_acc,
+                theta + physics.TAU * theta_dot,
+                theta_dot + physics.TAU * theta_acc,
+            )
+        )
+
+    def _reward(self, state: _State, action: Action, next_state: _State) -> Reward:
+        if not self._continuous:
+            return torch.ones(self.num_envs, dtype=self.dtype, device=self.device)
+        x = next_state[:, 0]
+        theta = next_state[:, 2]
+        force = action[:, 0]
+        # r = cos(theta') - 0.1 (x' / 2.4)^2 - 0.01 a^2
+        return torch.cos(theta) - 0.1 * (x / physics.X_THRESHOLD) ** 2 - 0.01 * force * force
+
+    def _terminated(self, next_state: _State) -> Done:
+        x = next_state[:, 0]
+        theta = next_state[:, 2]
+        return (x.abs() > physics.X_THRESHOLD) | (theta.abs() > physics.THETA_THRESHOLD)
+
+    def _observe(self, state: _State) -> ObsVector:
+        # A copy, so that in-place edits of an observation never reach the env's state.
+        return state.clone()

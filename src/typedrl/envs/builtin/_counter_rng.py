@@ -1,0 +1,93 @@
+"""Counter-based uniform draws keyed by ``(seed, row, episode, draw)``.
+
+A built-in env must give row ``i`` the same initial states whatever
+``num_envs`` is and whatever the other rows do, without a Python loop over rows
+and without reading tensor values on the host. A stateful generator cannot do
+that; a hash of the draw's coordinates can: every uniform is a pure function of
+``(seed, row, episode, draw)``.
+
+The hash is a 32-bit integer mixer (xor-shift / multiply rounds) evaluated with
+``int64`` tensor ops on any device: a full mixer keys each ``(seed, row)`` and
+each ``(row key, episode)``, and a lighter salted round derives the draws.
+Every intermediate stays in ``[0, 2**32)`` and every multiplier is below
+``2**31``, so products stay below ``2**63``: no signed overflow, and arithmetic
+right shifts equal logical ones. Episodes are keyed by a 32-bit hash; uniforms
+carry 24 (float32) or 32 (float64) random bits.
+"""
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+__all__ = ["draw_salts", "row_keys", "uniform"]
+
+_MASK32 = 0xFFFFFFFF
+# Odd multipliers below 2**31 (products of 32-bit values stay below 2**63).
+_MUL_A = 0x7FEB352D
+_MUL_B = 0x2C1B3C6D
+# Domain separators, so that (seed, row), episode and draw hashes never coincide.
+_SEED_SALT = 0x243F6A88
+_DRAW_SALT = 0x03707344
+# Odd, below 2**31: spreads consecutive episode numbers over the 32-bit range.
+_GOLDEN = 0x1E3779B9
+
+
+def _mix32(x: Int[Tensor, "*shape"]) -> Int[Tensor, "*shape"]:
+    """A bijective 32-bit mixer on ``int64`` values in ``[0, 2**32)``."""
+    # Out-of-place ops: on CPU, in-place int64 multiplies by a scalar are slower.
+    x = x ^ (x >> 16)
+    x = (x * _MUL_A) & _MASK32
+    x = x ^ (x >> 15)
+    x = (x * _MUL_B) & _MASK32
+    return x ^ (x >> 16)
+
+
+def row_keys(seed: int, num_envs: int, device: torch.device) -> Int[Tensor, " num_envs"]:
+    """Per-row keys: a hash of ``(seed, row)``, in ``[0, 2**32)``.
+
+    Args:
+        seed: A non-negative seed; only its low 64 bits matter.
+        num_envs: Number of rows.
+        device: Device of the keys.
+    """
+    low = torch.tensor((seed & _MASK32) ^ _SEED_SALT, dtype=torch.int64, device=device)
+    high = torch.tensor((seed >> 32) & _MASK32, dtype=torch.int64, device=device)
+    seed_key = _mix32(_mix32(low) ^ high)
+    rows = torch.arange(num_envs, dtype=torch.int64, device=device)
+    return _mix32(seed_key ^ rows)
+
+
+def draw_salts(num_draws: int, device: torch.device) -> Int[Tensor, "num_draws 1"]:
+    """Per-draw salts for :func:`uniform` (computed once per env, not per step)."""
+    draws = torch.arange(num_draws, dtype=torch.int64, device=device).unsqueeze(-1)
+    return _mix32(draws ^ _DRAW_SALT)
+
+
+def uniform(
+    keys: Int[Tensor, " num_envs"],
+    episodes: Int[Tensor, " num_envs"],
+    salts: Int[Tensor, "num_draws 1"],
+    dtype: torch.dtype,
+) -> Float[Tensor, "num_envs num_draws"]:
+    """Uniforms in ``(0, 1)`` for each row's given episode.
+
+    Args:
+        keys: Row keys from :func:`row_keys`.
+        episodes: One non-negative episode number per row.
+        salts: Per-draw salts from :func:`draw_salts`, one per uniform.
+        dtype: ``torch.float32`` or ``torch.float64``.
+
+    Returns:
+        ``u[i, d]``, a pure function of ``(keys[i], episodes[i], d)``, stored
+        column by column (each draw's column is contiguous).
+    """
+    # A full mix per (row, episode): the 32-bit episode hash.
+    episode_hash = _mix32(keys ^ (((episodes & _MASK32) * _GOLDEN) & _MASK32))
+    # A lighter, still non-linear round per draw (salt, multiply, xor-shift),
+    # computed as [num_draws, num_envs] so that each draw's column is contiguous.
+    bits = ((episode_hash ^ salts) * _MUL_A) & _MASK32
+    bits = bits ^ (bits >> 15)
+    if dtype == torch.float64:
+        return ((bits.to(torch.float64) + 0.5) * 2.0**-32).T
+    # The top 24 bits fill a float32 mantissa exactly, so the result never rounds to 1.0.
+    return (((bits >> 8).to(dtype) + 0.5) * 2.0**-24).T

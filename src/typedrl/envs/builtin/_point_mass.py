@@ -1,0 +1,112 @@
+"""A damped 2-D point mass driven to a random goal."""
+
+from typing import Literal, final
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._types import ContinuousAction, Done, ObsVector, Reward
+from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._math import smooth_distance, stack_columns, uniform_between
+
+__all__ = ["PointMass"]
+
+# State layout: position (2), velocity (2), goal (2).
+_State = Float[Tensor, "num_envs 6"]
+
+_DT = 0.05
+_FORCE_SCALE = 2.0
+_DAMPING = 0.5
+_ARENA = 1.0
+_EPSILON = 0.05
+_ACTION_COST = 0.01
+
+
+@final
+class PointMass(BaseTorchVecEnv):
+    """Drive a damped unit point mass in the plane to a goal drawn per episode.
+
+    - state: position ``p``, velocity ``v``, goal ``g`` (each 2-D); initial
+      ``p, g ~ U(-1, 1)^2``, ``v = 0``; the goal is fixed within an episode;
+    - action: force ``Box(-1, 1, (2,))``, scaled by 2 (clipped to the bounds
+      unless ``clip_actions=False``);
+    - semi-implicit Euler, ``dt = 0.05``, damping ``0.5``:
+      ``v' = v + dt (2 a - 0.5 v)``, ``p' = p + dt v'``; no walls;
+    - reward (smooth everywhere)::
+
+          r = -(sqrt(|g - p'|^2 + 0.05^2) - 0.05) - 0.01 * |a|^2
+
+    - never terminates; time limit 200 steps;
+    - observation ``(p, v, g - p)`` (6 features, all flagged for normalisation).
+
+    Args:
+        num_envs: Number of rows.
+        max_episode_steps: Time limit.
+        clip_actions: Clip actions to ``[-1, 1]``.
+        seed: Seed of the first unseeded :meth:`reset`.
+        dtype: ``"float32"`` or ``"float64"``.
+        device: Device of every tensor.
+
+    Example:
+        >>> import torch
+        >>> env = PointMass(num_envs=2)
+        >>> obs, _ = env.reset(seed=0)
+        >>> toward_goal = obs["obs"][:, 4:].clamp(-1.0, 1.0).requires_grad_()
+        >>> result = env.step(toward_goal)
+        >>> result.reward.sum().backward()
+        >>> result.obs["obs"].shape, toward_goal.grad.shape
+        (torch.Size([2, 6]), torch.Size([2, 2]))
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        max_episode_steps: int = 200,
+        clip_actions: bool = True,
+        seed: int | None = None,
+        dtype: Literal["float32", "float64"] = "float32",
+        device: torch.device | str = "cpu",
+    ) -> None:
+        inf = float("inf")
+        super().__init__(
+            num_envs=num_envs,
+            max_episode_steps=max_episode_steps,
+            observation_high=(inf,) * 6,
+            observation_normalize_mask=(True,) * 6,
+            action_space=(1.0, 1.0),
+            num_initial_draws=4,
+            clip_actions=clip_actions,
+            seed=seed,
+            dtype=dtype,
+            device=device,
+        )
+
+    def _initial_state(self, uniform: Float[Tensor, "num_envs 4"]) -> _State:
+        px, py, gx, gy = uniform_between(uniform, -_ARENA, _ARENA).unbind(-1)
+        still = torch.zeros_like(px)
+        return stack_columns((px, py, still, still, gx, gy))
+
+    def _dynamics(self, state: _State, action: ContinuousAction) -> _State:
+        px, py, vx, vy, gx, gy = state.unbind(-1)
+        ax, ay = action.unbind(-1)
+        # v' = v + dt (F a - c v); p' = p + dt v'
+        next_vx = vx + _DT * (_FORCE_SCALE * ax - _DAMPING * vx)
+        next_vy = vy + _DT * (_FORCE_SCALE * ay - _DAMPING * vy)
+        return stack_columns((px + _DT * next_vx, py + _DT * next_vy, next_vx, next_vy, gx, gy))
+
+    def _reward(self, state: _State, action: ContinuousAction, next_state: _State) -> Reward:
+        px, py, _, _, gx, gy = next_state.unbind(-1)
+        ax, ay = action.unbind(-1)
+        # r = -smooth_distance(g - p') - 0.01 |a|^2
+        return -smooth_distance(gx - px, gy - py, _EPSILON) - _ACTION_COST * (ax * ax + ay * ay)
+
+    def _terminated(self, next_state: _State) -> Done:
+        return torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+
+    def _observe(self, state: _State) -> ObsVector:
+        px, py, vx, vy, gx, gy = state.unbind(-1)
+        return stack_columns((px, py, vx, vy, gx - px, gy - py))

@@ -1,0 +1,182 @@
+"""MLP actor-critic for PPO: Gaussian heads for Box actions, categorical for Discrete."""
+
+import math
+from collections.abc import Sequence
+from typing import Any, final
+
+import gymnasium as gym
+import torch
+from tensordict import TensorDict
+from torch import Tensor, nn
+
+from typedrl import _validation
+from typedrl._types import BatchAction, EnvScalar, Obs
+from typedrl._validation import describe
+from typedrl.errors import ConfigError, SpecError
+from typedrl.policies._distributions import Categorical, DiagonalGaussian
+from typedrl.policies._mlp import Activation, build_mlp
+
+__all__ = ["MLPActorCritic"]
+
+
+def _default_keys(space: gym.Space[Any], preferred: Sequence[str]) -> tuple[str, ...]:
+    """Pick the observation keys a network reads when the user names none."""
+    if not isinstance(space, gym.spaces.Dict):
+        return ("obs",)
+    for key in preferred:
+        if key in space.spaces:
+            return (key,)
+    return tuple(space.spaces)
+
+
+def _flat_size(space: gym.Space[Any], keys: Sequence[str], where: str) -> int:
+    spaces = dict(space.spaces) if isinstance(space, gym.spaces.Dict) else {"obs": space}
+    total = 0
+    for key in keys:
+        sub = spaces.get(key)
+        if not isinstance(sub, gym.spaces.Box):
+            raise ConfigError(
+                f"{where}: observation key {key!r} must be a Box space, got {describe(sub)}; "
+                f"available keys: {sorted(spaces)}"
+            )
+        total += math.prod(sub.shape)
+    return total
+
+
+@final
+class MLPActorCritic(nn.Module):
+    """Separate MLP actor and critic over flat observation features.
+
+    The actor reads the observation keys ``actor_keys`` (flattened and
+    concatenated in order), the critic ``critic_keys`` (asymmetric actor-critic:
+    give the critic privileged keys such as Isaac Lab's ``"critic"`` group).
+    The action head is chosen from the action space: a diagonal Gaussian for
+    ``Box`` (state-independent log-std, learnable or fixed) and a categorical
+    for ``Discrete``. Gaussian samples are not squashed; clip them in the env
+    adapter (``clip_actions``) if the env needs bounded actions.
+
+    Implements :class:`~typedrl.protocols.ActorCritic`.
+
+    Args:
+        observation_space: The env's single observation space (``Box`` stored
+            under ``"obs"``, or a ``Dict`` of ``Box`` entries).
+        action_space: The env's single action space (``Box`` or ``Discrete``).
+        actor_hidden: Hidden layer widths of the actor.
+        critic_hidden: Hidden layer widths of the critic.
+        activation: Hidden activation.
+        actor_keys: Observation keys the actor reads; default ``"obs"``, else
+            ``"policy"``, else every key.
+        critic_keys: Observation keys the critic reads; default ``"critic"`` if
+            present, else the actor's keys.
+        log_std_init: Initial log standard deviation of the Gaussian head.
+        learn_std: Whether the log standard deviation is a learnable parameter.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from tensordict import TensorDict
+        >>> model = MLPActorCritic(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
+        >>> out = model.act(TensorDict({"obs": torch.zeros(3, 4)}, batch_size=[3]))
+        >>> sorted(out.keys()), out["action"].dtype
+        (['action', 'entropy', 'log_prob', 'value'], torch.int64)
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        observation_space: gym.Space[Any],
+        action_space: gym.Space[Any],
+        *,
+        actor_hidden: Sequence[int] = (64, 64),
+        critic_hidden: Sequence[int] = (64, 64),
+        activation: Activation = "tanh",
+        actor_keys: Sequence[str] | None = None,
+        critic_keys: Sequence[str] | None = None,
+        log_std_init: float = 0.0,
+        learn_std: bool = True,
+    ) -> None:
+        super().__init__()
+        where = "MLPActorCritic"
+        self.actor_keys = tuple(actor_keys or _default_keys(observation_space, ("obs", "policy")))
+        self.critic_keys = tuple(
+            critic_keys or _default_keys(observation_space, ("critic", *self.actor_keys))
+        )
+        actor_in = _flat_size(observation_space, self.actor_keys, where)
+        critic_in = _flat_size(observation_space, self.critic_keys, where)
+        self.action_shape: tuple[int, ...]
+        if isinstance(action_space, gym.spaces.Box):
+            self.action_shape = tuple(action_space.shape)
+            num_outputs = math.prod(self.action_shape)
+            self.discrete = False
+        elif isinstance(action_space, gym.spaces.Discrete):
+            self.action_shape = ()
+            num_outputs = int(action_space.n)
+            self.discrete = True
+        else:
+            raise ConfigError(
+                f"{where} supports Box and Discrete action spaces, got {describe(action_space)}"
+            )
+        self.actor = build_mlp(
+            actor_in, actor_hidden, num_outputs, activation=activation, output_gain=0.01
+        )
+        self.critic = build_mlp(critic_in, critic_hidden, 1, activation=activation)
+        log_std = torch.full((num_outputs,), float(log_std_init))
+        self.log_std: Tensor
+        if self.discrete:
+            self.register_buffer("log_std", torch.zeros(0))
+        elif learn_std:
+            self.log_std = nn.Parameter(log_std)
+        else:
+            self.register_buffer("log_std", log_std)
+
+    def _features(self, obs: Obs, keys: tuple[str, ...]) -> Tensor:
+        batch = obs.batch_size[0]
+        missing = [key for key in keys if key not in obs.keys()]  # noqa: SIM118 - TensorDict
+        if missing:
+            raise SpecError(
+                f"MLPActorCritic: observation lacks keys {missing}; it has {sorted(obs.keys())}"
+            )
+        parts = [obs[key].reshape(batch, -1) for key in keys]
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def _distribution(self, obs: Obs) -> DiagonalGaussian | Categorical:
+        out: Tensor = self.actor(self._features(obs, self.actor_keys))
+        if self.discrete:
+            return Categorical(out)
+        return DiagonalGaussian(out, self.log_std)
+
+    def _to_env_shape(self, flat: Tensor) -> Tensor:
+        return flat if self.discrete else flat.reshape(flat.shape[0], *self.action_shape)
+
+    def act(self, obs: Obs, *, deterministic: bool = False) -> Obs:
+        """Sample (or take the mode of) the policy; also return log-prob, value, entropy."""
+        dist = self._distribution(obs)
+        flat = dist.mode() if deterministic else dist.sample()
+        return TensorDict(
+            {
+                "action": self._to_env_shape(flat),
+                "log_prob": dist.log_prob(flat),
+                "value": self.value(obs),
+                "entropy": dist.entropy(),
+            },
+            batch_size=obs.batch_size,
+            device=obs.device,
+        )
+
+    def evaluate(self, obs: Obs, action: BatchAction) -> Obs:
+        """Log-probability, entropy and value of given actions, with gradients."""
+        dist = self._distribution(obs)
+        flat = action if self.discrete else action.reshape(action.shape[0], -1)
+        return TensorDict(
+            {
+                "log_prob": dist.log_prob(flat),
+                "entropy": dist.entropy(),
+                "value": self.value(obs),
+            },
+            batch_size=obs.batch_size,
+            device=obs.device,
+        )
+
+    def value(self, obs: Obs) -> EnvScalar:
+        """State value ``V(obs)`` from the critic, ``[batch]``."""
+        values: Tensor = self.critic(self._features(obs, self.critic_keys)).squeeze(-1)
+        return values

@@ -1,0 +1,65 @@
+"""Multi-layer perceptrons with the initialisation PPO implementations rely on."""
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from torch import nn
+
+from typedrl import _validation
+from typedrl._validation import describe
+from typedrl.errors import ConfigError
+
+__all__ = ["Activation", "build_mlp"]
+
+Activation = Literal["tanh", "relu", "elu", "silu"]
+_ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "elu": nn.ELU,
+    "silu": nn.SiLU,
+}
+
+
+@_validation.no_type_check
+def build_mlp(
+    in_features: int,
+    hidden: Sequence[int],
+    out_features: int,
+    *,
+    activation: Activation = "tanh",
+    output_gain: float = 1.0,
+) -> nn.Sequential:
+    """Build ``Linear -> activation`` blocks followed by a linear output layer.
+
+    Hidden layers use orthogonal weights with gain ``sqrt(2)`` and zero biases;
+    the output layer uses orthogonal weights with ``output_gain`` (0.01 for a
+    policy head keeps the initial policy close to uniform; 1.0 for a value head).
+
+    Example:
+        >>> mlp = build_mlp(4, [64, 64], 2, output_gain=0.01)
+        >>> [type(layer).__name__ for layer in mlp]
+        ['Linear', 'Tanh', 'Linear', 'Tanh', 'Linear']
+    """
+    if activation not in _ACTIVATIONS:
+        raise ConfigError(
+            f"activation must be one of {sorted(_ACTIVATIONS)}, got {describe(activation)}"
+        )
+    sizes = [in_features, *hidden]
+    if any(isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in [*sizes, out_features]):
+        raise ConfigError(
+            f"layer sizes must be positive ints, got in={in_features}, hidden={list(hidden)}, "
+            f"out={out_features}"
+        )
+    layers: list[nn.Module] = []
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        layers += [_init(nn.Linear(fan_in, fan_out), math.sqrt(2.0)), _ACTIVATIONS[activation]()]
+    layers.append(_init(nn.Linear(sizes[-1], out_features), output_gain))
+    return nn.Sequential(*layers)
+
+
+def _init(layer: nn.Linear, gain: float) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, gain=gain)
+    nn.init.zeros_(layer.bias)
+    return layer

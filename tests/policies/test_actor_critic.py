@@ -1,0 +1,78 @@
+"""Tests for typedrl.policies._actor_critic.MLPActorCritic."""
+
+import gymnasium as gym
+import pytest
+import torch
+from tensordict import TensorDict
+
+from typedrl.errors import ConfigError, SpecError
+from typedrl.policies import MLPActorCritic
+from typedrl.protocols import ActorCritic
+
+
+def _obs(batch: int, **keys: int) -> TensorDict:
+    return TensorDict({k: torch.randn(batch, n) for k, n in keys.items()}, batch_size=[batch])
+
+
+def test_gaussian_head_shapes_and_protocol() -> None:
+    """Box actions get a Gaussian head shaped like the action space."""
+    model = MLPActorCritic(gym.spaces.Box(-1, 1, (5,)), gym.spaces.Box(-1, 1, (2, 3)))
+    assert isinstance(model, ActorCritic)
+    obs = _obs(4, obs=5)
+    out = model.act(obs)
+    assert out["action"].shape == (4, 2, 3)
+    assert out["log_prob"].shape == out["value"].shape == out["entropy"].shape == (4,)
+    scored = model.evaluate(obs, out["action"])
+    assert torch.allclose(scored["log_prob"], out["log_prob"], atol=1e-6)
+    assert torch.equal(
+        model.act(obs, deterministic=True)["action"], model.act(obs, deterministic=True)["action"]
+    )
+
+
+def test_deterministic_discrete_is_argmax() -> None:
+    """Deterministic discrete actions are the most likely ones."""
+    model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4))
+    obs = _obs(6, obs=3)
+    logits = model.actor(obs["obs"])
+    assert torch.equal(model.act(obs, deterministic=True)["action"], logits.argmax(-1))
+
+
+def test_asymmetric_keys_from_dict_space() -> None:
+    """With policy/critic groups the actor reads "policy" and the critic "critic"."""
+    space = gym.spaces.Dict(
+        {"policy": gym.spaces.Box(-1, 1, (3,)), "critic": gym.spaces.Box(-1, 1, (7,))}
+    )
+    model = MLPActorCritic(space, gym.spaces.Box(-1, 1, (1,)))
+    assert model.actor_keys == ("policy",)
+    assert model.critic_keys == ("critic",)
+    assert model.value(_obs(2, policy=3, critic=7)).shape == (2,)
+
+
+def test_fixed_std_is_a_buffer() -> None:
+    """learn_std=False keeps the log-std out of the parameters."""
+    model = MLPActorCritic(
+        gym.spaces.Box(-1, 1, (2,)), gym.spaces.Box(-1, 1, (1,)), learn_std=False, log_std_init=-1.0
+    )
+    names = [name for name, _ in model.named_parameters()]
+    assert "log_std" not in names
+    assert model.log_std.tolist() == [-1.0]
+
+
+def test_gradients_reach_both_networks() -> None:
+    """The PPO loss terms backpropagate into actor, critic and log-std."""
+    model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)))
+    obs = _obs(8, obs=3)
+    out = model.evaluate(obs, torch.randn(8, 2))
+    (out["log_prob"].sum() + out["value"].sum() + out["entropy"].sum()).backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_errors() -> None:
+    """Unsupported spaces and missing keys raise typedrl errors."""
+    with pytest.raises(ConfigError, match="Box and Discrete"):
+        MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.MultiDiscrete([2, 2]))
+    with pytest.raises(ConfigError, match="must be a Box space"):
+        MLPActorCritic(gym.spaces.Discrete(3), gym.spaces.Discrete(2))
+    model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2))
+    with pytest.raises(SpecError, match=r"lacks keys \['obs'\]"):
+        model.act(_obs(2, policy=3))
