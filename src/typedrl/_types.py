@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 Obs: TypeAlias = TensorDict
-"""Observation of a vector env, a TensorDict with ``batch_size == [num_envs]``."""
+"""Observation of a vector env: a TensorDict with ``batch_size == [num_envs]``."""
 
 ObsVector: TypeAlias = Float[Tensor, "num_envs obs_dim"]
 """A flat floating-point observation, one row per env."""
@@ -54,7 +54,7 @@ ObsMask: TypeAlias = Bool[Tensor, " obs_dim"]
 
 # The shape strings below read as products to ruff, hence the F821 waivers.
 Action: TypeAlias = Shaped[Tensor, "num_envs *action_shape"]  # noqa: F821
-"""An action batch of any dtype, one row per env, then the action space's shape."""
+"""An action batch of any dtype: one row per env, then the action space's shape."""
 
 ContinuousAction: TypeAlias = Float[Tensor, "num_envs act_dim"]
 """A batch of flat continuous actions."""
@@ -69,10 +69,10 @@ Reward: TypeAlias = Float[Tensor, " num_envs"]
 """Per-env reward of one step."""
 
 Done: TypeAlias = Bool[Tensor, " num_envs"]
-"""Per-env flag, ``terminated`` or ``truncated`` of one step."""
+"""Per-env flag: ``terminated`` or ``truncated`` of one step."""
 
 Valid: TypeAlias = Bool[Tensor, " num_envs"]
-"""Per-env flag; ``False`` marks a ghost transition that must never train anything."""
+"""Per-env flag: ``False`` marks a ghost transition that must never train anything."""
 
 EnvScalar: TypeAlias = Float[Tensor, " num_envs"]
 """Any per-env floating-point scalar (values, returns, log-probabilities)."""

@@ -1,0 +1,213 @@
+"""Configuration of the on-policy agents: frozen, keyword-only, validated on construction."""
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, final
+
+from typedrl import _validation
+from typedrl._validation import describe, finite_float, non_negative_float, positive_int
+from typedrl.errors import ConfigError
+
+__all__ = ["PPOConfig"]
+
+LearningRateSchedule = Literal["constant", "linear", "adaptive"]
+NonFiniteGradients = Literal["skip", "raise"]
+
+
+def _unit_interval(name: str, value: object, *, closed: bool = True) -> float:
+    result = finite_float("PPOConfig", name, value)
+    if not (0.0 <= result <= 1.0) or (not closed and result in (0.0, 1.0)):
+        bounds = "[0, 1]" if closed else "(0, 1)"
+        raise ConfigError(f"PPOConfig.{name} must lie in {bounds}, got {describe(value)}")
+    return result
+
+
+def _positive_float(name: str, value: object) -> float:
+    result = finite_float("PPOConfig", name, value)
+    if result <= 0.0:
+        raise ConfigError(f"PPOConfig.{name} must be > 0, got {describe(value)}")
+    return result
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PPOConfig:
+    """Hyper-parameters of :class:`~typedrl.agents.PPOAgent`.
+
+    The defaults are Stable-Baselines3's PPO defaults (per rank). Every field
+    is validated on construction; an invalid value raises
+    :class:`~typedrl.errors.ConfigError` naming the field and showing the value.
+
+    Example:
+        >>> config = PPOConfig(num_steps=128, batch_size=256, learning_rate_schedule="linear")
+        >>> config.minibatches_per_epoch(num_envs=8)
+        40
+        >>> PPOConfig(clip_range=0.0)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: PPOConfig.clip_range must be > 0, got 0.0 (type float)
+    """
+
+    total_timesteps: int = 1_000_000
+    """Training budget in env steps summed over all envs and ranks."""
+    num_steps: int = 2048
+    """Steps collected per env per epoch (the rollout length)."""
+    num_mini_epochs: int = 10
+    """Passes over each epoch's data."""
+    batch_size: int = 64
+    """Samples per minibatch, per rank."""
+    learning_rate: float = 3e-4
+    """Adam learning rate (the initial one for schedules)."""
+    learning_rate_schedule: LearningRateSchedule = "constant"
+    """``"constant"``; ``"linear"`` decay to 0 over ``total_timesteps``; or ``"adaptive"``
+    (KL-driven, rsl_rl style: divide by 1.5 when the approximate KL exceeds
+    ``2 * desired_kl``, multiply by 1.5 below ``desired_kl / 2``, within
+    ``[min_learning_rate, max_learning_rate]``)."""
+    desired_kl: float = 0.01
+    """Target KL of the adaptive schedule."""
+    min_learning_rate: float = 1e-5
+    """Lower bound of the adaptive schedule."""
+    max_learning_rate: float = 1e-2
+    """Upper bound of the adaptive schedule."""
+    target_kl: float | None = None
+    """Stop an epoch's remaining minibatches once the approximate KL exceeds this
+    (``None``: never)."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_range: float = 0.2
+    """PPO ratio clipping epsilon."""
+    clip_value_loss: bool = False
+    """Clip the value update around the old values with ``clip_range``."""
+    value_loss_coef: float = 0.5
+    """Weight of the value loss."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus."""
+    max_grad_norm: float | None = 0.5
+    """Global gradient-norm clipping (``None``: off)."""
+    normalize_advantages: bool = True
+    """Normalise advantages per minibatch."""
+    normalize_observations: bool = False
+    """Normalise observations with running statistics synchronised across ranks."""
+    normalize_rewards: bool = False
+    """Scale rewards by the running std of the discounted return (advantages are
+    computed on the scaled rewards; reported returns stay unnormalised)."""
+    observation_clip: float = 10.0
+    """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
+    reward_clip: float = 10.0
+    """Clamp normalised rewards likewise."""
+    nonfinite_gradients: NonFiniteGradients = "skip"
+    """What to do when a minibatch's gradient is NaN/inf: skip that update or raise."""
+    adam_eps: float = 1e-5
+    """Adam epsilon."""
+    actor_hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the actor MLP."""
+    critic_hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the critic MLP."""
+    activation: Literal["tanh", "relu", "elu", "silu"] = "tanh"
+    """Hidden activation of both MLPs."""
+    log_std_init: float = 0.0
+    """Initial log standard deviation of Gaussian policies."""
+    seed: int = 0
+    """Seed of the run (each rank adds its rank)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Free-form JSON-like values stored with checkpoints (for your own bookkeeping)."""
+
+    def __post_init__(self) -> None:
+        self._validate_numbers()
+        self._validate_choices()
+        self._validate_structures()
+
+    def _set(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+
+    def _validate_numbers(self) -> None:
+        for name in ("total_timesteps", "num_steps", "num_mini_epochs", "batch_size"):
+            positive_int("PPOConfig", name, getattr(self, name))
+        for name in (
+            "learning_rate",
+            "desired_kl",
+            "min_learning_rate",
+            "max_learning_rate",
+            "clip_range",
+            "adam_eps",
+            "observation_clip",
+            "reward_clip",
+        ):
+            self._set(name, _positive_float(name, getattr(self, name)))
+        for name in ("value_loss_coef", "entropy_coef"):
+            self._set(name, non_negative_float("PPOConfig", name, getattr(self, name)))
+        self._set("log_std_init", finite_float("PPOConfig", "log_std_init", self.log_std_init))
+        self._set("gamma", _unit_interval("gamma", self.gamma))
+        self._set("gae_lambda", _unit_interval("gae_lambda", self.gae_lambda))
+        for name in ("target_kl", "max_grad_norm"):
+            if getattr(self, name) is not None:
+                self._set(name, _positive_float(name, getattr(self, name)))
+        if self.min_learning_rate > self.max_learning_rate:
+            raise ConfigError(
+                f"PPOConfig.min_learning_rate ({self.min_learning_rate}) must not exceed "
+                f"max_learning_rate ({self.max_learning_rate})"
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ConfigError(f"PPOConfig.seed must be an int, got {describe(self.seed)}")
+
+    def _validate_choices(self) -> None:
+        choices: dict[str, tuple[object, ...]] = {
+            "learning_rate_schedule": ("constant", "linear", "adaptive"),
+            "nonfinite_gradients": ("skip", "raise"),
+            "activation": ("tanh", "relu", "elu", "silu"),
+        }
+        for name in (
+            "clip_value_loss",
+            "normalize_advantages",
+            "normalize_observations",
+            "normalize_rewards",
+        ):
+            choices[name] = (True, False)
+        for name, valid in choices.items():
+            value = getattr(self, name)
+            if not any(value is v or (isinstance(v, str) and value == v) for v in valid):
+                raise ConfigError(
+                    f"PPOConfig.{name} must be one of {list(valid)}, got {describe(value)}"
+                )
+
+    def _validate_structures(self) -> None:
+        for name in ("actor_hidden", "critic_hidden"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not hasattr(value, "__iter__"):
+                raise ConfigError(
+                    f"PPOConfig.{name} must be a sequence of positive ints, got {describe(value)}"
+                )
+            widths = tuple(value)
+            for width in widths:
+                positive_int("PPOConfig", f"{name}[]", width)
+            self._set(name, widths)
+        if not isinstance(self.extra, dict):
+            raise ConfigError(f"PPOConfig.extra must be a dict, got {describe(self.extra)}")
+
+    def minibatches_per_epoch(self, *, num_envs: int) -> int:
+        """``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``, per rank."""
+        positive_int("PPOConfig.minibatches_per_epoch", "num_envs", num_envs)
+        samples = num_envs * self.num_steps * self.num_mini_epochs
+        return -(-samples // self.batch_size)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as plain JSON-like values (tuples become lists), for checkpoints and logs."""
+        data = asdict(self)
+        for name in ("actor_hidden", "critic_hidden"):
+            data[name] = list(data[name])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PPOConfig":
+        """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"PPOConfig has no fields {unknown}; valid fields: {sorted(known)}")
+        values = dict(data)
+        for name in ("actor_hidden", "critic_hidden"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)

@@ -1,0 +1,170 @@
+"""Episode evaluation on a dedicated env, for both trainer families."""
+
+from typing import Any, final
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._validation import positive_int
+from typedrl._values import EvaluationResult, StepResult
+from typedrl.errors import ConfigError, EnvContractError
+from typedrl.protocols import Policy, VecEnv
+
+__all__ = ["EpisodeEvaluator"]
+
+
+def _success_flags(result: StepResult, key: str) -> Tensor | None:
+    """Per-row success flags of the rows that ended, from ``info`` (Gymnasium conventions).
+
+    Looks in ``info["final_info"][key]`` (same-step autoreset envs report the
+    last step's info there) and then in ``info[key]``; returns ``None`` when
+    the env reports no such key.
+    """
+    info = result.info
+    final_info = info.get("final_info")
+    source: Any = None
+    if isinstance(final_info, dict) and key in final_info:
+        source = final_info[key]
+    elif key in info:
+        source = info[key]
+    if source is None:
+        return None
+    flags = torch.as_tensor(
+        np.asarray(source, dtype=np.bool_) if not isinstance(source, Tensor) else source
+    )
+    return flags.to(device=result.reward.device, dtype=torch.bool).reshape(-1)
+
+
+@final
+class EpisodeEvaluator:
+    """Evaluate a policy on exactly ``num_episodes`` completed episodes of its own env.
+
+    Implements :class:`~typedrl.protocols.Evaluator`:
+
+    - actions are deterministic (``policy.act(obs, deterministic=True)``);
+    - every evaluation resets the env with the same ``seed``, so every
+      evaluation starts from the same states and scores compare across a run;
+    - episodes are counted per row: every row contributes
+      ``num_episodes // num_envs`` episodes and the remainder goes to rows
+      chosen by a permutation fixed at construction (seeded), so no row is
+      favoured and short episodes cannot crowd out long ones;
+    - ghost transitions (``valid == False``) count for nothing;
+    - the policy's train/eval mode is restored, gradients are off, and no
+      training env, buffer or optimizer is touched.
+
+    Metrics: ``return_mean``, ``return_std``, ``return_min``, ``return_max``,
+    ``length_mean`` and, when the env reports ``success_key`` (Gymnasium's
+    ``"is_success"`` by default) for ending rows, ``success_rate``. The score is
+    ``return_mean``.
+
+    Args:
+        env: The evaluation env; never a training env.
+        num_episodes: Episodes per evaluation.
+        seed: Reset seed of every evaluation.
+        max_steps: Safety limit on env steps per evaluation.
+        success_key: Info key holding per-episode success flags.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.testing import ConstantPolicy, CountingVecEnv
+        >>> env = CountingVecEnv(num_envs=2, truncate_after=3)
+        >>> evaluator = EpisodeEvaluator(env, num_episodes=3)
+        >>> result = evaluator.evaluate(ConstantPolicy(torch.zeros(1)))
+        >>> result.score, result.num_items
+        (6.0, 3)
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        env: VecEnv,
+        *,
+        num_episodes: int,
+        seed: int = 0,
+        max_steps: int = 1_000_000,
+        success_key: str = "is_success",
+    ) -> None:
+        positive_int("EpisodeEvaluator", "num_episodes", num_episodes)
+        positive_int("EpisodeEvaluator", "max_steps", max_steps)
+        if not isinstance(env, VecEnv):
+            raise ConfigError(f"EpisodeEvaluator needs a typedrl VecEnv, got {type(env).__name__}")
+        self.env = env
+        self.num_episodes = num_episodes
+        self.seed = seed
+        self.max_steps = max_steps
+        self.success_key = success_key
+        base, extra = divmod(num_episodes, env.num_envs)
+        generator = torch.Generator().manual_seed(seed)
+        bonus_rows = torch.randperm(env.num_envs, generator=generator)[:extra]
+        quota = torch.full((env.num_envs,), base, dtype=torch.int64)
+        quota[bonus_rows] += 1
+        self._quota = quota.to(env.device)
+
+    def evaluate(self, policy: Policy) -> EvaluationResult:
+        """Run ``num_episodes`` episodes with deterministic actions and summarise them."""
+        was_training = policy.training
+        policy.train(mode=False)
+        try:
+            with torch.no_grad():
+                returns, lengths, successes = self._run(policy)
+        finally:
+            policy.train(mode=was_training)
+        metrics = {
+            "return_mean": float(returns.mean()),
+            "return_std": float(returns.std(unbiased=False)),
+            "return_min": float(returns.min()),
+            "return_max": float(returns.max()),
+            "length_mean": float(lengths.mean()),
+        }
+        if successes is not None:
+            metrics["success_rate"] = float(successes.mean())
+        return EvaluationResult(
+            metrics=metrics, score=metrics["return_mean"], num_items=returns.numel()
+        )
+
+    def _run(self, policy: Policy) -> tuple[Tensor, Tensor, Tensor | None]:
+        env, quota = self.env, self._quota
+        device = env.device
+        width = int(quota.max())
+        rows = torch.arange(env.num_envs, device=device)
+        running = torch.zeros(env.num_envs, dtype=torch.float64, device=device)
+        steps = torch.zeros(env.num_envs, dtype=torch.int64, device=device)
+        done_count = torch.zeros(env.num_envs, dtype=torch.int64, device=device)
+        returns = torch.zeros(env.num_envs, width, dtype=torch.float64, device=device)
+        lengths = torch.zeros_like(returns)
+        successes = torch.zeros_like(returns)
+        saw_success = False
+        obs, _ = env.reset(seed=self.seed)
+        # Checking completion costs a host sync; doing it every `check_every` steps keeps
+        # the loop mostly sync-free without overshooting by much.
+        check_every = 8
+        for step in range(1, self.max_steps + 1):
+            result = env.step(policy.act(obs, deterministic=True)["action"])
+            valid = result.valid
+            running += torch.where(valid, result.reward.to(torch.float64), 0.0)
+            steps += valid.to(torch.int64)
+            record = result.done & valid & (done_count < quota)
+            slot = done_count.clamp(max=width - 1)
+            returns[rows, slot] = torch.where(record, running, returns[rows, slot])
+            lengths[rows, slot] = torch.where(record, steps.double(), lengths[rows, slot])
+            flags = _success_flags(result, self.success_key)
+            if flags is not None and flags.shape == record.shape:
+                saw_success = True
+                successes[rows, slot] = torch.where(record, flags.double(), successes[rows, slot])
+            done_count += record.to(torch.int64)
+            running = torch.where(result.done, 0.0, running)
+            steps = torch.where(result.done, 0, steps)
+            obs = result.obs
+            if step % check_every == 0 and bool((done_count >= quota).all()):
+                break
+        else:
+            finished = int(torch.minimum(done_count, quota).sum())
+            raise EnvContractError(
+                f"EpisodeEvaluator: only {finished} of {self.num_episodes} episodes ended within "
+                f"max_steps={self.max_steps}; does the env ever end its episodes?"
+            )
+        mask = torch.arange(width, device=device).unsqueeze(0) < quota.unsqueeze(1)
+        selected_success = successes[mask] if saw_success else None
+        return returns[mask], lengths[mask], selected_success

@@ -1,0 +1,166 @@
+"""Metric aggregation across ranks, run loggers (CSV, TensorBoard, W&B) and the progress display."""
+
+import importlib.util
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, final
+
+import torch
+from lightning.fabric.loggers.csv_logs import CSVLogger
+from lightning.fabric.loggers.logger import Logger
+from lightning.fabric.loggers.tensorboard import TensorBoardLogger
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from torch import Tensor
+
+from typedrl.distributed import Distributed
+from typedrl.errors import MissingDependencyError
+
+__all__ = ["MetricAggregator", "ProgressDisplay", "build_loggers"]
+
+
+@final
+class MetricAggregator:
+    """Accumulates weighted scalar metrics on the device and reduces them once, across ranks.
+
+    ``add`` keeps running sums of ``value * weight`` and of ``weight`` as float64
+    tensors, so recording a metric never synchronises with the device;
+    :meth:`reduce` sums both over all ranks (one collective for all metrics)
+    and returns the weighted means as Python floats. A metric nobody recorded
+    (zero total weight) is left out rather than reported as NaN.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.distributed import SingleProcess
+        >>> metrics = MetricAggregator(["loss", "return"], device=torch.device("cpu"))
+        >>> metrics.add("loss", torch.tensor(2.0))
+        >>> metrics.add("loss", torch.tensor(4.0), weight=3.0)
+        >>> metrics.reduce(SingleProcess())
+        {'loss': 3.5}
+    """
+
+    def __init__(self, names: list[str], *, device: torch.device) -> None:
+        self.names = list(names)
+        self._index = {name: i for i, name in enumerate(self.names)}
+        self._sums = torch.zeros(2, len(self.names), dtype=torch.float64, device=device)
+
+    def add(self, name: str, value: Tensor | float, weight: Tensor | float = 1.0) -> None:
+        """Record one scalar ``value`` with ``weight`` (0-d tensors allowed; no host sync)."""
+        i = self._index[name]
+        value_t = torch.as_tensor(value, dtype=torch.float64, device=self._sums.device)
+        weight_t = torch.as_tensor(weight, dtype=torch.float64, device=self._sums.device)
+        self._sums[0, i] += value_t.reshape(()) * weight_t
+        self._sums[1, i] += weight_t
+
+    def add_many(self, name: str, values: Tensor, mask: Tensor) -> None:
+        """Record every ``values[mask]`` entry with weight 1 (no host sync)."""
+        i = self._index[name]
+        selected = mask.to(torch.float64)
+        self._sums[0, i] += (values.to(torch.float64) * selected).sum()
+        self._sums[1, i] += selected.sum()
+
+    def reduce(self, dist: Distributed) -> dict[str, float]:
+        """Weighted means over every rank's records; resets the accumulator."""
+        totals = dist.all_reduce_sum(self._sums.clone()).cpu()
+        self._sums.zero_()
+        return {
+            name: float(totals[0, i] / totals[1, i])
+            for i, name in enumerate(self.names)
+            if float(totals[1, i]) > 0.0
+        }
+
+
+def build_loggers(
+    run_dir: str | Path,
+    *,
+    tensorboard: bool | None = None,
+    wandb_project: str | None = None,
+    run_name: str = "typedrl",
+) -> list[Logger]:
+    """The run's loggers: CSV always, TensorBoard when installed, W&B when asked.
+
+    Args:
+        run_dir: Folder of the run; logs go to ``run_dir/logs``.
+        tensorboard: ``None`` uses TensorBoard when ``tensorboard`` (or
+            ``tensorboardX``) is installed; ``True`` requires it; ``False`` skips it.
+        wandb_project: A Weights & Biases project name to log to (needs ``wandb``).
+        run_name: Name of the run in every logger.
+
+    Raises:
+        MissingDependencyError: TensorBoard or W&B was asked for but is not installed.
+    """
+    root = Path(run_dir) / "logs"
+    loggers: list[Logger] = [CSVLogger(root, name=run_name, version="")]
+    has_tensorboard = any(
+        importlib.util.find_spec(name) is not None for name in ("tensorboard", "tensorboardX")
+    )
+    if tensorboard and not has_tensorboard:
+        raise MissingDependencyError(
+            "tensorboard=True needs TensorBoard: pip install 'typedrl[tensorboard]'"
+        )
+    if has_tensorboard and tensorboard is not False:
+        loggers.append(TensorBoardLogger(root, name=run_name, version=""))
+    if wandb_project is not None:
+        if importlib.util.find_spec("wandb") is None:
+            raise MissingDependencyError(
+                f"wandb_project={wandb_project!r} needs W&B: pip install 'typedrl[wandb]'"
+            )
+        from lightning.pytorch.loggers import WandbLogger  # noqa: PLC0415 - optional extra
+
+        wandb_logger: Any = WandbLogger(project=wandb_project, name=run_name, save_dir=str(root))
+        loggers.append(wandb_logger)
+    return loggers
+
+
+@final
+class ProgressDisplay:
+    """A rich progress bar of env steps with SPS and the latest mean return, on rank 0 only.
+
+    Disabled (a no-op) on other ranks, when ``enabled`` is ``False``, and when
+    standard output is not a terminal unless ``force`` is set.
+    """
+
+    def __init__(self, *, total_steps: int, enabled: bool = True, force: bool = False) -> None:
+        self._active = enabled and (force or sys.stdout.isatty())
+        self._progress: Progress | None = None
+        self._task: Any = None
+        self._total = total_steps
+
+    def __enter__(self) -> "ProgressDisplay":
+        if self._active:
+            self._progress = Progress(
+                TextColumn("[bold]train"),
+                BarColumn(),
+                TextColumn("{task.completed:,}/{task.total:,} steps"),
+                TextColumn("{task.fields[sps]:>9} sps"),
+                TextColumn("return {task.fields[ret]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+            )
+            self._progress.__enter__()
+            self._task = self._progress.add_task("train", total=self._total, sps="-", ret="-")
+        return self
+
+    def update(self, *, steps: int, metrics: Mapping[str, float]) -> None:
+        """Move the bar to ``steps`` and show the latest SPS and mean episode return."""
+        if self._progress is None:
+            return
+        sps = metrics.get("time/sps")
+        ret = metrics.get("episode/return_mean")
+        self._progress.update(
+            self._task,
+            completed=steps,
+            sps=f"{sps:,.0f}" if sps is not None else "-",
+            ret=f"{ret:.1f}" if ret is not None else "-",
+        )
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(exc_type, exc, traceback)
+            self._progress = None
