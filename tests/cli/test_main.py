@@ -59,13 +59,17 @@ class _NaNRewardEnv(gym.Env[np.ndarray, np.int64]):
         return np.zeros(2, np.float32), float("nan"), False, False, {}
 
 
+def _make_nan_reward_env(**_: Any) -> gym.Env[Any, Any]:
+    return _NaNRewardEnv()
+
+
 # Gymnasium's passive env checker warns about the NaN reward before typedrl sees it.
 @pytest.mark.filterwarnings("ignore:.*The reward is a NaN value:UserWarning")
 def test_check_env_fails_on_a_broken_env(capsys: pytest.CaptureFixture[str]) -> None:
     """A registered env with NaN rewards makes `typedrl check-env` exit 1 naming the rule."""
     env_id = "typedrl-tests/NaNReward-v0"
     if env_id not in gym.registry:
-        gym.register(env_id, entry_point=_NaNRewardEnv)
+        gym.register(env_id, entry_point=_make_nan_reward_env)
     status = main(["check-env", env_id, "--num-envs", "2", "--examples", "1"])
     out = capsys.readouterr().out
     assert status == 1

@@ -3,6 +3,9 @@
 - :class:`GymnasiumVecEnv` and :func:`make`: any Gymnasium vector env, in any
   autoreset mode, under typedrl's same-step contract;
 - :class:`IsaacLabVecEnv`: Isaac Lab's manager-based and direct RL envs;
+- :class:`Pendulum`, :class:`CartPole`, :class:`CartPoleSwingUp`,
+  :class:`PointMass`, :class:`Reacher`: built-in batched, differentiable torch
+  envs (registered with Gymnasium as ``typedrl/<Name>-v0``);
 - :func:`check_vec_env` and :func:`check_differentiable_vec_env`: the
   conformance checkers to run on your own envs before training.
 """
@@ -18,17 +21,37 @@ from typedrl.envs._isaaclab import IsaacLabEnvLike as IsaacLabEnvLike
 from typedrl.envs._isaaclab import IsaacLabObs as IsaacLabObs
 from typedrl.envs._isaaclab import IsaacLabVecEnv as IsaacLabVecEnv
 from typedrl.envs._make import make as make
+from typedrl.envs.builtin import BUILTIN_ENV_IDS as BUILTIN_ENV_IDS
+from typedrl.envs.builtin import BaseTorchVecEnv as BaseTorchVecEnv
+from typedrl.envs.builtin import CartPole as CartPole
+from typedrl.envs.builtin import CartPoleSwingUp as CartPoleSwingUp
+from typedrl.envs.builtin import GymnasiumVectorView as GymnasiumVectorView
+from typedrl.envs.builtin import Pendulum as Pendulum
+from typedrl.envs.builtin import PointMass as PointMass
+from typedrl.envs.builtin import Reacher as Reacher
+from typedrl.envs.builtin import make_builtin as make_builtin
+from typedrl.envs.builtin import register_builtin_envs as register_builtin_envs
 
 __all__ = [
+    "BUILTIN_ENV_IDS",
     "CHECK_RULES",
+    "BaseTorchVecEnv",
+    "CartPole",
+    "CartPoleSwingUp",
     "CheckReport",
     "GymnasiumVecEnv",
+    "GymnasiumVectorView",
     "IsaacLabEnvCfgLike",
     "IsaacLabEnvLike",
     "IsaacLabObs",
     "IsaacLabVecEnv",
+    "Pendulum",
+    "PointMass",
+    "Reacher",
     "Violation",
     "check_differentiable_vec_env",
     "check_vec_env",
     "make",
+    "make_builtin",
+    "register_builtin_envs",
 ]

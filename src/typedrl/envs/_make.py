@@ -81,7 +81,7 @@ def make(
             )
         from typedrl.envs.builtin import make_builtin  # noqa: PLC0415 - avoids an import cycle
 
-        return make_builtin(
+        env: VecEnv = make_builtin(
             env_id,
             num_envs=num_envs,
             seed=seed,
@@ -90,6 +90,7 @@ def make(
             clip_actions=clip_actions,
             **kwargs,
         )
+        return env
     if vectorization not in _VECTORIZATIONS:
         raise ConfigError(
             f"make: vectorization must be one of {list(_VECTORIZATIONS)}, "
