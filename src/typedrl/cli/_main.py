@@ -8,6 +8,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 __all__ = ["build_parser", "main"]
 
+from typedrl.cli._train import add_evaluate_parser, add_train_parser
+
 _REPORTED_PACKAGES = ("typedrl", "torch", "gymnasium", "tensordict", "lightning", "numpy")
 
 
@@ -67,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = commands.add_parser("info", help="print package versions and available devices")
     info.set_defaults(handler=_run_info)
+    add_train_parser(commands)
+    add_evaluate_parser(commands)
     check = commands.add_parser(
         "check-env",
         help="check an env against the vector-env contract (exit status 1 on violations)",

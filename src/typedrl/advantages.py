@@ -1,0 +1,235 @@
+"""Generalised advantage estimation (GAE) over a ``[num_steps, num_envs]`` rollout.
+
+Conventions (time-major, as in :class:`~typedrl.buffers.ExperienceBuffer`):
+
+- ``values[t]`` is ``V(s_t)``, the value of the observation step ``t`` acted on.
+- ``next_values[t]`` is ``V`` of the observation step ``t`` reached *before*
+  any autoreset: ``V(s_{t+1})`` for rows that did not end, ``V(final_obs_t)``
+  for truncated rows (exact truncation bootstrapping). For terminated rows it
+  is ignored: the bootstrap is zeroed whatever its value.
+- A done step (``terminated | truncated``) ends its episode: the next row of
+  the rollout belongs to a new episode, so the recursion is cut there.
+- A ghost step (``valid == False``) gets advantage 0 and return 0 and also
+  cuts the recursion. A ghost step always follows a done in the same row, so
+  this never changes the advantage of a valid step.
+
+Masks are applied with :func:`torch.where`, never by multiplication, so a
+non-finite value at a terminated bootstrap or a ghost step cannot leak into
+valid results. Everything is vectorised over envs with a loop over time only
+and no host synchronisation.
+"""
+
+from typing import final
+
+import torch
+from jaxtyping import Bool, Float
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._types import Done, EnvScalar
+from typedrl._validation import describe, finite_float
+from typedrl.errors import ConfigError, SpecError
+
+__all__ = ["compute_gae", "next_values_from"]
+
+_RolloutScalar = Float[Tensor, "num_steps num_envs"]
+_RolloutFlag = Bool[Tensor, "num_steps num_envs"]
+
+
+@final
+class _Checker:
+    """Checks the shape, dtype and device of a group of same-shaped tensors (metadata only)."""
+
+    def __init__(self, where: str, reference_name: str, reference: object, ndim: int) -> None:
+        self.where = where
+        if not isinstance(reference, Tensor) or reference.ndim != ndim:
+            axes = "[num_steps, num_envs]" if ndim == 2 else "[num_envs]"
+            raise SpecError(
+                f"{where}: {reference_name} must be a tensor of shape {axes}, "
+                f"got {_describe_tensor(reference)}"
+            )
+        if not reference.is_floating_point():
+            raise SpecError(
+                f"{where}: {reference_name} must be floating point, got {reference.dtype}"
+            )
+        self.reference_name = reference_name
+        self.shape = tuple(reference.shape)
+        self.device = reference.device
+
+    def check(self, name: str, value: object, *, floating: bool) -> Tensor:
+        if not isinstance(value, Tensor) or tuple(value.shape) != self.shape:
+            raise SpecError(
+                f"{self.where}: {name} must be a tensor of shape {list(self.shape)} "
+                f"(the shape of {self.reference_name}), got {_describe_tensor(value)}"
+            )
+        if floating and not value.is_floating_point():
+            raise SpecError(f"{self.where}: {name} must be floating point, got {value.dtype}")
+        if not floating and value.dtype != torch.bool:
+            raise SpecError(f"{self.where}: {name} must be torch.bool, got {value.dtype}")
+        if value.device != self.device:
+            raise SpecError(
+                f"{self.where}: {name} is on {value.device}, but {self.reference_name} is on "
+                f"{self.device}"
+            )
+        return value
+
+
+def _describe_tensor(value: object) -> str:
+    if isinstance(value, Tensor):
+        return f"shape {list(value.shape)}, dtype {value.dtype}"
+    return describe(value)
+
+
+def _unit_interval(name: str, value: object) -> float:
+    result = finite_float("compute_gae", name, value)
+    if not 0.0 <= result <= 1.0:
+        raise ConfigError(f"compute_gae.{name} must be in [0, 1], got {describe(value)}")
+    return result
+
+
+@_validation.no_type_check
+def compute_gae(
+    *,
+    rewards: _RolloutScalar,
+    values: _RolloutScalar,
+    next_values: _RolloutScalar,
+    terminated: _RolloutFlag,
+    truncated: _RolloutFlag,
+    valid: _RolloutFlag,
+    gamma: float,
+    gae_lambda: float,
+    dtype: torch.dtype | None = None,
+) -> tuple[_RolloutScalar, _RolloutScalar]:
+    """Generalised advantage estimates and value targets for a time-major rollout.
+
+    With ``done_t = terminated_t or truncated_t``::
+
+        delta_t = r_t + gamma * next_values_t * (1 - terminated_t) - values_t
+        A_t     = delta_t + gamma * lambda * (1 - done_t) * valid_{t+1} * A_{t+1}
+        A_t     = 0 and return_t = 0 where valid_t is False
+        return_t = A_t + values_t where valid_t is True
+
+    with ``A_{num_steps} = 0`` (the rollout's last step bootstraps through
+    ``next_values`` alone). See the module docstring for the meaning of
+    ``next_values`` on truncated and terminated rows.
+
+    Args:
+        rewards: ``r_t``, float ``[num_steps, num_envs]`` (unnormalised).
+        values: ``V(s_t)``, float, same shape.
+        next_values: ``V`` of the observation each step reached before any
+            reset, float, same shape (see :func:`next_values_from`).
+        terminated: ``torch.bool``, same shape: no bootstrap.
+        truncated: ``torch.bool``, same shape: bootstrap from ``next_values``.
+        valid: ``torch.bool``, same shape; ``False`` marks ghost steps.
+        gamma: Discount factor in ``[0, 1]``.
+        gae_lambda: GAE ``lambda`` in ``[0, 1]`` (0: one-step TD, 1: Monte Carlo
+            with bootstrap).
+        dtype: Floating dtype of the computation and of the results; by
+            default the promoted dtype of ``rewards``, ``values`` and
+            ``next_values``. Pass ``torch.float64`` to accumulate long horizons
+            in double precision.
+
+    Returns:
+        ``(advantages, returns)``, each ``[num_steps, num_envs]`` in ``dtype``.
+
+    Raises:
+        SpecError: If a tensor has the wrong shape, dtype class or device.
+        ConfigError: If ``gamma`` or ``gae_lambda`` is outside ``[0, 1]`` or
+            ``dtype`` is not a floating dtype.
+
+    Example:
+        >>> import torch
+        >>> never = torch.zeros(3, 1, dtype=torch.bool)
+        >>> advantages, returns = compute_gae(
+        ...     rewards=torch.ones(3, 1),
+        ...     values=torch.zeros(3, 1),
+        ...     next_values=torch.tensor([[0.0], [10.0], [0.0]]),  # V(final_obs) = 10 at t=1
+        ...     terminated=never,
+        ...     truncated=torch.tensor([[False], [True], [False]]),
+        ...     valid=~never,
+        ...     gamma=0.5,
+        ...     gae_lambda=1.0,
+        ... )
+        >>> advantages.flatten().tolist()  # the truncation at t=1 cuts the recursion
+        [4.0, 6.0, 1.0]
+    """
+    where = "compute_gae"
+    checker = _Checker(where, "rewards", rewards, ndim=2)
+    checker.check("values", values, floating=True)
+    checker.check("next_values", next_values, floating=True)
+    checker.check("terminated", terminated, floating=False)
+    checker.check("truncated", truncated, floating=False)
+    checker.check("valid", valid, floating=False)
+    gamma = _unit_interval("gamma", gamma)
+    gae_lambda = _unit_interval("gae_lambda", gae_lambda)
+    if dtype is None:
+        dtype = torch.promote_types(
+            torch.promote_types(rewards.dtype, values.dtype), next_values.dtype
+        )
+    elif not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ConfigError(f"{where}.dtype must be a floating torch.dtype, got {describe(dtype)}")
+
+    rewards = rewards.to(dtype)
+    values = values.to(dtype)
+    next_values = next_values.to(dtype)
+    zero = torch.zeros((), dtype=dtype, device=rewards.device)
+
+    # Bootstrap: V(s_{t+1}) (or V(final_obs_t) when truncated); 0 when terminated.
+    bootstrap = torch.where(terminated, zero, next_values)
+    # TD error: delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
+    deltas = rewards + gamma * bootstrap - values
+    # Carry factor: gamma * lambda * (1 - done_t); a done cuts the recursion.
+    carry = torch.where(terminated | truncated, zero, gamma * gae_lambda)
+
+    advantages = torch.empty_like(deltas)
+    # A_{num_steps} = 0: beyond the rollout nothing is carried back.
+    next_advantage = torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        # GAE recursion: A_t = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
+        advantage = deltas[t] + carry[t] * next_advantage
+        # Ghost step: A_t = 0, which also cuts the recursion for step t - 1.
+        advantage = torch.where(valid[t], advantage, zero)
+        advantages[t] = advantage
+        next_advantage = advantage
+
+    # Value target: return_t = A_t + V(s_t) on valid steps, 0 on ghost steps.
+    returns = torch.where(valid, advantages + values, zero)
+    return advantages, returns
+
+
+@_validation.no_type_check
+def next_values_from(
+    *, next_obs_values: EnvScalar, final_obs_values: EnvScalar, truncated: Done
+) -> EnvScalar:
+    """Combine the two value estimates of one step into ``next_values`` for :func:`compute_gae`.
+
+    Rows that were truncated take ``V(final_obs)``, the value of the terminal
+    observation (exact truncation bootstrapping); every other row takes
+    ``V(next_obs)``. Terminated rows need no particular value: GAE zeroes
+    their bootstrap.
+
+    Args:
+        next_obs_values: ``V(obs)`` of the observation ``step`` returned (after
+            autoreset), float ``[num_envs]``.
+        final_obs_values: ``V(final_obs)``, float ``[num_envs]``.
+        truncated: ``torch.bool`` ``[num_envs]``.
+
+    Returns:
+        Float ``[num_envs]``, in the promoted dtype of the two value tensors.
+
+    Raises:
+        SpecError: If a tensor has the wrong shape, dtype class or device.
+
+    Example:
+        >>> import torch
+        >>> next_values_from(
+        ...     next_obs_values=torch.tensor([1.0, 2.0]),
+        ...     final_obs_values=torch.tensor([7.0, 8.0]),
+        ...     truncated=torch.tensor([False, True]),
+        ... ).tolist()
+        [1.0, 8.0]
+    """
+    checker = _Checker("next_values_from", "next_obs_values", next_obs_values, ndim=1)
+    checker.check("final_obs_values", final_obs_values, floating=True)
+    checker.check("truncated", truncated, floating=False)
+    return torch.where(truncated, final_obs_values, next_obs_values)

@@ -1,0 +1,541 @@
+"""Proximal policy optimisation on Lightning Fabric."""
+
+import time
+from pathlib import Path
+from typing import Any, final
+
+import torch
+from lightning.fabric import Fabric
+from lightning.fabric.loggers.logger import Logger
+from tensordict import TensorDict
+from torch import Tensor
+
+from typedrl.advantages import compute_gae
+from typedrl.agents._base import BaseAgent
+from typedrl.agents._config import PPOConfig
+from typedrl.agents._fabric import setup_module_and_optimizer
+from typedrl.buffers import ExperienceBuffer, minibatch_indices, validate_batch_plan
+from typedrl.checkpoint import Checkpoint, load_into
+from typedrl.distributed import agree_on
+from typedrl.errors import ConfigError, NonFiniteError
+from typedrl.logging import MetricAggregator
+from typedrl.normalization import RewardNormalizer, RunningMeanStd
+from typedrl.policies import MLPActorCritic
+from typedrl.protocols import Policy, SupportsStateDict, VecEnv
+
+__all__ = ["PPOAgent"]
+
+_OBS = "obs"
+_STEP_KEYS = ("action", "log_prob", "value")
+_METRICS = [
+    "loss/policy",
+    "loss/value",
+    "loss/entropy",
+    "loss/total",
+    "train/approx_kl",
+    "train/clip_fraction",
+    "train/grad_norm",
+    "train/skipped_updates",
+    "train/explained_variance",
+    "episode/return",
+    "episode/length",
+]
+
+
+def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    weight = mask.to(x.dtype)
+    return (x * weight).sum() / weight.sum().clamp(min=1.0)
+
+
+@final
+class PPOAgent(BaseAgent):
+    """PPO with an MLP actor-critic, on one device or several (Fabric DDP).
+
+    Each epoch collects ``num_steps`` steps from every env row of every rank
+    (no gradients; finite checks on observations, policy outputs and rewards,
+    reported with the step and key), computes GAE in unnormalised value space
+    (termination zeroes the bootstrap; truncation bootstraps from
+    ``V(final_obs)``; ghost transitions are masked out everywhere), then runs
+    exactly ``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``
+    minibatch updates. That count is checked to be identical on every rank at
+    start-up, because a mismatch would deadlock DDP's gradient all-reduce.
+
+    Envs that cannot provide terminal observations (``provides_final_obs ==
+    False``) are bootstrapped at truncation with ``V(obs_t)``, the value of the
+    last observation before the time-out, as rsl_rl does; the agent logs
+    ``train/approximate_bootstrap = 1`` so the approximation is never silent.
+
+    Args:
+        env: This rank's training env.
+        config: The hyper-parameters.
+        fabric: A launched Fabric; by default single-process on CPU (or one GPU).
+        eval_env: This rank's evaluation env.
+        run_dir: Folder for logs and checkpoints (``None``: neither).
+        eval_every_steps: Evaluation period in env steps over all ranks.
+        eval_episodes: Episodes per evaluation and rank.
+        checkpoint_every_epochs: Period of ``epoch_<n>.ckpt`` files.
+        loggers: Fabric loggers (default: CSV, plus TensorBoard when installed).
+        progress: Show a progress bar on rank 0.
+
+    Example:
+        >>> from typedrl.envs import make
+        >>> env = make("CartPole-v1", num_envs=4, seed=0)
+        >>> config = PPOConfig(total_timesteps=512, num_steps=64, batch_size=64, num_mini_epochs=2)
+        >>> agent = PPOAgent(env=env, config=config, progress=False)
+        >>> result = agent.fit()
+        >>> result["env_steps"], result["epoch"]
+        (512, 2)
+    """
+
+    def __init__(
+        self,
+        *,
+        env: VecEnv,
+        config: PPOConfig,
+        fabric: Fabric | None = None,
+        eval_env: VecEnv | None = None,
+        run_dir: str | Path | None = None,
+        eval_every_steps: int | None = None,
+        eval_episodes: int = 10,
+        checkpoint_every_epochs: int | None = None,
+        loggers: list[Logger] | None = None,
+        progress: bool = True,
+    ) -> None:
+        if not isinstance(config, PPOConfig):
+            raise ConfigError(f"config must be a PPOConfig, got {type(config).__name__}")
+        super().__init__(
+            env=env,
+            fabric=fabric,
+            eval_env=eval_env,
+            run_dir=run_dir,
+            eval_every_steps=eval_every_steps,
+            eval_episodes=eval_episodes,
+            checkpoint_every_epochs=checkpoint_every_epochs,
+            loggers=loggers,
+            progress=progress,
+        )
+        self.config = config
+        self.device = self.fabric.device
+        if env.device != self.device:
+            raise ConfigError(
+                f"the env runs on {env.device} but Fabric on {self.device}; "
+                "create the env on fabric.device"
+            )
+        self.num_minibatches = validate_batch_plan(
+            num_envs=env.num_envs,
+            num_steps=config.num_steps,
+            num_mini_epochs=config.num_mini_epochs,
+            batch_size=config.batch_size,
+        )
+        # Checked before any other collective: a mismatch would deadlock the update.
+        agree_on(
+            "minibatches per epoch (num_envs * num_steps * num_mini_epochs / batch_size)",
+            self.num_minibatches,
+            self.dist,
+        )
+        env_rows = torch.tensor([env.num_envs], dtype=torch.int64, device=self.dist.device)
+        self.global_num_envs = int(self.dist.all_reduce_sum(env_rows).item())
+        self.learning_rate = config.learning_rate
+        self.metrics = MetricAggregator(
+            [*_METRICS, "train/approximate_bootstrap"], device=self.device
+        )
+        self._generator = torch.Generator(device="cpu")
+        self._generator.manual_seed(config.seed * 7919 + self.dist.rank)
+        self._obs: TensorDict | None = None
+        self._episode_return = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
+        self._episode_length = torch.zeros(env.num_envs, dtype=torch.int64, device=self.device)
+
+    # --------------------------------------------------------------- properties
+
+    @property
+    def policy(self) -> Policy:
+        """The actor-critic (unwrapped from Fabric)."""
+        return self.model_unwrapped
+
+    @property
+    def total_timesteps(self) -> int:
+        """``config.total_timesteps``."""
+        return self.config.total_timesteps
+
+    # --------------------------------------------------------------- setup
+
+    def _build(self) -> None:
+        config, env = self.config, self.env
+        torch.manual_seed(config.seed + self.dist.rank)
+        model = MLPActorCritic(
+            env.single_observation_space,
+            env.single_action_space,
+            actor_hidden=config.actor_hidden,
+            critic_hidden=config.critic_hidden,
+            activation=config.activation,
+            log_std_init=config.log_std_init,
+        ).to(self.device)
+        self.obs_normalizer = (
+            RunningMeanStd(clip=config.observation_clip, device=self.device)
+            if config.normalize_observations
+            else None
+        )
+        self.reward_normalizer = (
+            RewardNormalizer(gamma=config.gamma, clip=config.reward_clip, device=self.device)
+            if config.normalize_rewards
+            else None
+        )
+        self.model_unwrapped = model
+        optimizer = torch.optim.Adam(
+            model.parameters(), lr=config.learning_rate, eps=config.adam_eps
+        )
+        self.model, self.optimizer = setup_module_and_optimizer(
+            self.fabric, model, optimizer, forward_methods=("evaluate",)
+        )
+        self.buffer = ExperienceBuffer(
+            num_envs=env.num_envs, num_steps=config.num_steps, device=self.device
+        )
+        self._registered = False
+        self._has_final_value = [False] * config.num_steps
+
+    def _register(self, obs: TensorDict) -> None:
+        """Register observation keys and, from one eval-mode no-grad forward, the output keys."""
+        buffer = self.buffer
+        buffer.register_from(obs, prefix=_OBS)
+        model = self.model_unwrapped
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            outputs = model.act(self._normalized(obs))
+        model.train(was_training)
+        buffer.register_from(outputs.select(*_STEP_KEYS))
+        for key in ("reward", "final_value"):
+            buffer.register_key(key, (), torch.float32)
+        for key in ("terminated", "truncated"):
+            buffer.register_key(key, (), torch.bool)
+
+    def _start(self) -> None:
+        obs, _ = self.env.reset(seed=self.config.seed * 1_000_003 + self.dist.rank * 65_537)
+        self._obs = obs
+        if not self._registered:
+            self._register(obs)
+            self._registered = True
+
+    def _normalized(self, obs: TensorDict) -> TensorDict:
+        if self.obs_normalizer is None:
+            return obs
+        keys = self.model_unwrapped.actor_keys + self.model_unwrapped.critic_keys
+        out = obs.clone(recurse=False)
+        for key in dict.fromkeys(keys):
+            out[key] = self.obs_normalizer.normalize(obs[key].float())
+        return out
+
+    # --------------------------------------------------------------- training
+
+    def _train_epoch(self) -> dict[str, float]:
+        started = time.perf_counter()
+        self._set_learning_rate()
+        self._collect()
+        collect_seconds = time.perf_counter() - started
+        self._update()
+        metrics = self.metrics.reduce(self.dist)
+        metrics["train/learning_rate"] = self.learning_rate
+        steps = self.config.num_steps * self.global_num_envs
+        self.env_steps += steps
+        elapsed = time.perf_counter() - started
+        metrics["time/sps"] = steps / elapsed
+        metrics["time/collect_fraction"] = collect_seconds / elapsed
+        if "episode/return" in metrics:
+            metrics["episode/return_mean"] = metrics.pop("episode/return")
+        if "episode/length" in metrics:
+            metrics["episode/length_mean"] = metrics.pop("episode/length")
+        return metrics
+
+    def _set_learning_rate(self) -> None:
+        config = self.config
+        if config.learning_rate_schedule == "linear":
+            remaining = max(0.0, 1.0 - self.env_steps / config.total_timesteps)
+            self.learning_rate = config.learning_rate * remaining
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate
+
+    @torch.no_grad()
+    def _collect(self) -> None:
+        config, env, buffer, model = self.config, self.env, self.buffer, self.model_unwrapped
+        obs = self._obs
+        if obs is None:
+            raise ConfigError("PPOAgent: call setup() or fit() before collecting")
+        buffer.reset_epoch()
+        model.eval()
+        finite = torch.ones((), dtype=torch.bool, device=self.device)
+        first_bad = torch.full((), -1, dtype=torch.int64, device=self.device)
+        approximate = not env.provides_final_obs
+        for t in range(config.num_steps):
+            model_obs = self._normalized(obs)
+            out = model.act(model_obs)
+            result = env.step(out["action"])
+            # V(final_obs) bootstraps truncated rows exactly; when the env returns its
+            # next observation as final_obs (no row ended), V(obs_{t+1}) is reused below.
+            if result.final_obs is not None and result.final_obs is not result.obs:
+                final_values = model.value(self._normalized(result.final_obs))
+            else:
+                final_values = None
+            if approximate:
+                # Documented approximation: bootstrap a time-out with V(obs_t).
+                final_values = out["value"]
+            self._has_final_value[t] = final_values is not None
+            reward = result.reward.to(torch.float32)
+            ok = torch.isfinite(reward).all() & torch.isfinite(out["log_prob"]).all()
+            for leaf in result.obs.values(include_nested=True, leaves_only=True):
+                if isinstance(leaf, Tensor) and leaf.is_floating_point():
+                    ok &= torch.isfinite(leaf).all()
+            first_bad = torch.where((first_bad < 0) & ~ok, t, first_bad)
+            finite &= ok
+            buffer.write(t, obs, prefix=_OBS)
+            buffer.write(
+                t,
+                {
+                    "action": out["action"],
+                    "log_prob": out["log_prob"],
+                    "value": out["value"],
+                    "reward": reward,
+                    "terminated": result.terminated,
+                    "truncated": result.truncated,
+                    "valid": result.valid,
+                    "final_value": (
+                        final_values if final_values is not None else out["value"]
+                    ).float(),
+                },
+            )
+            self._track_episodes(reward, result.done, result.valid)
+            obs = result.obs
+        self._obs = obs
+        last_values = model.value(self._normalized(obs)).float()
+        if not bool(finite):
+            raise NonFiniteError(
+                f"PPOAgent: non-finite observation, reward or policy output at step "
+                f"{int(first_bad)} of epoch {self.epoch}; check the env and the learning rate"
+            )
+        if approximate:
+            self.metrics.add("train/approximate_bootstrap", 1.0)
+        self._last_values = last_values
+
+    def _track_episodes(self, reward: Tensor, done: Tensor, valid: Tensor) -> None:
+        self._episode_return += torch.where(valid, reward.to(torch.float64), 0.0)
+        self._episode_length += valid.to(torch.int64)
+        ended = done & valid
+        self.metrics.add_many("episode/return", self._episode_return, ended)
+        self.metrics.add_many("episode/length", self._episode_length.double(), ended)
+        self._episode_return = torch.where(done, 0.0, self._episode_return)
+        self._episode_length = torch.where(done, 0, self._episode_length)
+
+    def _advantages(self, data: TensorDict) -> tuple[Tensor, Tensor]:
+        """GAE over the epoch, ``[num_steps, num_envs]``, in unnormalised value space."""
+        config = self.config
+        values = data["value"]
+        # V(obs_{t+1}): the next step's value, and after the last step V(obs_T).
+        values_next = torch.cat((values[1:], self._last_values.unsqueeze(0)), dim=0)
+        has_final = torch.tensor(self._has_final_value, device=self.device).unsqueeze(1)
+        # Truncated rows bootstrap from V(final_obs) (exact) or V(obs_t) (approximate).
+        next_values = torch.where(data["truncated"] & has_final, data["final_value"], values_next)
+        rewards = data["reward"]
+        if self.reward_normalizer is not None:
+            self.reward_normalizer.update(
+                rewards, data["terminated"], data["truncated"], dist=self.dist, mask=data["valid"]
+            )
+            rewards = self.reward_normalizer.normalize(rewards)
+        return compute_gae(
+            rewards=rewards,
+            values=values,
+            next_values=next_values,
+            terminated=data["terminated"],
+            truncated=data["truncated"],
+            valid=data["valid"],
+            gamma=config.gamma,
+            gae_lambda=config.gae_lambda,
+        )
+
+    def _update(self) -> None:
+        config, model = self.config, self.model
+        stacked = self.buffer.stacked()
+        advantages, returns = self._advantages(stacked)
+        flat = stacked.reshape(-1)
+        flat_adv, flat_ret = advantages.reshape(-1), returns.reshape(-1)
+        valid_all = flat["valid"]
+        # Explained variance of the value predictions over this rank's valid samples.
+        residual_var = _masked_var(flat_ret - flat["value"], valid_all)
+        return_var = _masked_var(flat_ret, valid_all)
+        self.metrics.add(
+            "train/explained_variance", 1.0 - residual_var / return_var.clamp(min=1e-8)
+        )
+        observations = self._normalized(flat[_OBS])
+        model.train()
+        for indices in minibatch_indices(
+            num_samples=flat.batch_size[0],
+            batch_size=config.batch_size,
+            num_mini_epochs=config.num_mini_epochs,
+            generator=self._generator,
+        ):
+            stop = self._minibatch_step(
+                observations[indices], flat[indices], flat_adv[indices], flat_ret[indices]
+            )
+            if stop:
+                break
+        if self.obs_normalizer is not None:
+            keys = dict.fromkeys(self.model_unwrapped.actor_keys + self.model_unwrapped.critic_keys)
+            for key in keys:
+                self.obs_normalizer.update(flat[_OBS][key].float(), dist=self.dist, mask=valid_all)
+
+    def _minibatch_step(
+        self, obs: TensorDict, batch: TensorDict, advantages: Tensor, returns: Tensor
+    ) -> bool:
+        """One PPO update on a minibatch; returns whether to stop the epoch (target KL)."""
+        config = self.config
+        valid = batch["valid"]
+        new = self.model.evaluate(obs, batch["action"])
+        log_ratio = new["log_prob"] - batch["log_prob"]
+        ratio = log_ratio.exp()
+        if config.normalize_advantages:
+            # A_hat = (A - mean(A)) / (std(A) + 1e-8), over the valid samples
+            mean = _masked_mean(advantages, valid)
+            std = _masked_var(advantages, valid).sqrt()
+            advantages = (advantages - mean) / (std + 1e-8)
+        # Clipped surrogate: L_clip = E[min(r A, clip(r, 1 - eps, 1 + eps) A)]
+        surrogate = ratio * advantages
+        clipped = ratio.clamp(1.0 - config.clip_range, 1.0 + config.clip_range) * advantages
+        policy_loss = -_masked_mean(torch.minimum(surrogate, clipped), valid)
+        # Value loss: (V - R)^2, optionally clipped around the old value V_old
+        value = new["value"]
+        value_error = (value - returns).square()
+        if config.clip_value_loss:
+            clipped_value = batch["value"] + (value - batch["value"]).clamp(
+                -config.clip_range, config.clip_range
+            )
+            value_error = torch.maximum(value_error, (clipped_value - returns).square())
+        value_loss = 0.5 * _masked_mean(value_error, valid)
+        entropy = _masked_mean(new["entropy"], valid)
+        loss = policy_loss + config.value_loss_coef * value_loss - config.entropy_coef * entropy
+
+        self.optimizer.zero_grad(set_to_none=True)
+        self.fabric.backward(loss)
+        grad_norm = self._clip_gradients()
+        with torch.no_grad():
+            # Approximate KL(old || new) = E[(r - 1) - log r] (Schulman's k3 estimator)
+            approx_kl = _masked_mean((ratio - 1.0) - log_ratio, valid)
+            clip_fraction = _masked_mean(
+                ((ratio - 1.0).abs() > config.clip_range).to(torch.float32), valid
+            )
+        # The finiteness decision syncs once per minibatch; every rank sees the same
+        # all-reduced gradient, so every rank decides alike.
+        if bool(torch.isfinite(grad_norm)):
+            self.optimizer.step()
+            skipped = 0.0
+        elif config.nonfinite_gradients == "raise":
+            raise NonFiniteError(
+                f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch {self.epoch}"
+            )
+        else:
+            skipped = 1.0
+        self.metrics.add("loss/policy", policy_loss.detach())
+        self.metrics.add("loss/value", value_loss.detach())
+        self.metrics.add("loss/entropy", entropy.detach())
+        self.metrics.add("loss/total", loss.detach())
+        self.metrics.add("train/approx_kl", approx_kl)
+        self.metrics.add("train/clip_fraction", clip_fraction)
+        self.metrics.add("train/grad_norm", grad_norm.detach())
+        self.metrics.add("train/skipped_updates", skipped)
+        return self._adapt(approx_kl)
+
+    def _clip_gradients(self) -> Tensor:
+        parameters = [p for p in self.model_unwrapped.parameters() if p.grad is not None]
+        if self.config.max_grad_norm is None:
+            grads = [p.grad.detach().reshape(-1) for p in parameters if p.grad is not None]
+            total: Tensor = torch.linalg.vector_norm(torch.cat(grads))
+            return total
+        norm: Tensor = torch.nn.utils.clip_grad_norm_(parameters, self.config.max_grad_norm)
+        return norm
+
+    def _adapt(self, approx_kl: Tensor) -> bool:
+        """Adaptive learning rate and target-KL stop, on the KL averaged over ranks."""
+        config = self.config
+        if config.learning_rate_schedule != "adaptive" and config.target_kl is None:
+            return False
+        kl = (
+            float(self.dist.all_reduce_sum(approx_kl.reshape(1).double())[0]) / self.dist.world_size
+        )
+        if config.learning_rate_schedule == "adaptive":
+            # rsl_rl's rule: shrink the step when KL overshoots, grow it when it undershoots
+            if kl > 2.0 * config.desired_kl:
+                self.learning_rate = max(config.min_learning_rate, self.learning_rate / 1.5)
+            elif 0.0 < kl < config.desired_kl / 2.0:
+                self.learning_rate = min(config.max_learning_rate, self.learning_rate * 1.5)
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.learning_rate
+        return config.target_kl is not None and kl > config.target_kl
+
+    # --------------------------------------------------------------- checkpoints
+
+    def _state(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        modules: dict[str, dict[str, Any]] = {"policy": self.model_unwrapped.state_dict()}
+        if self.obs_normalizer is not None:
+            modules["observation_normalizer"] = self.obs_normalizer.state_dict()
+        if self.reward_normalizer is not None and self.dist.world_size == 1:
+            modules["reward_normalizer"] = self.reward_normalizer.state_dict()
+        modules["agent"] = {
+            "learning_rate": torch.tensor(self.learning_rate, dtype=torch.float64),
+            "generator": self._generator.get_state(),
+        }
+        if isinstance(self.env, SupportsStateDict) and self.dist.world_size == 1:
+            modules["env"] = self.env.state_dict()
+            modules["collector"] = {
+                "episode_return": self._episode_return,
+                "episode_length": self._episode_length,
+                **({"obs": self._obs} if self._obs is not None else {}),
+            }
+        return modules, {"policy": self.optimizer.state_dict()}
+
+    def _load_state(self, checkpoint: Checkpoint, path: Path) -> None:
+        modules = checkpoint.modules
+        load_into(self.model_unwrapped, modules["policy"], name="policy", path=path)
+        if self.obs_normalizer is not None and "observation_normalizer" in modules:
+            load_into(
+                self.obs_normalizer,
+                modules["observation_normalizer"],
+                name="observation_normalizer",
+                path=path,
+            )
+        if self.reward_normalizer is not None and "reward_normalizer" in modules:
+            load_into(
+                self.reward_normalizer,
+                modules["reward_normalizer"],
+                name="reward_normalizer",
+                path=path,
+            )
+        load_into(self.optimizer, checkpoint.optimizers["policy"], name="optimizer", path=path)
+        agent = modules.get("agent", {})
+        if "learning_rate" in agent:
+            self.learning_rate = float(agent["learning_rate"])
+        if "generator" in agent:
+            self._generator.set_state(agent["generator"])
+        if "env" in modules and isinstance(self.env, SupportsStateDict):
+            load_into(self.env, modules["env"], name="env", path=path)
+            collector = modules["collector"]
+            self._episode_return = collector["episode_return"].to(self.device)
+            self._episode_length = collector["episode_length"].to(self.device)
+            obs = collector.get("obs")
+            self._obs = obs.to(self.device) if obs is not None else None
+            if not self._registered and self._obs is not None:
+                self._register(self._obs)
+                self._registered = True
+        else:
+            # The env's state is not checkpointable: continue from a fresh, seeded reset.
+            obs, _ = self.env.reset(
+                seed=self.config.seed * 1_000_003 + self.epoch * 7 + self.dist.rank
+            )
+            self._obs = obs
+            if not self._registered:
+                self._register(obs)
+                self._registered = True
+
+    def _config_dict(self) -> dict[str, Any]:
+        return self.config.to_dict()
+
+
+def _masked_var(x: Tensor, mask: Tensor) -> Tensor:
+    mean = _masked_mean(x, mask)
+    return _masked_mean((x - mean).square(), mask)

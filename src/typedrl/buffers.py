@@ -1,0 +1,715 @@
+"""The on-policy experience buffer and its minibatch plan.
+
+:class:`ExperienceBuffer` stores one epoch of ``num_steps x num_envs``
+transitions under registered keys, checks every write (key, shape, dtype,
+device, gradient) and checks that every key was written exactly once per step
+before the data can be read. :func:`minibatch_indices` cuts the flattened
+epoch into shuffled minibatches of a fixed size, in a number that depends only
+on the configuration, so every rank of a data-parallel run takes the same
+number of optimizer steps.
+
+Layout
+------
+
+Storage is **time-major**: every key is stored as
+``[num_steps, num_envs, *shape]`` and :meth:`ExperienceBuffer.flatten` maps
+step ``t`` of env ``i`` to sample ``t * num_envs + i``. Advantage estimation
+(:func:`typedrl.advantages.compute_gae`) works on the same
+``[num_steps, num_envs]`` layout before flattening.
+
+Ghost transitions
+-----------------
+
+Every buffer has the key ``"valid"`` (``torch.bool``, one flag per step and
+env), registered at construction and written like any other key. Ghost
+samples (``valid == False``) stay in the flattened data and in the minibatch
+index space, so the number and size of minibatches never depend on the data
+(identical on every rank, which data-parallel training needs); losses mask
+them out with the ``"valid"`` key.
+"""
+
+import math
+from collections.abc import ItemsView, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Final, NamedTuple, Protocol, TypeAlias, TypeVar, final
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from jaxtyping import Int
+from tensordict import TensorDict, is_leaf_nontensor
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._validation import describe, positive_int
+from typedrl.errors import ConfigError, SpecError
+
+__all__ = [
+    "VALID_KEY",
+    "BufferKey",
+    "ExperienceBuffer",
+    "KeyMapping",
+    "KeySpec",
+    "minibatch_count",
+    "minibatch_indices",
+    "validate_batch_plan",
+]
+
+BufferKey: TypeAlias = str | tuple[str, ...]
+"""A buffer key: a string, or a tuple of strings for a nested TensorDict entry.
+
+Keys are reported in TensorDict's canonical form: a one-element tuple
+``("reward",)`` is the same key as ``"reward"``.
+"""
+
+VALID_KEY: Final = "valid"
+"""The key of the per-step validity mask every :class:`ExperienceBuffer` registers."""
+
+_MAX_LISTED_STEPS: Final = 8
+
+KeyT_co = TypeVar("KeyT_co", covariant=True)
+ValueT_co = TypeVar("ValueT_co", covariant=True)
+
+
+class KeyMapping(Protocol[KeyT_co, ValueT_co]):
+    """How the buffer's signatures spell "a mapping of buffer keys to values" for type checkers.
+
+    :class:`~collections.abc.Mapping` is invariant in its key type, so a
+    ``dict[str, Tensor]`` would not type-check where a
+    ``Mapping[str | tuple[str, ...], Tensor]`` is expected. This protocol only
+    reads ``items()``, which makes it covariant: dicts keyed by strings, by
+    tuples or by both all fit. At run time the buffer requires a real mapping.
+    """
+
+    def items(self) -> ItemsView[KeyT_co, ValueT_co]:
+        """The mapping's ``(key, value)`` pairs."""
+        ...
+
+
+@final
+class KeySpec(NamedTuple):
+    """Shape (per row, without the ``num_steps, num_envs`` axes) and dtype of a key."""
+
+    shape: tuple[int, ...]
+    """Shape of one env's entry at one step; ``()`` for a scalar per row."""
+
+    dtype: torch.dtype
+    """Storage dtype; writes must match it exactly (no silent casts)."""
+
+
+@final
+@_validation.no_type_check
+class ExperienceBuffer:
+    """One epoch of on-policy transitions, stored time-major and checked on every write.
+
+    Usage, in order:
+
+    1. Register every key before the first write: :meth:`register_key` for a
+       single key, :meth:`register_from` for every leaf of a TensorDict (the
+       first observation, the outputs of one setup forward of the model), and
+       :meth:`check_spec` to compare the registered keys with a declared spec.
+       The key ``"valid"`` (``torch.bool``, shape ``()``) is registered at
+       construction. Once anything is written, the keys are fixed for the
+       buffer's lifetime.
+    2. For each step ``t`` of the epoch, :meth:`write` every key exactly once
+       (in one call or several). A write is validated as a whole before
+       anything is copied, so a refused write changes nothing.
+    3. Read the epoch with :meth:`stacked` (``[num_steps, num_envs]``) or
+       :meth:`flatten` (``[num_steps * num_envs]``, time-major). Both first
+       run :meth:`check_complete`.
+    4. :meth:`reset_epoch` before writing the next epoch.
+
+    Write coverage is tracked in host memory (one flag per key and step), so
+    the checks never synchronise with the device.
+
+    Args:
+        num_envs: Rows of the vector env (a positive int).
+        num_steps: Steps per epoch (a positive int).
+        device: Device of the storage and of every written tensor.
+
+    Raises:
+        ConfigError: If ``num_envs`` or ``num_steps`` is not a positive int.
+
+    Example:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> buffer = ExperienceBuffer(num_envs=2, num_steps=3, device="cpu")
+        >>> obs = TensorDict({"obs": torch.zeros(2, 4)}, batch_size=[2])
+        >>> buffer.register_from(obs, prefix="obs")
+        (('obs', 'obs'),)
+        >>> buffer.register_key("reward", (), torch.float32)
+        >>> for t in range(3):
+        ...     buffer.write(t, obs, prefix="obs")
+        ...     buffer.write(t, {"reward": torch.full((2,), float(t)),
+        ...                      "valid": torch.ones(2, dtype=torch.bool)})
+        >>> flat = buffer.flatten()
+        >>> flat.batch_size, flat["reward"].tolist()
+        (torch.Size([6]), [0.0, 0.0, 1.0, 1.0, 2.0, 2.0])
+        >>> buffer.write(0, {"reward": torch.zeros(2)})
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.SpecError: ExperienceBuffer.write: key 'reward' was already written
+        at step 0 in this epoch; call reset_epoch() before writing the next epoch
+    """
+
+    def __init__(self, *, num_envs: int, num_steps: int, device: torch.device | str) -> None:
+        self._num_envs: int = positive_int("ExperienceBuffer", "num_envs", num_envs)
+        self._num_steps: int = positive_int("ExperienceBuffer", "num_steps", num_steps)
+        try:
+            # Allocating resolves the device index ("cuda" -> "cuda:0").
+            self._device: torch.device = torch.empty(0, device=device).device
+        except (RuntimeError, TypeError) as error:
+            raise ConfigError(
+                f"ExperienceBuffer.device must name an available torch device, "
+                f"got {describe(device)}: {error}"
+            ) from error
+        self._storage = TensorDict({}, batch_size=[num_steps, num_envs], device=self._device)
+        self._specs: dict[BufferKey, KeySpec] = {}
+        self._tensors: dict[BufferKey, Tensor] = {}
+        self._written: dict[BufferKey, npt.NDArray[np.bool_]] = {}
+        self._writing_started = False
+        self.register_key(VALID_KEY, (), torch.bool)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def num_envs(self) -> int:
+        """Rows per step."""
+        return self._num_envs
+
+    @property
+    def num_steps(self) -> int:
+        """Steps per epoch."""
+        return self._num_steps
+
+    @property
+    def num_samples(self) -> int:
+        """``num_steps * num_envs``: the batch size of :meth:`flatten`."""
+        return self._num_steps * self._num_envs
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the storage (with its index resolved, e.g. ``cuda:0``)."""
+        return self._device
+
+    @property
+    def keys(self) -> tuple[BufferKey, ...]:
+        """Registered keys in registration order (``"valid"`` first)."""
+        return tuple(self._specs)
+
+    @property
+    def specs(self) -> Mapping[BufferKey, KeySpec]:
+        """Read-only mapping of each registered key to its per-row shape and dtype."""
+        return MappingProxyType(dict(self._specs))
+
+    # ---------------------------------------------------------------- registration
+
+    def register_key(self, key: BufferKey, shape: Sequence[int], dtype: torch.dtype) -> None:
+        """Register one key, stored as ``[num_steps, num_envs, *shape]``.
+
+        Args:
+            key: A string, or a tuple of strings for a nested entry.
+            shape: Per-row shape (``()`` for one scalar per env and step).
+            dtype: Storage dtype; writes must match it exactly.
+
+        Raises:
+            SpecError: If anything was written already, the key is malformed,
+                already registered or clashes with a nested key, or the shape
+                or dtype is invalid.
+        """
+        canonical = _canonical_key(key, where="ExperienceBuffer.register_key")
+        spec = self._validate_new_key(canonical, shape, dtype, where="register_key")
+        self._add_key(canonical, spec)
+
+    def register_from(self, data: TensorDict, *, prefix: BufferKey = ()) -> tuple[BufferKey, ...]:
+        """Register every tensor leaf of ``data`` with its per-row shape and dtype.
+
+        Meant for the first observation of a rollout and for the outputs of one
+        setup forward of the model. Either every leaf is registered or none.
+
+        Args:
+            data: A TensorDict with ``batch_size == [num_envs]`` on :attr:`device`.
+            prefix: Key under which the leaves are nested (``"obs"`` turns leaf
+                ``"policy"`` into ``("obs", "policy")``); ``()`` for none. Pass
+                the same prefix to :meth:`write`.
+
+        Returns:
+            The registered keys, in the order of ``data``'s leaves.
+
+        Raises:
+            SpecError: If ``data`` is not a TensorDict with batch size
+                ``[num_envs]``, a leaf is not a tensor or sits on another
+                device, or any key fails :meth:`register_key`'s checks.
+        """
+        where = "ExperienceBuffer.register_from"
+        prefix_key = _prefix_tuple(prefix, where=where)
+        if not isinstance(data, TensorDict) or tuple(data.batch_size) != (self._num_envs,):
+            got = (
+                f"a TensorDict with batch_size {list(data.batch_size)}"
+                if isinstance(data, TensorDict)
+                else describe(data)
+            )
+            raise SpecError(
+                f"{where}: data must be a TensorDict with batch_size [{self._num_envs}] "
+                f"(num_envs), got {got}"
+            )
+        pending: dict[BufferKey, KeySpec] = {}
+        for leaf_key, leaf in _leaves(data):
+            key = _join(prefix_key, leaf_key)
+            if not isinstance(leaf, Tensor):
+                raise SpecError(
+                    f"{where}: entry {key!r} must be a torch.Tensor, got {describe(leaf)}"
+                )
+            if leaf.device != self._device:
+                raise SpecError(
+                    f"{where}: entry {key!r} is on {leaf.device}, but the buffer stores on "
+                    f"{self._device}; move the data (or build the buffer) on one device"
+                )
+            if key in pending:
+                raise SpecError(f"{where}: key {key!r} appears twice in data")
+            _check_no_clash(key, pending, where=where)
+            pending[key] = self._validate_new_key(
+                key, tuple(leaf.shape[1:]), leaf.dtype, where="register_from"
+            )
+        for key, spec in pending.items():
+            self._add_key(key, spec)
+        return tuple(pending)
+
+    def check_spec(
+        self, expected: KeyMapping[BufferKey, tuple[Sequence[int], torch.dtype]]
+    ) -> None:
+        """Check declared keys against the registered ones.
+
+        Every key of ``expected`` must be registered with exactly that per-row
+        shape and dtype; registered keys absent from ``expected`` are fine.
+
+        Args:
+            expected: Key to ``(shape, dtype)`` (a :class:`KeySpec` works too).
+
+        Raises:
+            SpecError: Listing every missing key and every mismatch, with the
+                expected and the registered shape and dtype.
+        """
+        problems: list[str] = []
+        for raw_key, (shape, dtype) in expected.items():
+            key = _canonical_key(raw_key, where="ExperienceBuffer.check_spec")
+            declared = KeySpec(tuple(shape), dtype)
+            got = self._specs.get(key)
+            if got is None:
+                problems.append(f"key {key!r} is not registered (expected {_show(declared)})")
+            elif got != declared:
+                problems.append(f"key {key!r}: expected {_show(declared)}, got {_show(got)}")
+        if problems:
+            raise SpecError(
+                "ExperienceBuffer.check_spec: the rollout spec does not match the registered "
+                f"keys: {'; '.join(problems)}. Registered keys: {self._describe_keys()}"
+            )
+
+    # --------------------------------------------------------------------- writing
+
+    def write(
+        self,
+        step: int,
+        data: TensorDict | KeyMapping[BufferKey, Tensor],
+        *,
+        prefix: BufferKey = (),
+    ) -> None:
+        """Write the entries of ``data`` at ``step``; each key once per step and epoch.
+
+        Every entry is validated (registered key, shape ``[num_envs, *shape]``,
+        exact dtype, device, no gradient, not yet written at this step) before
+        any is copied, so a refused write leaves the buffer unchanged.
+        Validation reads metadata only: no device synchronisation.
+
+        Args:
+            step: Step index in ``[0, num_steps)``.
+            data: A TensorDict whose tensor leaves are written (its batch size
+                is not checked, the leaves' shapes are), or a mapping of key to
+                tensor.
+            prefix: Prepended to every key of ``data`` (see :meth:`register_from`).
+
+        Raises:
+            SpecError: On an out-of-range step, an unknown key (the message
+                lists the registered ones), a wrong shape, dtype or device, a
+                tensor that requires grad, or a key already written at ``step``.
+        """
+        where = "ExperienceBuffer.write"
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < self._num_steps:
+            raise SpecError(
+                f"{where}: step must be an int in [0, {self._num_steps}), got {describe(step)}"
+            )
+        prefix_key = _prefix_tuple(prefix, where=where)
+        if isinstance(data, TensorDict):
+            entries = [(_join(prefix_key, key), value) for key, value in _leaves(data)]
+        elif isinstance(data, Mapping):
+            entries = [
+                (_join(prefix_key, _canonical_key(key, where=where)), value)
+                for key, value in data.items()
+            ]
+        else:
+            raise SpecError(
+                f"{where}: data must be a TensorDict or a mapping of key to tensor, "
+                f"got {describe(data)}"
+            )
+        checked: dict[BufferKey, Tensor] = {}
+        for key, value in entries:
+            checked[key] = self._check_write(step, key, value, checked)
+        self._writing_started = True
+        for key, tensor in checked.items():
+            self._tensors[key][step].copy_(tensor)
+            self._written[key][step] = True
+
+    def check_complete(self) -> None:
+        """Check that every registered key was written at every step of this epoch.
+
+        Duplicate writes are refused by :meth:`write` itself, so after this
+        check every key holds exactly one write per step. Host-side only.
+
+        Raises:
+            SpecError: Naming each incomplete key with its missing steps.
+        """
+        problems: list[str] = []
+        for key, written in self._written.items():
+            missing = np.flatnonzero(~written)
+            if missing.size:
+                shown = ", ".join(str(int(s)) for s in missing[:_MAX_LISTED_STEPS])
+                more = ", ..." if missing.size > _MAX_LISTED_STEPS else ""
+                problems.append(
+                    f"{key!r} at steps [{shown}{more}] ({missing.size} of {self._num_steps})"
+                )
+        if problems:
+            raise SpecError(
+                "ExperienceBuffer: the epoch is incomplete, keys not written: "
+                f"{'; '.join(problems)}. Write every registered key once per step"
+            )
+
+    def reset_epoch(self) -> None:
+        """Start a new epoch: forget which steps were written (the data stays until overwritten).
+
+        The registered keys stay fixed.
+        """
+        for written in self._written.values():
+            written[:] = False
+
+    # --------------------------------------------------------------------- reading
+
+    def stacked(self) -> TensorDict:
+        """The complete epoch as a TensorDict with ``batch_size == [num_steps, num_envs]``.
+
+        The leaves share memory with the buffer (valid until the next write);
+        adding keys to the returned TensorDict (advantages, returns) does not
+        change the buffer.
+
+        Raises:
+            SpecError: If the epoch is incomplete (see :meth:`check_complete`).
+        """
+        self.check_complete()
+        return self._storage.copy()
+
+    def flatten(self) -> TensorDict:
+        """The complete epoch with ``batch_size == [num_steps * num_envs]``, time-major.
+
+        Sample ``t * num_envs + i`` is step ``t`` of env ``i``; this equals
+        ``stacked().reshape(-1)``. The leaves share memory with the buffer.
+
+        Raises:
+            SpecError: If the epoch is incomplete (see :meth:`check_complete`).
+        """
+        return self.stacked().reshape(-1)
+
+    def __repr__(self) -> str:
+        return (
+            f"ExperienceBuffer(num_envs={self._num_envs}, num_steps={self._num_steps}, "
+            f"device={self._device}, keys={self._describe_keys()})"
+        )
+
+    # --------------------------------------------------------------------- private
+
+    def _validate_new_key(
+        self, key: BufferKey, shape: object, dtype: object, *, where: str
+    ) -> KeySpec:
+        where = f"ExperienceBuffer.{where}"
+        if self._writing_started:
+            raise SpecError(
+                f"{where}: cannot register {key!r} after the first write; register every key "
+                f"before collecting. Registered keys: {self._describe_keys()}"
+            )
+        if key in self._specs:
+            raise SpecError(
+                f"{where}: key {key!r} is already registered ({_show(self._specs[key])}); "
+                "each key is registered once"
+            )
+        _check_no_clash(key, self._specs, where=where)
+        if not isinstance(shape, Sequence | torch.Size) or any(
+            isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape
+        ):
+            raise SpecError(
+                f"{where}: shape of {key!r} must be a tuple of non-negative ints, "
+                f"got {describe(shape)}"
+            )
+        if not isinstance(dtype, torch.dtype):
+            raise SpecError(
+                f"{where}: dtype of {key!r} must be a torch.dtype, got {describe(dtype)}"
+            )
+        return KeySpec(tuple(shape), dtype)
+
+    def _add_key(self, key: BufferKey, spec: KeySpec) -> None:
+        tensor = torch.empty(
+            (self._num_steps, self._num_envs, *spec.shape), dtype=spec.dtype, device=self._device
+        )
+        self._storage.set(key, tensor)
+        self._specs[key] = spec
+        self._tensors[key] = tensor
+        self._written[key] = np.zeros(self._num_steps, dtype=np.bool_)
+
+    def _check_write(
+        self, step: int, key: BufferKey, value: object, seen: Mapping[BufferKey, Tensor]
+    ) -> Tensor:
+        where = f"ExperienceBuffer.write: key {key!r} at step {step}"
+        spec = self._specs.get(key)
+        if spec is None:
+            raise SpecError(
+                f"ExperienceBuffer.write: unknown key {key!r} at step {step}; registered keys: "
+                f"{self._describe_keys()}. Register it before the first write"
+            )
+        if key in seen or self._written[key][step]:
+            raise SpecError(
+                f"ExperienceBuffer.write: key {key!r} was already written at step {step} in this "
+                "epoch; call reset_epoch() before writing the next epoch"
+            )
+        if not isinstance(value, Tensor):
+            raise SpecError(f"{where} must be a torch.Tensor, got {describe(value)}")
+        expected_shape = (self._num_envs, *spec.shape)
+        if tuple(value.shape) != expected_shape:
+            raise SpecError(
+                f"{where}: expected shape {list(expected_shape)} ([num_envs, *shape]), "
+                f"got {list(value.shape)}"
+            )
+        if value.dtype != spec.dtype:
+            raise SpecError(f"{where}: expected dtype {spec.dtype}, got {value.dtype}")
+        if value.device != self._device:
+            raise SpecError(f"{where}: expected device {self._device}, got {value.device}")
+        if value.requires_grad:
+            raise SpecError(
+                f"{where}: the tensor requires grad; detach it (or collect under "
+                "torch.no_grad()) before writing it to the buffer"
+            )
+        return value
+
+    def _describe_keys(self) -> str:
+        return "[" + ", ".join(repr(key) for key in self._specs) + "]"
+
+
+def _check_no_clash(key: BufferKey, others: Iterable[BufferKey], *, where: str) -> None:
+    parts = _as_tuple(key)
+    for other in others:
+        other_parts = _as_tuple(other)
+        shorter = min(len(parts), len(other_parts))
+        if parts[:shorter] == other_parts[:shorter]:
+            raise SpecError(
+                f"{where}: key {key!r} clashes with registered key {other!r}: a key cannot "
+                "be both a tensor and a nested TensorDict"
+            )
+
+
+def _show(spec: KeySpec) -> str:
+    return f"shape {list(spec.shape)}, dtype {spec.dtype}"
+
+
+def _leaves(data: TensorDict) -> list[tuple[BufferKey, object]]:
+    """Every leaf of ``data``, non-tensor leaves included (so that they can be refused)."""
+    return list(data.items(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor))
+
+
+def _canonical_key(key: object, *, where: str) -> BufferKey:
+    """Validate a key; one-element tuples become plain strings, as in TensorDict."""
+    if isinstance(key, str) and key:
+        return key
+    if isinstance(key, tuple) and key and all(isinstance(part, str) and part for part in key):
+        return key[0] if len(key) == 1 else key
+    raise SpecError(
+        f"{where}: a key must be a non-empty str or a non-empty tuple of non-empty str, "
+        f"got {describe(key)}"
+    )
+
+
+def _prefix_tuple(prefix: object, *, where: str) -> tuple[str, ...]:
+    if prefix == ():
+        return ()
+    return _as_tuple(_canonical_key(prefix, where=f"{where} (prefix)"))
+
+
+def _as_tuple(key: BufferKey) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else key
+
+
+def _join(prefix: tuple[str, ...], key: BufferKey) -> BufferKey:
+    if not prefix:
+        return key
+    return (*prefix, *_as_tuple(key))
+
+
+# ------------------------------------------------------------------------ minibatches
+
+
+def _checked_plan(
+    *, num_samples: int, batch_size: object, num_mini_epochs: object, where: str, samples_text: str
+) -> int:
+    epochs = positive_int(where, "num_mini_epochs", num_mini_epochs)
+    size = positive_int(where, "batch_size", batch_size)
+    if size > num_samples:
+        raise ConfigError(
+            f"{where}: batch_size ({size}) must be <= the number of samples "
+            f"({samples_text}); lower batch_size or collect more samples"
+        )
+    # Exact integer ceil(num_samples * num_mini_epochs / batch_size).
+    return -(-num_samples * epochs // size)
+
+
+@_validation.no_type_check
+def minibatch_count(*, num_samples: int, batch_size: int, num_mini_epochs: int) -> int:
+    """Number of minibatches :func:`minibatch_indices` returns.
+
+    ``ceil(num_samples * num_mini_epochs / batch_size)``, computed exactly in integers.
+
+    Args:
+        num_samples: Samples per epoch (``num_steps * num_envs``), a positive int.
+        batch_size: Samples per minibatch, a positive int ``<= num_samples``.
+        num_mini_epochs: Passes over the data per epoch, a positive int.
+
+    Raises:
+        ConfigError: If a number is not a positive int or ``batch_size > num_samples``.
+
+    Example:
+        >>> minibatch_count(num_samples=10, batch_size=4, num_mini_epochs=3)
+        8
+        >>> minibatch_count(num_samples=10, batch_size=16, num_mini_epochs=3)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: minibatch_count: batch_size (16) must be <= the number of
+        samples (num_samples = 10); lower batch_size or collect more samples
+    """
+    where = "minibatch_count"
+    positive_int(where, "num_samples", num_samples)
+    return _checked_plan(
+        num_samples=num_samples,
+        batch_size=batch_size,
+        num_mini_epochs=num_mini_epochs,
+        where=where,
+        samples_text=f"num_samples = {num_samples}",
+    )
+
+
+@_validation.no_type_check
+def validate_batch_plan(
+    *, num_envs: int, num_steps: int, num_mini_epochs: int, batch_size: int
+) -> int:
+    """Check one rank's minibatch plan and return its minibatch count per epoch.
+
+    In data-parallel training every rank collects ``num_envs * num_steps``
+    samples and must run the same number of minibatches (a mismatch deadlocks
+    the gradient all-reduce). This checks the local numbers; comparing the
+    returned count across ranks is the caller's job.
+
+    Args:
+        num_envs: Env rows per rank.
+        num_steps: Steps per epoch.
+        num_mini_epochs: Passes over the data per epoch.
+        batch_size: Samples per minibatch per rank.
+
+    Returns:
+        ``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``.
+
+    Raises:
+        ConfigError: Naming the numbers, if one is not a positive int or the
+            per-rank batch size exceeds the per-rank sample count.
+
+    Example:
+        >>> validate_batch_plan(num_envs=8, num_steps=16, num_mini_epochs=4, batch_size=48)
+        11
+        >>> validate_batch_plan(num_envs=4, num_steps=8, num_mini_epochs=1, batch_size=64)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: validate_batch_plan: batch_size (64) must be <= the number
+        of samples (num_envs 4 x num_steps 8 = 32 per rank); lower batch_size or collect more
+        samples
+    """
+    where = "validate_batch_plan"
+    positive_int(where, "num_envs", num_envs)
+    positive_int(where, "num_steps", num_steps)
+    num_samples = num_envs * num_steps
+    return _checked_plan(
+        num_samples=num_samples,
+        batch_size=batch_size,
+        num_mini_epochs=num_mini_epochs,
+        where=where,
+        samples_text=f"num_envs {num_envs} x num_steps {num_steps} = {num_samples} per rank",
+    )
+
+
+@_validation.no_type_check
+def minibatch_indices(
+    *, num_samples: int, batch_size: int, num_mini_epochs: int, generator: torch.Generator
+) -> list[Int[Tensor, " batch"]]:
+    """Shuffled minibatch indices for ``num_mini_epochs`` passes over ``num_samples`` samples.
+
+    The rule: draw one fresh random permutation of ``range(num_samples)`` per
+    mini-epoch, concatenate them, and cut the sequence into consecutive chunks
+    of ``batch_size``. When ``batch_size`` does not divide
+    ``num_samples * num_mini_epochs``, the last chunk is topped up from the
+    start of one further permutation, so that every minibatch is full. Hence:
+
+    - there are exactly ``ceil(num_samples * num_mini_epochs / batch_size)``
+      minibatches (:func:`minibatch_count`), each of exactly ``batch_size``
+      indices in ``[0, num_samples)``;
+    - every sample appears ``num_mini_epochs`` or ``num_mini_epochs + 1``
+      times, and exactly ``count * batch_size - num_samples * num_mini_epochs``
+      samples appear ``num_mini_epochs + 1`` times;
+    - a minibatch that lies within one permutation has no repeated index; one
+      that straddles two permutations may repeat an index.
+
+    Ghost samples are not removed: the count depends on the configuration
+    only, and losses mask ghosts with the ``"valid"`` key.
+
+    Args:
+        num_samples: Samples per epoch, a positive int.
+        batch_size: Samples per minibatch, a positive int ``<= num_samples``.
+        num_mini_epochs: Passes over the data, a positive int.
+        generator: Source of randomness; the indices are ``int64`` tensors on
+            the generator's device.
+
+    Returns:
+        The minibatches, each an ``int64`` tensor of shape ``[batch_size]``.
+
+    Raises:
+        ConfigError: As :func:`minibatch_count`, or if ``generator`` is not a
+            :class:`torch.Generator`.
+
+    Example:
+        >>> import torch
+        >>> batches = minibatch_indices(
+        ...     num_samples=5, batch_size=2, num_mini_epochs=1,
+        ...     generator=torch.Generator().manual_seed(0),
+        ... )
+        >>> [batch.shape[0] for batch in batches]
+        [2, 2, 2]
+        >>> sorted(torch.cat(batches)[:5].tolist())
+        [0, 1, 2, 3, 4]
+    """
+    count = minibatch_count(
+        num_samples=num_samples, batch_size=batch_size, num_mini_epochs=num_mini_epochs
+    )
+    if not isinstance(generator, torch.Generator):
+        raise ConfigError(
+            f"minibatch_indices.generator must be a torch.Generator, got {describe(generator)}"
+        )
+    total = count * batch_size
+    # batch_size <= num_samples, so the top-up needs at most one further permutation.
+    num_permutations = math.ceil(total / num_samples)
+    order = torch.cat(
+        [
+            torch.randperm(num_samples, generator=generator, device=generator.device)
+            for _ in range(num_permutations)
+        ]
+    )
+    return list(order[:total].view(count, batch_size).unbind(0))

@@ -1,0 +1,371 @@
+"""The one typed wrapper around collective operations.
+
+Every collective typedrl runs (metric reductions, normaliser synchronisation,
+start-up invariant checks) goes through a :class:`Distributed` object, so the
+same code runs in one process without a process group, under a process group
+managed by hand, or under Lightning Fabric.
+
+The protocol is deliberately small. Each member is enough for one job:
+
+=================== ==========================================================
+member              used for
+=================== ==========================================================
+``world_size``      sizes of gathered results, averaging
+``rank``            labelling per-rank values in error messages, sharding
+``is_main``         rank-0-only side effects (logging, checkpoint writing)
+``device``          where tensors handed to a collective must live
+``all_reduce_sum``  summing counters and meters over ranks
+``all_gather``      exact per-rank values (statistics merged in rank order,
+                    invariant checks that report every rank's value)
+``broadcast``       making rank 0's tensor (a seed, a decision) everyone's
+``barrier``         waiting for every rank (around file-system effects)
+=================== ==========================================================
+
+Rules shared by every implementation:
+
+- A collective must be called by every rank, in the same order, with tensors of
+  the same shape and dtype; otherwise ranks wait on each other forever. Check
+  values that decide whether a collective runs (for example the number of
+  minibatches) with :func:`agree_on` first: it raises
+  :class:`~typedrl.errors.DistributedError` on every rank instead of hanging.
+- Inputs are never modified; results are new tensors with the input's dtype.
+- Results are identical on every rank.
+
+Implementations: :class:`SingleProcess` (world of one, no process group),
+:class:`TorchDistributed` (the default group of :mod:`torch.distributed`,
+initialised by the caller) and :class:`FabricDistributed` (a launched
+:class:`lightning.fabric.Fabric`).
+"""
+
+from collections.abc import Sequence
+from typing import Protocol, final, runtime_checkable
+
+import torch
+import torch.distributed as torch_dist
+from jaxtyping import Shaped
+from lightning.fabric import Fabric
+from torch import Tensor
+
+from typedrl.errors import DistributedError
+
+__all__ = [
+    "Distributed",
+    "FabricDistributed",
+    "SingleProcess",
+    "TorchDistributed",
+    "agree_on",
+]
+
+_Any = Shaped[Tensor, "*shape"]
+_Gathered = Shaped[Tensor, "world_size *shape"]
+
+
+@runtime_checkable
+class Distributed(Protocol):
+    """Collective operations over the ranks of one training run.
+
+    See the module docstring for the rules every implementation follows.
+    """
+
+    @property
+    def world_size(self) -> int:
+        """Number of ranks (processes); 1 without a process group."""
+        ...
+
+    @property
+    def rank(self) -> int:
+        """Index of this rank, in ``[0, world_size)``."""
+        ...
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this is rank 0."""
+        ...
+
+    @property
+    def device(self) -> torch.device:
+        """Device on which tensors passed to the collectives must live."""
+        ...
+
+    def all_reduce_sum(self, tensor: _Any) -> _Any:
+        """Return the element-wise sum of ``tensor`` over all ranks."""
+        ...
+
+    def all_gather(self, tensor: _Any) -> _Gathered:
+        """Return every rank's ``tensor`` stacked in rank order: ``[world_size, *shape]``."""
+        ...
+
+    def broadcast(self, tensor: _Any, src: int = 0) -> _Any:
+        """Return rank ``src``'s ``tensor`` on every rank."""
+        ...
+
+    def barrier(self) -> None:
+        """Block until every rank has called :meth:`barrier`."""
+        ...
+
+
+def _check_src(src: int, world_size: int) -> None:
+    if not 0 <= src < world_size:
+        raise DistributedError(
+            f"broadcast source must be a rank in [0, {world_size}), got src={src}"
+        )
+
+
+@final
+class SingleProcess:
+    """A world of one rank: every collective is the identity (on a copy).
+
+    Lets code written against :class:`Distributed` run without a process group.
+
+    Args:
+        device: The device reported by :attr:`device` (where helpers such as
+            :func:`agree_on` create their tensors).
+
+    Example:
+        >>> import torch
+        >>> dist = SingleProcess()
+        >>> dist.world_size, dist.rank, dist.is_main
+        (1, 0, True)
+        >>> dist.all_gather(torch.tensor([1, 2])).tolist()
+        [[1, 2]]
+        >>> dist.all_reduce_sum(torch.tensor(3.0)).item()
+        3.0
+    """
+
+    def __init__(self, *, device: torch.device | str = "cpu") -> None:
+        self._device = torch.device(device)
+
+    @property
+    def world_size(self) -> int:
+        """Always 1."""
+        return 1
+
+    @property
+    def rank(self) -> int:
+        """Always 0."""
+        return 0
+
+    @property
+    def is_main(self) -> bool:
+        """Always ``True``."""
+        return True
+
+    @property
+    def device(self) -> torch.device:
+        """The device given at construction."""
+        return self._device
+
+    def all_reduce_sum(self, tensor: _Any) -> _Any:
+        """Return a copy of ``tensor`` (the sum over one rank)."""
+        return tensor.clone()
+
+    def all_gather(self, tensor: _Any) -> _Gathered:
+        """Return a copy of ``tensor`` with a leading axis of length 1."""
+        return tensor.unsqueeze(0).clone()
+
+    def broadcast(self, tensor: _Any, src: int = 0) -> _Any:
+        """Return a copy of ``tensor``; ``src`` must be 0."""
+        _check_src(src, 1)
+        return tensor.clone()
+
+    def barrier(self) -> None:
+        """Return at once."""
+
+
+@final
+class TorchDistributed:
+    """Collectives over :mod:`torch.distributed`'s default (world) group.
+
+    For code and tests that create the process group themselves with
+    :func:`torch.distributed.init_process_group`. Collectives are blocking.
+
+    Args:
+        device: Where collective tensors live. ``None`` picks the current CUDA
+            device for the NCCL backend and the CPU otherwise.
+
+    Raises:
+        DistributedError: If no process group is initialised.
+    """
+
+    def __init__(self, *, device: torch.device | str | None = None) -> None:
+        if not (torch_dist.is_available() and torch_dist.is_initialized()):
+            raise DistributedError(
+                "TorchDistributed needs an initialised process group: call "
+                "torch.distributed.init_process_group first, or use SingleProcess "
+                "for a single process"
+            )
+        if device is None:
+            if torch_dist.get_backend() == "nccl":
+                device = torch.device("cuda", torch.cuda.current_device())
+            else:
+                device = torch.device("cpu")
+        self._device = torch.device(device)
+        self._world_size = torch_dist.get_world_size()
+        self._rank = torch_dist.get_rank()
+
+    @property
+    def world_size(self) -> int:
+        """Size of the default process group."""
+        return self._world_size
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the default group."""
+        return self._rank
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this is rank 0."""
+        return self._rank == 0
+
+    @property
+    def device(self) -> torch.device:
+        """Device of collective tensors."""
+        return self._device
+
+    def all_reduce_sum(self, tensor: _Any) -> _Any:
+        """Sum ``tensor`` over all ranks (on a copy; the input is untouched)."""
+        result = tensor.clone()
+        torch_dist.all_reduce(result, op=torch_dist.ReduceOp.SUM)
+        return result
+
+    def all_gather(self, tensor: _Any) -> _Gathered:
+        """Stack every rank's ``tensor`` in rank order."""
+        source = tensor.contiguous()
+        parts = [torch.empty_like(source) for _ in range(self._world_size)]
+        torch_dist.all_gather(parts, source)
+        return torch.stack(parts)
+
+    def broadcast(self, tensor: _Any, src: int = 0) -> _Any:
+        """Return rank ``src``'s ``tensor`` (every rank passes one of the same shape)."""
+        _check_src(src, self._world_size)
+        result = tensor.clone()
+        torch_dist.broadcast(result, src=src)
+        return result
+
+    def barrier(self) -> None:
+        """Wait for every rank of the default group."""
+        torch_dist.barrier()
+
+
+@final
+class FabricDistributed:
+    """Collectives through a launched :class:`lightning.fabric.Fabric`.
+
+    With ``world_size == 1`` (Fabric launched on one device) every collective
+    is the identity on a copy, as with :class:`SingleProcess`. Fabric moves
+    collective tensors to :attr:`device`; results come back there.
+
+    Args:
+        fabric: A Fabric whose strategy has been launched.
+
+    Example:
+        >>> import torch
+        >>> from lightning.fabric import Fabric
+        >>> dist = FabricDistributed(Fabric(accelerator="cpu", devices=1))
+        >>> dist.world_size, dist.is_main
+        (1, True)
+        >>> dist.all_gather(torch.tensor([5])).tolist()
+        [[5]]
+    """
+
+    def __init__(self, fabric: Fabric) -> None:
+        self._fabric = fabric
+
+    @property
+    def world_size(self) -> int:
+        """Fabric's world size (all devices on all nodes)."""
+        return self._fabric.world_size
+
+    @property
+    def rank(self) -> int:
+        """Fabric's global rank."""
+        return self._fabric.global_rank
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this is global rank 0."""
+        return self._fabric.is_global_zero
+
+    @property
+    def device(self) -> torch.device:
+        """Fabric's device for this rank."""
+        return self._fabric.device
+
+    def all_reduce_sum(self, tensor: _Any) -> _Any:
+        """Sum ``tensor`` over all ranks (on a copy; Fabric reduces in place)."""
+        result = self._fabric.all_reduce(tensor.clone(), reduce_op="sum")
+        return _expect_tensor(result, "all_reduce")
+
+    def all_gather(self, tensor: _Any) -> _Gathered:
+        """Stack every rank's ``tensor`` in rank order (also with one rank)."""
+        result = _expect_tensor(self._fabric.all_gather(tensor), "all_gather")
+        if result.shape == tensor.shape:
+            # Fabric adds no leading axis when no process group is running.
+            return result.unsqueeze(0).clone()
+        return result
+
+    def broadcast(self, tensor: _Any, src: int = 0) -> _Any:
+        """Return rank ``src``'s ``tensor`` (every rank passes one of the same shape and dtype)."""
+        _check_src(src, self.world_size)
+        result = _expect_tensor(self._fabric.broadcast(tensor.clone(), src=src), "broadcast")
+        if result.shape != tensor.shape or result.dtype != tensor.dtype:
+            raise DistributedError(
+                f"broadcast from rank {src} sent shape {list(result.shape)} and dtype "
+                f"{result.dtype}, but rank {self.rank} passed shape {list(tensor.shape)} "
+                f"and dtype {tensor.dtype}; every rank must pass the same shape and dtype"
+            )
+        # Fabric broadcasts by pickling, which keeps the sender's device.
+        return result.to(device=tensor.device)
+
+    def barrier(self) -> None:
+        """Wait for every rank."""
+        self._fabric.barrier()
+
+
+def _expect_tensor(result: object, operation: str) -> Tensor:
+    if not isinstance(result, Tensor):
+        raise DistributedError(
+            f"Fabric's {operation} returned {type(result).__name__}, expected a torch.Tensor"
+        )
+    return result
+
+
+def agree_on(name: str, value: int | Sequence[int], dist: Distributed) -> None:
+    """Check that every rank holds the same ``value``; raise on every rank if not.
+
+    Call it before a collective whose count or shape depends on ``value`` (the
+    number of minibatches, a tensor shape): a mismatch there would make the
+    ranks wait on each other forever. The values are all-gathered (one
+    collective for an int, two for a sequence), so every rank sees all of them
+    and raises the same error, naming each rank's value.
+
+    Args:
+        name: What the value is, for the error message.
+        value: An int, or a sequence of ints such as a shape (int64 range).
+        dist: The ranks to compare.
+
+    Raises:
+        DistributedError: On every rank, if any two ranks differ.
+
+    Example:
+        >>> agree_on("num_minibatches", 8, SingleProcess())
+        >>> agree_on("observation shape", (4, 3), SingleProcess())
+    """
+    if isinstance(value, int):
+        local = torch.tensor([value], dtype=torch.int64, device=dist.device)
+        per_rank: list[object] = [int(v) for v in dist.all_gather(local).reshape(-1).tolist()]
+    else:
+        items = [int(v) for v in value]
+        length = torch.tensor([len(items)], dtype=torch.int64, device=dist.device)
+        lengths = [int(n) for n in dist.all_gather(length).reshape(-1).tolist()]
+        # Pad to a common length so that the second gather has one shape everywhere.
+        padded = torch.zeros(max(lengths), dtype=torch.int64, device=dist.device)
+        padded[: len(items)] = torch.tensor(items, dtype=torch.int64, device=dist.device)
+        rows = dist.all_gather(padded).tolist()
+        per_rank = [tuple(int(v) for v in row[:n]) for row, n in zip(rows, lengths, strict=True)]
+    if any(item != per_rank[0] for item in per_rank):
+        values = ", ".join(f"rank {rank}: {item}" for rank, item in enumerate(per_rank))
+        raise DistributedError(
+            f"ranks disagree on {name} ({values}); it must be identical on every rank"
+        )

@@ -1,0 +1,776 @@
+"""Running statistics for observation and reward normalisation, rank-synchronised.
+
+- :class:`RunningMeanStd` tracks the mean and variance of a stream of batches
+  (exactly, or as an exponential moving average) and normalises with them.
+- :class:`RewardNormalizer` scales rewards by the standard deviation of the
+  discounted return, without centring them.
+
+Every update takes a :class:`~typedrl.distributed.Distributed`: each rank
+computes its batch statistics ``(count, mean, var)``, one all-gather exchanges
+them, and every rank merges them in rank order. All ranks therefore end with
+identical statistics, equal to those of all ranks' data pooled, with one
+collective per update and no host synchronisation (unless ``check_finite``).
+Pass :class:`~typedrl.distributed.SingleProcess` in a single process.
+
+Statistics are float64 and counts int64, whatever the data's dtype.
+"""
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias, final
+
+import torch
+from jaxtyping import Bool, Float
+from torch import Tensor, nn
+from torch.nn.modules.module import _IncompatibleKeys
+
+from typedrl import _validation
+from typedrl._validation import describe
+from typedrl.distributed import Distributed, agree_on
+from typedrl.errors import CheckpointError, ConfigError, NonFiniteError, SpecError
+
+__all__ = ["RewardNormalizer", "RunningMeanStd"]
+
+# The shape string reads as a product to ruff, hence the F821 waiver.
+_Batch: TypeAlias = Float[Tensor, "batch *shape"]  # noqa: F821
+_BatchMask: TypeAlias = Bool[Tensor, " batch"]
+_AnyFloat: TypeAlias = Float[Tensor, "*dims"]
+_Stats: TypeAlias = Float[Tensor, "*shape"]
+_Count: TypeAlias = Float[Tensor, ""]
+_Moments: TypeAlias = tuple[_Count, _Stats, _Stats]
+_StepReward: TypeAlias = Float[Tensor, "num_steps num_envs"]
+_StepDone: TypeAlias = Bool[Tensor, "num_steps num_envs"]
+
+_COUNT, _MEAN, _VAR = "running_count", "running_mean", "running_var"
+
+
+def _merge(a: _Moments, b: _Moments) -> _Moments:
+    """Chan et al.'s parallel merge of two sets' (count, mean, population variance).
+
+    Counts are float64 tensors; a set with count 0 contributes nothing and two
+    empty sets stay empty (their statistics are kept from ``a``).
+    """
+    count_a, mean_a, var_a = a
+    count_b, mean_b, var_b = b
+    count = count_a + count_b
+    safe = count.clamp(min=1.0)
+    delta = mean_b - mean_a
+    # mean = mean_a + delta * n_b / n
+    mean = mean_a + delta * (count_b / safe)
+    # M2 = M2_a + M2_b + delta^2 * n_a * n_b / n, and var = M2 / n
+    m2 = var_a * count_a + var_b * count_b + delta.square() * (count_a * count_b / safe)
+    var = m2 / safe
+    empty = count == 0
+    return count, torch.where(empty, mean_a, mean), torch.where(empty, var_a, var)
+
+
+def _check_floating(tensor: object, where: str) -> Tensor:
+    if not isinstance(tensor, Tensor) or not tensor.is_floating_point():
+        raise SpecError(f"{where} must be a floating-point torch.Tensor, got {describe(tensor)}")
+    return tensor
+
+
+@final
+class RunningMeanStd(nn.Module):
+    """Mean and variance of a stream of batches; normalises with them.
+
+    Each row of a batch ``[batch, *shape]`` is one sample. The statistics are
+    float64 buffers (``running_count`` int64, ``running_mean`` and
+    ``running_var`` float64 of ``shape``) that follow the module across devices
+    but stay float64 when the module is cast to another dtype (``.half()``,
+    Fabric's ``"bf16-true"``). The variance is the population variance
+    (``ddof=0``). Before the first sample, mean is 0 and variance 1.
+
+    Normalisation computes ``(x - mean) / sqrt(var + epsilon)`` in float64,
+    clamps it to ``[-clip, clip]`` when ``clip`` is set and returns ``x``'s
+    dtype; it keeps the autograd graph of ``x``. :meth:`forward` normalises and
+    never updates, so a setup forward neither changes the statistics nor runs
+    a collective.
+
+    The shape is lazy when not given: the first batch passed to :meth:`update`
+    or :meth:`normalize` (read as ``[batch, *shape]``) or a loaded state dict
+    fixes it. The device is the module's (``device=`` or :meth:`~torch.nn.Module.to`);
+    inputs must be on it. Materialise a lazy normaliser before
+    ``fabric.setup``, as every lazy module.
+
+    Two modes:
+
+    - ``momentum=None`` (default): exact statistics of every sample seen.
+      Merging is Chan et al.'s parallel algorithm, so updates in any split
+      give the statistics of the concatenated data (up to float64 rounding).
+    - ``momentum=m``: an exponential moving average for non-stationary data.
+      Each update pools all ranks' batches, then ``mean <- (1 - m) * mean + m *
+      batch_mean`` and ``var <- (1 - m) * var + m * batch_var + m * (1 - m) *
+      (batch_mean - mean)^2`` (the variance of the mixture). The first non-empty
+      update takes the batch statistics as they are. ``running_count`` still
+      counts samples.
+
+    Freezing: while :attr:`frozen` is ``True``, :meth:`update` returns at once,
+    without a collective. Every rank must freeze and unfreeze together.
+
+    Args:
+        shape: Feature shape of one sample; ``None`` for a lazy shape.
+        epsilon: Added to the variance before the square root in
+            :meth:`normalize` and :meth:`denormalize`.
+        clip: Clamp normalised values to ``[-clip, clip]``; ``None`` disables.
+        momentum: Weight of each update's pooled batch in ``(0, 1]``; ``None``
+            for exact running statistics.
+        check_finite: Raise :class:`~typedrl.errors.NonFiniteError` when an
+            input holds NaN or infinity. Costs a host synchronisation per call
+            (the flag rides on the update's all-gather, so every rank raises
+            together); off by default, when non-finite inputs poison the
+            statistics.
+        device: Device of the statistics.
+
+    Raises:
+        ConfigError: If an option is invalid.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.distributed import SingleProcess
+        >>> rms = RunningMeanStd(epsilon=0.0)
+        >>> rms.update(torch.tensor([[1.0], [3.0]]), dist=SingleProcess())
+        >>> rms.update(torch.tensor([[5.0]]), dist=SingleProcess())
+        >>> rms.count.item(), rms.mean.tolist(), round(rms.var.item(), 4)
+        (3, [3.0], 2.6667)
+        >>> rms.normalize(torch.tensor([[3.0], [7.0]])).squeeze(-1).tolist()
+        [0.0, 2.4494898319244385]
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        shape: Sequence[int] | None = None,
+        *,
+        epsilon: float = 1e-8,
+        clip: float | None = None,
+        momentum: float | None = None,
+        check_finite: bool = False,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        owner = "RunningMeanStd"
+        self.epsilon = _validation.non_negative_float(owner, "epsilon", epsilon)
+        self.clip = _optional_positive(owner, "clip", clip)
+        self.momentum = _optional_positive(owner, "momentum", momentum)
+        if self.momentum is not None and self.momentum > 1.0:
+            raise ConfigError(f"{owner}.momentum must be in (0, 1], got {describe(momentum)}")
+        if not isinstance(check_finite, bool):
+            raise ConfigError(f"{owner}.check_finite must be a bool, got {describe(check_finite)}")
+        self.check_finite = check_finite
+        self._frozen = False
+        # Whether the ranks have confirmed that they share this shape (once per process).
+        self._shape_agreed = False
+        self.register_buffer(_COUNT, torch.zeros((), dtype=torch.int64, device=device))
+        self.register_buffer(_MEAN, None)
+        self.register_buffer(_VAR, None)
+        if shape is not None:
+            if isinstance(shape, str | bytes) or not isinstance(shape, Sequence):
+                raise ConfigError(
+                    f"{owner}.shape must be a sequence of ints, got {describe(shape)}"
+                )
+            for index, size in enumerate(shape):
+                _validation.non_negative_int(owner, f"shape[{index}]", size)
+            self._materialize(tuple(shape))
+
+    # ------------------------------------------------------------------ state
+
+    def _tensor(self, name: str) -> Tensor:
+        tensor = self._buffers[name]
+        if tensor is None:
+            raise SpecError(
+                "RunningMeanStd has no statistics yet: its shape is fixed by the first "
+                "batch, a loaded state dict, or the shape= argument"
+            )
+        return tensor
+
+    def _materialize(self, shape: tuple[int, ...]) -> None:
+        device = self._tensor(_COUNT).device
+        self.register_buffer(_MEAN, torch.zeros(shape, dtype=torch.float64, device=device))
+        self.register_buffer(_VAR, torch.ones(shape, dtype=torch.float64, device=device))
+        self._shape_agreed = False
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        """Feature shape of one sample; ``None`` until it is known."""
+        mean = self._buffers[_MEAN]
+        return None if mean is None else tuple(mean.shape)
+
+    @property
+    def count(self) -> Tensor:
+        """Number of samples seen (int64 scalar tensor)."""
+        return self._tensor(_COUNT)
+
+    @property
+    def mean(self) -> _Stats:
+        """Running mean (float64, ``shape``)."""
+        return self._tensor(_MEAN)
+
+    @property
+    def var(self) -> _Stats:
+        """Running population variance (float64, ``shape``)."""
+        return self._tensor(_VAR)
+
+    @property
+    def std(self) -> _Stats:
+        """Square root of :attr:`var` (without ``epsilon``)."""
+        return self.var.sqrt()
+
+    @property
+    def frozen(self) -> bool:
+        """While ``True``, :meth:`update` does nothing (identical on every rank)."""
+        return self._frozen
+
+    @frozen.setter
+    def frozen(self, value: bool) -> None:
+        self._frozen = bool(value)
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_input(self, x: object, where: str, *, batch_dims: int | None) -> Tensor:
+        """Check dtype, device and trailing shape; fix a lazy shape from ``x``.
+
+        ``batch_dims`` is the exact number of leading sample axes, or ``None``
+        for "any" (then a lazy shape reads ``x`` as ``[batch, *shape]``).
+        """
+        tensor = _check_floating(x, where)
+        device = self._tensor(_COUNT).device
+        if tensor.device != device:
+            raise SpecError(
+                f"{where} is on {tensor.device} but the statistics are on {device}; "
+                "move the normaliser with .to(device) or pass device= at construction"
+            )
+        shape = self.shape
+        if shape is None:
+            if tensor.ndim < 1:
+                raise SpecError(f"{where} must have a leading batch axis, got shape []")
+            self._materialize(tuple(tensor.shape[1:]))
+            return tensor
+        lead = tensor.ndim - len(shape)
+        if lead < 0 or tuple(tensor.shape[lead:]) != shape or (batch_dims not in (None, lead)):
+            expected = "[batch, " if batch_dims == 1 else "[..., "
+            raise SpecError(
+                f"{where} must have shape {expected}{', '.join(map(str, shape))}]"
+                f", got {list(tensor.shape)}"
+            )
+        return tensor
+
+    def _raise_if_non_finite(self, x: Tensor, where: str) -> None:
+        if self.check_finite and not bool(torch.isfinite(x).all()):
+            raise NonFiniteError(f"{where} holds NaN or infinity: {_non_finite_summary(x)}")
+
+    # ------------------------------------------------------------------ update
+
+    def update(self, batch: _Batch, *, dist: Distributed, mask: _BatchMask | None = None) -> None:
+        """Merge every rank's batch into the statistics (a collective: call on every rank).
+
+        Args:
+            batch: ``[batch, *shape]`` samples of this rank (gradients are not tracked).
+            dist: The ranks to synchronise with.
+            mask: ``[batch]`` bool; rows where it is ``False`` (ghost or dead
+                transitions) are ignored, even if they hold NaN.
+
+        Raises:
+            SpecError: On a wrong dtype, shape or device.
+            NonFiniteError: With ``check_finite``, on every rank, if any rank's
+                unmasked rows hold NaN or infinity; the statistics are unchanged.
+            DistributedError: If ranks disagree on the feature shape (checked at
+                the first update of each process).
+        """
+        if self._frozen:
+            return
+        data = self._check_input(batch, "RunningMeanStd.update batch", batch_dims=1).detach()
+        shape = self.shape or ()
+        if dist.world_size > 1 and not self._shape_agreed:
+            agree_on("RunningMeanStd feature shape", shape, dist)
+        self._shape_agreed = True
+        rows = data.shape[0]
+        flat = data.reshape(rows, math.prod(shape)).to(torch.float64)
+        if mask is None:
+            keep = torch.ones(rows, 1, dtype=torch.bool, device=flat.device)
+        else:
+            if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != (rows,):
+                raise SpecError(
+                    f"RunningMeanStd.update mask must be a bool tensor of shape [{rows}], "
+                    f"got {describe(mask)}"
+                )
+            keep = mask.to(flat.device).reshape(rows, 1)
+        # Masked rows are replaced, not multiplied, so that NaN in them cannot leak.
+        values = torch.where(keep, flat, 0.0)
+        count = keep.sum(dtype=torch.float64)
+        safe = count.clamp(min=1.0)
+        mean = values.sum(dim=0) / safe
+        # Two-pass variance: mean of squared deviations of the kept rows.
+        var = torch.where(keep, flat - mean, 0.0).square().sum(dim=0) / safe
+        if self.check_finite:
+            non_finite = (~torch.isfinite(values)).any().to(torch.float64)
+        else:
+            non_finite = torch.zeros((), dtype=torch.float64, device=flat.device)
+        # One collective: [count, non_finite, mean..., var...] from every rank.
+        packet = torch.cat([count.reshape(1), non_finite.reshape(1), mean, var])
+        gathered = dist.all_gather(packet)
+        if self.check_finite:
+            bad = [rank for rank, flag in enumerate(gathered[:, 1].tolist()) if flag]
+            if bad:
+                raise NonFiniteError(
+                    f"RunningMeanStd.update: the batch holds NaN or infinity on rank(s) {bad}; "
+                    "the statistics were not changed"
+                )
+        self._merge_gathered(gathered, shape)
+
+    @torch.no_grad()
+    def _merge_gathered(self, gathered: Tensor, shape: tuple[int, ...]) -> None:
+        numel = (gathered.shape[1] - 2) // 2
+        counts = gathered[:, 0]
+        means = gathered[:, 2 : 2 + numel]
+        variances = gathered[:, 2 + numel :]
+        # Pool the ranks' batches in rank order: identical arithmetic on every rank.
+        pooled = (counts[0], means[0], variances[0])
+        for rank in range(1, gathered.shape[0]):
+            pooled = _merge(pooled, (counts[rank], means[rank], variances[rank]))
+        pooled_count, pooled_mean, pooled_var = pooled
+        running_count = self._tensor(_COUNT)
+        old_count = running_count.to(torch.float64)
+        old_mean = self.mean.reshape(-1)
+        old_var = self.var.reshape(-1)
+        if self.momentum is None:
+            _, new_mean, new_var = _merge((old_count, old_mean, old_var), pooled)
+        else:
+            m = self.momentum
+            delta = pooled_mean - old_mean
+            ema_mean = old_mean + m * delta
+            ema_var = (1.0 - m) * old_var + m * pooled_var + m * (1.0 - m) * delta.square()
+            first = old_count == 0
+            new_mean = torch.where(first, pooled_mean, ema_mean)
+            new_var = torch.where(first, pooled_var, ema_var)
+            skip = pooled_count == 0
+            new_mean = torch.where(skip, old_mean, new_mean)
+            new_var = torch.where(skip, old_var, new_var)
+        running_count.add_(pooled_count.round().to(torch.int64))
+        self.mean.copy_(new_mean.reshape(shape))
+        self.var.copy_(new_var.reshape(shape))
+
+    # ------------------------------------------------------------------ normalise
+
+    def normalize(self, x: _AnyFloat) -> _AnyFloat:
+        """Return ``(x - mean) / sqrt(var + epsilon)``, clamped, in ``x``'s dtype.
+
+        Args:
+            x: ``[..., *shape]``; a lazy normaliser reads it as ``[batch, *shape]``.
+
+        Raises:
+            SpecError: On a wrong dtype, trailing shape or device.
+            NonFiniteError: With ``check_finite``, if ``x`` holds NaN or infinity.
+        """
+        tensor = self._check_input(x, "RunningMeanStd.normalize input", batch_dims=None)
+        self._raise_if_non_finite(tensor, "RunningMeanStd.normalize input")
+        scale = torch.rsqrt(self.var + self.epsilon)
+        out = (tensor.to(torch.float64) - self.mean) * scale
+        if self.clip is not None:
+            out = out.clamp(-self.clip, self.clip)
+        return out.to(tensor.dtype)
+
+    def denormalize(self, x: _AnyFloat) -> _AnyFloat:
+        """Return ``x * sqrt(var + epsilon) + mean`` in ``x``'s dtype (clamping is not undone).
+
+        Raises:
+            SpecError: On a wrong dtype, trailing shape or device.
+        """
+        tensor = self._check_input(x, "RunningMeanStd.denormalize input", batch_dims=None)
+        out = tensor.to(torch.float64) * torch.sqrt(self.var + self.epsilon) + self.mean
+        return out.to(tensor.dtype)
+
+    def forward(self, x: _AnyFloat) -> _AnyFloat:
+        """Same as :meth:`normalize`; never updates the statistics."""
+        return self.normalize(x)
+
+    def extra_repr(self) -> str:
+        """Shape and options, for ``repr``."""
+        return (
+            f"shape={self.shape}, epsilon={self.epsilon}, clip={self.clip}, "
+            f"momentum={self.momentum}, check_finite={self.check_finite}"
+        )
+
+    # ------------------------------------------------------------------ module hooks
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> _IncompatibleKeys:
+        """Load a :meth:`state_dict`; any problem raises :class:`~typedrl.errors.CheckpointError`.
+
+        Loading fixes a lazy shape. A state saved before the first sample (a
+        zero count, no statistics) resets a shaped normaliser to its empty state.
+        ``assign`` is accepted for compatibility; the statistics are always copied.
+
+        Raises:
+            CheckpointError: On missing (with ``strict``), unknown (with
+                ``strict``) or malformed entries; nothing is changed then.
+        """
+        if strict:
+            # Key problems first: torch would report them only after copying.
+            names = {_COUNT, _MEAN, _VAR}
+            unknown = sorted(set(state_dict) - names)
+            missing = sorted({_COUNT} - set(state_dict))
+            if unknown or missing:
+                raise CheckpointError(
+                    f"normaliser state has unknown keys {unknown} and misses keys {missing}; "
+                    f"expected {_COUNT!r} and, once the shape is known, {_MEAN!r} and {_VAR!r}"
+                )
+        result: _IncompatibleKeys = super().load_state_dict(
+            state_dict, strict=strict, assign=assign
+        )
+        return result
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> "RunningMeanStd":
+        """Follow device moves but keep the float64/int64 statistics' dtypes."""
+
+        def keep_dtype(tensor: Tensor) -> Tensor:
+            result = fn(tensor)
+            if result.dtype == tensor.dtype:
+                return result
+            return tensor.to(device=result.device)
+
+        # Module._apply is untyped in torch.
+        return super()._apply(keep_dtype, recurse)  # type: ignore[no-untyped-call,no-any-return]
+
+    def _load_from_state_dict(  # noqa: PLR0917 - torch's hook signature
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        """Validate the whole state first, then materialise and copy it.
+
+        torch always calls this hook with ``strict=True`` and decides itself
+        whether missing or unexpected keys are errors; malformed entries raise
+        :class:`~typedrl.errors.CheckpointError` here, before anything changes.
+        """
+        names = (_COUNT, _MEAN, _VAR)
+        unexpected_keys.extend(
+            key
+            for key in state_dict
+            if key.startswith(prefix)
+            and "." not in key[len(prefix) :]
+            and key[len(prefix) :] not in names
+        )
+        count = state_dict.get(prefix + _COUNT)
+        mean = state_dict.get(prefix + _MEAN)
+        var = state_dict.get(prefix + _VAR)
+        if count is None:
+            missing_keys.append(prefix + _COUNT)
+            return
+        checked = _validate_state(prefix, count, mean, var, self.shape)
+        if checked is None:
+            # Saved before its first sample: an empty state of any shape.
+            if self.shape is not None:
+                self.mean.zero_()
+                self.var.fill_(1.0)
+        else:
+            if self.shape is None:
+                self._materialize(tuple(checked[0].shape))
+            with torch.no_grad():
+                self.mean.copy_(checked[0])
+                self.var.copy_(checked[1])
+        with torch.no_grad():
+            self._tensor(_COUNT).copy_(count)
+
+
+def _validate_state(
+    prefix: str,
+    count: object,
+    mean: object,
+    var: object,
+    shape: tuple[int, ...] | None,
+) -> tuple[Tensor, Tensor] | None:
+    """Check a loaded (count, mean, var); return (mean, var), or ``None`` for an empty state."""
+    where = f"normaliser state {prefix!r}"
+    if (
+        not isinstance(count, Tensor)
+        or count.shape != ()
+        or count.dtype.is_floating_point
+        or count.dtype.is_complex
+        or count.dtype == torch.bool
+    ):
+        raise CheckpointError(
+            f"{where}: {_COUNT} must be an integer scalar tensor, got {describe(count)}"
+        )
+    if int(count) < 0:
+        raise CheckpointError(f"{where}: {_COUNT} must be >= 0, got {int(count)}")
+    if mean is None and var is None:
+        if int(count) != 0:
+            raise CheckpointError(
+                f"{where}: {_COUNT} is {int(count)} but {_MEAN} and {_VAR} are missing"
+            )
+        return None
+    if mean is None or var is None:
+        raise CheckpointError(f"{where}: {_MEAN} and {_VAR} must both be present or both absent")
+    for name, value in ((_MEAN, mean), (_VAR, var)):
+        if not isinstance(value, Tensor) or not value.is_floating_point():
+            raise CheckpointError(
+                f"{where}: {name} must be a floating-point tensor, got {describe(value)}"
+            )
+        if shape is not None and tuple(value.shape) != shape:
+            raise CheckpointError(
+                f"{where}: {name} has shape {list(value.shape)}, expected {list(shape)} "
+                "(the normaliser's feature shape)"
+            )
+        if not bool(torch.isfinite(value).all()):
+            raise CheckpointError(f"{where}: {name} holds NaN or infinity")
+    if not isinstance(mean, Tensor) or not isinstance(var, Tensor):  # narrowing only
+        raise CheckpointError(f"{where}: {_MEAN} and {_VAR} must be tensors")
+    if mean.shape != var.shape:
+        raise CheckpointError(
+            f"{where}: {_MEAN} shape {list(mean.shape)} differs from {_VAR} shape {list(var.shape)}"
+        )
+    if bool((var < 0).any()):
+        raise CheckpointError(f"{where}: {_VAR} has negative entries")
+    return mean, var
+
+
+def _optional_positive(owner: str, name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    result = _validation.finite_float(owner, name, value)
+    if result <= 0.0:
+        raise ConfigError(f"{owner}.{name} must be > 0 or None, got {describe(value)}")
+    return result
+
+
+def _non_finite_summary(x: Tensor) -> str:
+    bad = ~torch.isfinite(x)
+    return f"{int(bad.sum())} of {x.numel()} values, first at index {bad.nonzero()[0].tolist()}"
+
+
+@final
+class RewardNormalizer:
+    """Scale rewards by the standard deviation of the discounted return.
+
+    Rewards are divided by ``sqrt(var(G) + epsilon)``, where ``G`` is the
+    discounted return each env has accumulated so far; they are not centred,
+    so their sign (and the meaning of "no reward") survives. Per env and step:
+
+    .. code-block:: text
+
+        G_t = gamma * G_{t-1} + r_t       # statistics of G are updated with G_t
+        G_t = 0      if terminated_t or truncated_t
+
+    The running return restarts on termination *and* truncation: after either,
+    the next reward belongs to a new episode. Rows where ``mask`` is ``False``
+    (ghost transitions) leave their return untouched and add nothing.
+
+    The statistics of ``G`` (a :class:`RunningMeanStd`) are synchronised over
+    ranks at each :meth:`update`; the running returns belong to this rank's
+    envs and are not. Keep the normaliser out of DDP-wrapped modules (DDP
+    would broadcast rank 0's per-env state) and save its state per rank, like
+    RNG states, for an exact resume.
+
+    Args:
+        gamma: Discount of the return, in ``[0, 1]``.
+        epsilon: Added to the variance before the square root.
+        clip: Clamp scaled rewards to ``[-clip, clip]``; ``None`` disables.
+        check_finite: Raise :class:`~typedrl.errors.NonFiniteError` on NaN or
+            infinite rewards (one host synchronisation per call).
+        device: Device of the running returns and statistics.
+
+    Raises:
+        ConfigError: If an option is invalid.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.distributed import SingleProcess
+        >>> norm = RewardNormalizer(gamma=0.5, epsilon=0.0)
+        >>> reward = torch.tensor([[1.0, 2.0], [1.0, 2.0]])  # [num_steps, num_envs]
+        >>> done = torch.tensor([[False, True], [False, False]])
+        >>> norm.update(reward, done, torch.zeros_like(done), dist=SingleProcess())
+        >>> norm.running_return.tolist()  # env 1 restarted after its first step
+        [1.5, 2.0]
+        >>> round(norm.return_stats.var.item(), 4)  # returns seen: 1, 2, 1.5, 2
+        0.1719
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        gamma: float,
+        epsilon: float = 1e-8,
+        clip: float | None = 10.0,
+        check_finite: bool = False,
+        device: torch.device | str | None = None,
+    ) -> None:
+        owner = "RewardNormalizer"
+        self.gamma = _validation.finite_float(owner, "gamma", gamma)
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ConfigError(f"{owner}.gamma must be in [0, 1], got {describe(gamma)}")
+        self.clip = _optional_positive(owner, "clip", clip)
+        self._stats = RunningMeanStd((), epsilon=epsilon, check_finite=check_finite, device=device)
+        self._returns: Tensor | None = None
+
+    @property
+    def return_stats(self) -> RunningMeanStd:
+        """Statistics of the discounted return (scalar shape)."""
+        return self._stats
+
+    @property
+    def running_return(self) -> Float[Tensor, " num_envs"]:
+        """Discounted return accumulated by each env of this rank (float64)."""
+        if self._returns is None:
+            raise SpecError("RewardNormalizer has no running returns before its first update")
+        return self._returns
+
+    @property
+    def scale(self) -> Float[Tensor, ""]:
+        """The current divisor ``sqrt(var(G) + epsilon)`` (float64 scalar)."""
+        return torch.sqrt(self._stats.var + self._stats.epsilon)
+
+    def update(
+        self,
+        reward: _StepReward,
+        terminated: _StepDone,
+        truncated: _StepDone,
+        *,
+        dist: Distributed,
+        mask: Bool[Tensor, "num_steps num_envs"] | None = None,
+    ) -> None:
+        """Advance the running returns over ``num_steps`` steps and merge their statistics.
+
+        One collective for the whole block, whatever ``num_steps``; pass a
+        single step as ``reward[None]``. Call it on every rank.
+
+        Args:
+            reward: ``[num_steps, num_envs]`` rewards in time order.
+            terminated: ``[num_steps, num_envs]`` bool.
+            truncated: ``[num_steps, num_envs]`` bool.
+            dist: The ranks to synchronise the statistics with.
+            mask: ``[num_steps, num_envs]`` bool; ``False`` marks ghost rows.
+
+        Raises:
+            SpecError: On a wrong shape, dtype or device, or a changed ``num_envs``.
+            NonFiniteError: With ``check_finite``, on every rank, if a rank's
+                rewards hold NaN or infinity; nothing is changed.
+        """
+        reward = _check_floating(reward, "RewardNormalizer.update reward")
+        if reward.ndim != 2:
+            raise SpecError(
+                "RewardNormalizer.update reward must have shape [num_steps, num_envs], "
+                f"got {list(reward.shape)}"
+            )
+        flags = {"terminated": terminated, "truncated": truncated, "mask": mask}
+        for name, flag in flags.items():
+            if flag is not None and (
+                not isinstance(flag, Tensor)
+                or flag.dtype != torch.bool
+                or flag.shape != reward.shape
+                or flag.device != reward.device
+            ):
+                raise SpecError(
+                    f"RewardNormalizer.update {name} must be a bool tensor of shape "
+                    f"{list(reward.shape)} on {reward.device}, got {describe(flag)}"
+                )
+        num_steps, num_envs = reward.shape
+        returns = self._returns
+        if returns is None:
+            returns = torch.zeros(num_envs, dtype=torch.float64, device=reward.device)
+        elif returns.shape != (num_envs,) or returns.device != reward.device:
+            raise SpecError(
+                f"RewardNormalizer.update got {num_envs} envs on {reward.device}, but the "
+                f"running returns have {returns.shape[0]} on {returns.device}"
+            )
+        done = terminated | truncated
+        keep = torch.ones_like(done) if mask is None else mask
+        rewards = reward.detach().to(torch.float64)
+        seen = []
+        for step in range(num_steps):
+            # G_t = gamma * G_{t-1} + r_t on real rows; ghost rows keep G.
+            returns = torch.where(keep[step], self.gamma * returns + rewards[step], returns)
+            seen.append(returns)
+            # A new episode starts after termination or truncation.
+            returns = torch.where(keep[step] & done[step], 0.0, returns)
+        self._stats.update(torch.cat(seen), dist=dist, mask=keep.reshape(-1))
+        self._returns = returns
+
+    def normalize(self, reward: _AnyFloat) -> _AnyFloat:
+        """Return ``reward / sqrt(var(G) + epsilon)``, clamped, in ``reward``'s dtype.
+
+        Raises:
+            SpecError: If ``reward`` is not a floating-point tensor.
+            NonFiniteError: With ``check_finite``, if ``reward`` holds NaN or infinity.
+        """
+        tensor = _check_floating(reward, "RewardNormalizer.normalize reward")
+        if tensor.device != self._stats.count.device:
+            raise SpecError(
+                f"RewardNormalizer.normalize reward is on {tensor.device}, the statistics "
+                f"on {self._stats.count.device}"
+            )
+        if self._stats.check_finite and not bool(torch.isfinite(tensor).all()):
+            raise NonFiniteError(
+                f"RewardNormalizer.normalize reward holds NaN or infinity: "
+                f"{_non_finite_summary(tensor)}"
+            )
+        out = tensor.to(torch.float64) / self.scale
+        if self.clip is not None:
+            out = out.clamp(-self.clip, self.clip)
+        return out.to(tensor.dtype)
+
+    def denormalize(self, reward: _AnyFloat) -> _AnyFloat:
+        """Return ``reward * sqrt(var(G) + epsilon)`` in ``reward``'s dtype (no un-clamping).
+
+        Raises:
+            SpecError: If ``reward`` is not a floating-point tensor.
+        """
+        tensor = _check_floating(reward, "RewardNormalizer.denormalize reward")
+        return (tensor.to(torch.float64) * self.scale).to(tensor.dtype)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Statistics (``return_stats.*``) and, once known, this rank's ``running_return``."""
+        state: dict[str, Any] = {
+            f"return_stats.{key}": value for key, value in self._stats.state_dict().items()
+        }
+        if self._returns is not None:
+            state["running_return"] = self._returns.clone()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore a :meth:`state_dict` exactly.
+
+        Raises:
+            CheckpointError: On a missing, unknown or malformed entry; nothing
+                is changed then.
+        """
+        known = {"running_return"} | {f"return_stats.{name}" for name in (_COUNT, _MEAN, _VAR)}
+        unknown = sorted(set(state_dict) - known)
+        if unknown:
+            raise CheckpointError(f"reward normaliser state has unknown keys {unknown}")
+        returns = state_dict.get("running_return")
+        if returns is not None and (
+            not isinstance(returns, Tensor) or not returns.is_floating_point() or returns.ndim != 1
+        ):
+            raise CheckpointError(
+                "reward normaliser state: running_return must be a float tensor of shape "
+                f"[num_envs], got {describe(returns)}"
+            )
+        if returns is not None and not bool(torch.isfinite(returns).all()):
+            raise CheckpointError("reward normaliser state: running_return holds NaN or infinity")
+        if (
+            returns is not None
+            and self._returns is not None
+            and returns.shape != self._returns.shape
+        ):
+            raise CheckpointError(
+                f"reward normaliser state: running_return has shape {list(returns.shape)}, "
+                f"expected {list(self._returns.shape)} (this rank's num_envs)"
+            )
+        stats = {
+            key.removeprefix("return_stats."): value
+            for key, value in state_dict.items()
+            if key.startswith("return_stats.")
+        }
+        self._stats.load_state_dict(stats)
+        device = self._stats.count.device
+        self._returns = (
+            None if returns is None else returns.to(dtype=torch.float64, device=device).clone()
+        )

@@ -1,0 +1,308 @@
+"""Tests for typedrl.advantages: compute_gae and next_values_from."""
+
+import math
+
+import pytest
+import torch
+from beartype import beartype
+from jaxtyping import jaxtyped
+
+from typedrl.advantages import compute_gae, next_values_from
+from typedrl.errors import ConfigError, SpecError
+
+Tensor = torch.Tensor
+
+
+def _column(*values: float) -> Tensor:
+    return torch.tensor(values, dtype=torch.float64).unsqueeze(1)
+
+
+def _flags(pattern: str) -> Tensor:
+    """One env's flags over time, from a string such as "10" (True, then False)."""
+    return torch.tensor([char == "1" for char in pattern], dtype=torch.bool).unsqueeze(1)
+
+
+def _gae(
+    *,
+    rewards: Tensor,
+    values: Tensor,
+    next_values: Tensor,
+    terminated: Tensor | None = None,
+    truncated: Tensor | None = None,
+    valid: Tensor | None = None,
+    gamma: float = 0.9,
+    gae_lambda: float = 0.8,
+) -> tuple[Tensor, Tensor]:
+    never = torch.zeros_like(rewards, dtype=torch.bool)
+    return compute_gae(
+        rewards=rewards,
+        values=values,
+        next_values=next_values,
+        terminated=never if terminated is None else terminated,
+        truncated=never if truncated is None else truncated,
+        valid=~never if valid is None else valid,
+        gamma=gamma,
+        gae_lambda=gae_lambda,
+    )
+
+
+def test_gae_without_episode_ends_matches_the_formula() -> None:
+    """Two steps, no done: A_1 = delta_1, A_0 = delta_0 + gamma * lambda * A_1."""
+    advantages, returns = _gae(
+        rewards=_column(1.0, 2.0), values=_column(0.5, 1.5), next_values=_column(1.5, 3.0)
+    )
+    delta_1 = 2.0 + 0.9 * 3.0 - 1.5
+    delta_0 = 1.0 + 0.9 * 1.5 - 0.5
+    assert advantages[:, 0].tolist() == pytest.approx([delta_0 + 0.72 * delta_1, delta_1])
+    assert returns[:, 0].tolist() == pytest.approx([delta_0 + 0.72 * delta_1 + 0.5, delta_1 + 1.5])
+
+
+def test_termination_zeroes_the_bootstrap_and_cuts_the_recursion() -> None:
+    """A terminated step ignores next_values, even non-finite, and stops the recursion."""
+    advantages, returns = _gae(
+        rewards=_column(1.0, 2.0),
+        values=_column(0.5, 0.25),
+        next_values=_column(math.nan, 4.0),
+        terminated=_flags("10"),
+    )
+    delta_1 = 2.0 + 0.9 * 4.0 - 0.25
+    assert advantages[:, 0].tolist() == pytest.approx([1.0 - 0.5, delta_1])
+    assert torch.isfinite(returns).all()
+
+
+def test_truncation_bootstraps_from_next_values_and_cuts_the_recursion() -> None:
+    """A truncated step bootstraps from V(final_obs) and does not look past the reset."""
+    advantages, _ = _gae(
+        rewards=_column(1.0, 2.0),
+        values=_column(0.5, 0.25),
+        next_values=_column(10.0, 4.0),
+        truncated=_flags("10"),
+    )
+    assert advantages[0, 0].item() == pytest.approx(1.0 + 0.9 * 10.0 - 0.5)
+
+
+def test_terminated_and_truncated_together_count_as_terminated() -> None:
+    """When both flags are set, the bootstrap is zeroed."""
+    advantages, _ = _gae(
+        rewards=_column(1.0),
+        values=_column(0.5),
+        next_values=_column(10.0),
+        terminated=_flags("1"),
+        truncated=_flags("1"),
+    )
+    assert advantages.item() == pytest.approx(0.5)
+
+
+def test_ghost_steps_are_zero_and_do_not_leak() -> None:
+    """A ghost step after a done gets A = 0 and return 0; NaNs in it change nothing."""
+    rewards = _column(1.0, math.nan, 3.0)
+    values = _column(0.5, math.nan, 1.0)
+    next_values = _column(2.0, math.nan, 2.0)
+    advantages, returns = _gae(
+        rewards=rewards,
+        values=values,
+        next_values=next_values,
+        truncated=_flags("100"),
+        valid=_flags("101"),
+    )
+    assert advantages[:, 0].tolist() == pytest.approx([1.0 + 1.8 - 0.5, 0.0, 3.0 + 1.8 - 1.0])
+    assert returns[:, 0].tolist() == pytest.approx([1.0 + 1.8, 0.0, 3.0 + 1.8])
+
+
+def test_ghost_step_cuts_the_recursion_even_without_a_done() -> None:
+    """An out-of-contract ghost without a preceding done still carries nothing back."""
+    advantages, _ = _gae(
+        rewards=_column(1.0, 5.0),
+        values=_column(0.0, 0.0),
+        next_values=_column(0.0, 0.0),
+        valid=_flags("10"),
+    )
+    assert advantages[:, 0].tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(("gae_lambda", "expected_first"), [(0.0, 1.0), (1.0, 1.0 + 0.9 * 2.0)])
+def test_lambda_extremes(gae_lambda: float, expected_first: float) -> None:
+    """lambda = 0 gives the one-step TD error; lambda = 1 the bootstrapped return."""
+    advantages, _ = _gae(
+        rewards=_column(1.0, 2.0),
+        values=_column(0.0, 0.0),
+        next_values=_column(0.0, 0.0),
+        gae_lambda=gae_lambda,
+    )
+    assert advantages[0, 0].item() == pytest.approx(expected_first)
+
+
+def test_envs_are_independent() -> None:
+    """Each column is computed as if alone."""
+    generator = torch.Generator().manual_seed(0)
+    rewards, values, next_values = torch.randn(3, 5, 4, generator=generator, dtype=torch.float64)
+    terminated = torch.rand(5, 4, generator=generator) < 0.3
+    advantages, returns = _gae(
+        rewards=rewards, values=values, next_values=next_values, terminated=terminated
+    )
+    for env in range(4):
+        column = slice(env, env + 1)
+        single, single_returns = _gae(
+            rewards=rewards[:, column],
+            values=values[:, column],
+            next_values=next_values[:, column],
+            terminated=terminated[:, column],
+        )
+        assert torch.equal(advantages[:, column], single)
+        assert torch.equal(returns[:, column], single_returns)
+
+
+def test_dtype_promotion_and_override() -> None:
+    """Results use the promoted input dtype unless dtype is given."""
+    rewards = torch.ones(2, 3, dtype=torch.float32)
+    values = torch.zeros(2, 3, dtype=torch.float32)
+    advantages, returns = _gae(rewards=rewards, values=values, next_values=values.double())
+    assert advantages.dtype == returns.dtype == torch.float64
+    never = torch.zeros(2, 3, dtype=torch.bool)
+    advantages, returns = compute_gae(
+        rewards=rewards,
+        values=values,
+        next_values=values,
+        terminated=never,
+        truncated=never,
+        valid=~never,
+        gamma=0.99,
+        gae_lambda=0.95,
+        dtype=torch.float64,
+    )
+    assert advantages.dtype == returns.dtype == torch.float64
+    assert advantages[0].tolist() == pytest.approx([1.0 + 0.99 * 0.95] * 3)
+
+
+def test_annotations_hold_at_run_time() -> None:
+    """The jaxtyping annotations agree with what the functions accept and return."""
+    checked_gae = jaxtyped(typechecker=beartype)(compute_gae)
+    never = torch.zeros(5, 2, dtype=torch.bool)
+    advantages, returns = checked_gae(
+        rewards=torch.ones(5, 2),
+        values=torch.zeros(5, 2),
+        next_values=torch.zeros(5, 2),
+        terminated=never,
+        truncated=never,
+        valid=~never,
+        gamma=0.9,
+        gae_lambda=0.9,
+    )
+    assert advantages.shape == returns.shape == (5, 2)
+    checked_next = jaxtyped(typechecker=beartype)(next_values_from)
+    combined = checked_next(
+        next_obs_values=torch.zeros(2), final_obs_values=torch.ones(2), truncated=never[0]
+    )
+    assert combined.tolist() == [0.0, 0.0]
+
+
+_GOOD: dict[str, object] = {
+    "rewards": torch.zeros(4, 2),
+    "values": torch.zeros(4, 2),
+    "next_values": torch.zeros(4, 2),
+    "terminated": torch.zeros(4, 2, dtype=torch.bool),
+    "truncated": torch.zeros(4, 2, dtype=torch.bool),
+    "valid": torch.ones(4, 2, dtype=torch.bool),
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "error", "message"),
+    [
+        ("rewards", torch.zeros(4), SpecError, r"rewards must be a tensor of shape \[num_steps, "),
+        ("rewards", [[0.0]], SpecError, r"rewards must be a tensor .* got \[\[0\.0\]\]"),
+        ("rewards", torch.zeros(4, 2, dtype=torch.int64), SpecError, "rewards must be floating"),
+        ("values", torch.zeros(4, 3), SpecError, r"values must be a tensor of shape \[4, 2\]"),
+        ("next_values", torch.zeros(2, 4), SpecError, r"got shape \[2, 4\], dtype torch\.float32"),
+        ("values", torch.zeros(4, 2, dtype=torch.int32), SpecError, "values must be floating"),
+        ("terminated", torch.zeros(4, 2), SpecError, "terminated must be torch.bool"),
+        ("truncated", torch.zeros(4, 2, dtype=torch.uint8), SpecError, "truncated must be torch"),
+        ("valid", torch.ones(4, 2, dtype=torch.bool, device="meta"), SpecError, "valid is on meta"),
+        ("gamma", 1.5, ConfigError, r"gamma must be in \[0, 1\], got 1\.5"),
+        ("gamma", -0.1, ConfigError, r"gamma must be in \[0, 1\]"),
+        ("gae_lambda", math.nan, ConfigError, "gae_lambda must be a finite float, got nan"),
+        ("gae_lambda", True, ConfigError, "gae_lambda must be a finite float"),
+        ("dtype", torch.int64, ConfigError, "dtype must be a floating torch.dtype"),
+        ("dtype", "float64", ConfigError, "dtype must be a floating torch.dtype"),
+    ],
+)
+def test_compute_gae_rejects_misuse(
+    name: str, value: object, error: type[Exception], message: str
+) -> None:
+    """Bad shapes, dtypes, devices and hyperparameters raise typedrl errors naming them."""
+    kwargs = {**_GOOD, name: value}
+    with pytest.raises(error, match=message):
+        compute_gae(**kwargs)  # type: ignore[arg-type]
+
+
+def test_next_values_from_takes_final_values_on_truncation() -> None:
+    """Truncated rows take V(final_obs), the others V(next obs), in the promoted dtype."""
+    combined = next_values_from(
+        next_obs_values=torch.tensor([1.0, 2.0, 3.0]),
+        final_obs_values=torch.tensor([7.0, 8.0, 9.0], dtype=torch.float64),
+        truncated=torch.tensor([True, False, True]),
+    )
+    assert combined.tolist() == [7.0, 2.0, 9.0]
+    assert combined.dtype == torch.float64
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"next_obs_values": torch.zeros(3, 1)}, r"next_obs_values must be a tensor of shape \["),
+        ({"next_obs_values": torch.zeros(3, dtype=torch.int64)}, "must be floating point"),
+        ({"final_obs_values": torch.zeros(2)}, r"final_obs_values must be a tensor of shape \[3\]"),
+        ({"truncated": torch.zeros(3)}, "truncated must be torch.bool"),
+        ({"truncated": torch.zeros(3, dtype=torch.bool, device="meta")}, "truncated is on meta"),
+    ],
+)
+def test_next_values_from_rejects_misuse(kwargs: dict[str, object], message: str) -> None:
+    """Mismatched shapes, dtypes and devices raise SpecError."""
+    good: dict[str, object] = {
+        "next_obs_values": torch.zeros(3),
+        "final_obs_values": torch.zeros(3),
+        "truncated": torch.zeros(3, dtype=torch.bool),
+    }
+    with pytest.raises(SpecError, match=message):
+        next_values_from(**{**good, **kwargs})  # type: ignore[arg-type]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_gae_matches_cpu_without_host_sync() -> None:
+    """On CUDA the computation never synchronises and equals the CPU result."""
+    generator = torch.Generator().manual_seed(0)
+    rewards, values, next_values = torch.randn(3, 16, 8, generator=generator)
+    terminated = torch.rand(16, 8, generator=generator) < 0.1
+    truncated = torch.rand(16, 8, generator=generator) < 0.1
+    valid = torch.rand(16, 8, generator=generator) < 0.9
+    cpu = compute_gae(
+        rewards=rewards,
+        values=values,
+        next_values=next_values,
+        terminated=terminated,
+        truncated=truncated,
+        valid=valid,
+        gamma=0.99,
+        gae_lambda=0.95,
+    )
+    inputs = [t.cuda() for t in (rewards, values, next_values, terminated, truncated, valid)]
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        cuda = compute_gae(
+            rewards=inputs[0],
+            values=inputs[1],
+            next_values=inputs[2],
+            terminated=inputs[3],
+            truncated=inputs[4],
+            valid=inputs[5],
+            gamma=0.99,
+            gae_lambda=0.95,
+        )
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    for expected, got in zip(cpu, cuda, strict=True):
+        torch.testing.assert_close(got.cpu(), expected)

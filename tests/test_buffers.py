@@ -1,0 +1,590 @@
+"""Tests for typedrl.buffers: ExperienceBuffer and the minibatch plan."""
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+from tensordict import NonTensorData, TensorDict
+
+from typedrl.buffers import (
+    VALID_KEY,
+    ExperienceBuffer,
+    KeySpec,
+    minibatch_count,
+    minibatch_indices,
+    validate_batch_plan,
+)
+from typedrl.errors import ConfigError, SpecError
+from typedrl.testing import CountingVecEnv, LinearActorCritic
+
+NUM_ENVS = 3
+NUM_STEPS = 4
+
+
+def _buffer(num_envs: int = NUM_ENVS, num_steps: int = NUM_STEPS) -> ExperienceBuffer:
+    buffer = ExperienceBuffer(num_envs=num_envs, num_steps=num_steps, device="cpu")
+    buffer.register_key("reward", (), torch.float32)
+    buffer.register_key(("obs", "policy"), (2,), torch.float32)
+    return buffer
+
+
+def _step_data(step: int, num_envs: int = NUM_ENVS) -> dict[str | tuple[str, ...], torch.Tensor]:
+    return {
+        "reward": torch.full((num_envs,), float(step)),
+        ("obs", "policy"): torch.arange(num_envs * 2.0).reshape(num_envs, 2) + 10 * step,
+        VALID_KEY: torch.ones(num_envs, dtype=torch.bool),
+    }
+
+
+def _fill(buffer: ExperienceBuffer) -> None:
+    for step in range(buffer.num_steps):
+        buffer.write(step, _step_data(step, buffer.num_envs))
+
+
+# ------------------------------------------------------------------ construction
+
+
+def test_buffer_registers_valid_at_construction() -> None:
+    """A new buffer has exactly the bool "valid" key and its geometry."""
+    buffer = ExperienceBuffer(num_envs=2, num_steps=5, device="cpu")
+    assert buffer.keys == ("valid",)
+    assert buffer.specs == {"valid": KeySpec((), torch.bool)}
+    assert (buffer.num_envs, buffer.num_steps, buffer.num_samples) == (2, 5, 10)
+    assert buffer.device == torch.device("cpu")
+    assert "keys=['valid']" in repr(buffer)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_envs": 0, "num_steps": 2}, "num_envs must be a positive int, got 0"),
+        ({"num_envs": 2, "num_steps": True}, "num_steps must be a positive int, got True"),
+        ({"num_envs": 2, "num_steps": 2.0}, "num_steps must be a positive int"),
+    ],
+)
+def test_buffer_rejects_bad_geometry(kwargs: dict[str, object], message: str) -> None:
+    """Non-positive or non-int sizes raise ConfigError with the value."""
+    with pytest.raises(ConfigError, match=message):
+        ExperienceBuffer(device="cpu", **kwargs)  # type: ignore[arg-type]
+
+
+def test_buffer_rejects_bad_device() -> None:
+    """An unknown device name raises ConfigError naming it."""
+    with pytest.raises(ConfigError, match="'not-a-device'"):
+        ExperienceBuffer(num_envs=1, num_steps=1, device="not-a-device")
+
+
+# ------------------------------------------------------------------ registration
+
+
+def test_register_key_shapes_and_nested_keys() -> None:
+    """Keys are stored per row; one-element tuples are the same key as a string."""
+    buffer = _buffer()
+    buffer.register_key(("action",), [1], torch.float64)
+    assert buffer.keys == ("valid", "reward", ("obs", "policy"), "action")
+    assert buffer.specs["action"] == KeySpec((1,), torch.float64)
+    assert buffer.specs[("obs", "policy")] == ((2,), torch.float32)
+
+
+def test_register_key_twice_is_refused() -> None:
+    """Re-registering a key raises SpecError with its current spec."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match=r"'reward' is already registered \(shape \[\]"):
+        buffer.register_key("reward", (), torch.float32)
+    with pytest.raises(SpecError, match="'valid' is already registered"):
+        buffer.register_key(("valid",), (), torch.bool)
+
+
+@pytest.mark.parametrize("key", [("obs",), ("reward", "x"), ("obs", "policy", "deep")])
+def test_register_key_clashing_with_nested_key(key: tuple[str, ...]) -> None:
+    """A key cannot be both a leaf and a nested TensorDict."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match="clashes with registered key"):
+        buffer.register_key(key, (), torch.float32)
+
+
+@pytest.mark.parametrize(
+    ("key", "shape", "dtype", "message"),
+    [
+        ("", (), torch.float32, "a key must be a non-empty str"),
+        ((), (), torch.float32, "a key must be a non-empty str"),
+        (("a", ""), (), torch.float32, "a key must be a non-empty str"),
+        (3, (), torch.float32, r"got 3 \(type int\)"),
+        ("x", (-1,), torch.float32, r"shape of 'x' must be a tuple of non-negative ints"),
+        ("x", (1.5,), torch.float32, "non-negative ints"),
+        ("x", 3, torch.float32, r"got 3 \(type int\)"),
+        ("x", (), "float32", "dtype of 'x' must be a torch.dtype, got 'float32'"),
+    ],
+)
+def test_register_key_rejects_malformed_input(
+    key: object, shape: object, dtype: object, message: str
+) -> None:
+    """Malformed keys, shapes and dtypes raise SpecError naming the value."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match=message):
+        buffer.register_key(key, shape, dtype)  # type: ignore[arg-type]
+
+
+def test_registration_after_first_write_is_refused() -> None:
+    """Keys are fixed once anything was written, even after reset_epoch."""
+    buffer = _buffer()
+    buffer.write(0, {"reward": torch.zeros(NUM_ENVS)})
+    with pytest.raises(SpecError, match="cannot register 'late' after the first write"):
+        buffer.register_key("late", (), torch.float32)
+    buffer.reset_epoch()
+    with pytest.raises(SpecError, match="after the first write"):
+        buffer.register_from(TensorDict({"late": torch.zeros(NUM_ENVS)}, [NUM_ENVS]))
+
+
+def test_register_from_registers_every_leaf() -> None:
+    """Every leaf of a TensorDict is registered with its per-row shape and dtype."""
+    buffer = ExperienceBuffer(num_envs=2, num_steps=1, device="cpu")
+    obs = TensorDict(
+        {"policy": torch.zeros(2, 5), "critic": {"state": torch.zeros(2, 3, 4, dtype=torch.int8)}},
+        batch_size=[2],
+    )
+    keys = buffer.register_from(obs, prefix="obs")
+    assert keys == (("obs", "policy"), ("obs", "critic", "state"))
+    assert buffer.specs[("obs", "critic", "state")] == KeySpec((3, 4), torch.int8)
+    outputs = TensorDict({"action": torch.zeros(2, 1), "value": torch.zeros(2)}, [2])
+    assert buffer.register_from(outputs) == ("action", "value")
+
+
+def test_register_from_is_all_or_nothing() -> None:
+    """When one leaf is refused, none of the others is registered."""
+    buffer = _buffer()
+    data = TensorDict({"fresh": torch.zeros(NUM_ENVS), "reward": torch.zeros(NUM_ENVS)}, [3])
+    with pytest.raises(SpecError, match="'reward' is already registered"):
+        buffer.register_from(data)
+    assert "fresh" not in buffer.keys
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"a": torch.zeros(3)}, r"must be a TensorDict with batch_size \[3\]"),
+        (
+            TensorDict({"a": torch.zeros(2)}, [2]),
+            r"\[3\] \(num_envs\), got a TensorDict with batch_size \[2\]",
+        ),
+        (
+            TensorDict({"a": torch.zeros(3, 2)}, [3, 2]),
+            r"got a TensorDict with batch_size \[3, 2\]",
+        ),
+        (TensorDict({"a": torch.zeros(3, device="meta")}, [3]), "'a' is on meta"),
+        (TensorDict({"s": NonTensorData("x", batch_size=[3])}, [3]), "'s' must be a torch.Tensor"),
+    ],
+)
+def test_register_from_rejects_bad_data(data: object, message: str) -> None:
+    """Wrong container, batch size, device or a non-tensor leaf raise SpecError."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match=message):
+        buffer.register_from(data)  # type: ignore[arg-type]
+
+
+def test_check_spec_accepts_matching_declarations() -> None:
+    """Declared keys with the registered shape and dtype pass; extra registered keys are fine."""
+    buffer = _buffer()
+    buffer.check_spec(
+        {"reward": ((), torch.float32), ("obs", "policy"): KeySpec((2,), torch.float32)}
+    )
+    buffer.check_spec({})
+
+
+def test_check_spec_reports_every_mismatch() -> None:
+    """Missing keys and shape or dtype mismatches are listed with expected and got."""
+    buffer = _buffer()
+    with pytest.raises(SpecError) as error:
+        buffer.check_spec(
+            {
+                "reward": ((), torch.float64),
+                ("obs", "policy"): ([3], torch.float32),
+                "hidden": ((8,), torch.float32),
+            }
+        )
+    message = str(error.value)
+    assert (
+        "key 'reward': expected shape [], dtype torch.float64, got shape [], dtype torch.float32"
+        in message
+    )
+    assert (
+        "key ('obs', 'policy'): expected shape [3], dtype torch.float32, got shape [2]" in message
+    )
+    assert "key 'hidden' is not registered (expected shape [8], dtype torch.float32)" in message
+    assert "Registered keys: ['valid', 'reward', ('obs', 'policy')]" in message
+
+
+# ------------------------------------------------------------------------ writing
+
+
+def test_write_then_flatten_is_time_major() -> None:
+    """Sample t * num_envs + i of the flattened epoch is step t of env i."""
+    buffer = _buffer()
+    _fill(buffer)
+    flat = buffer.flatten()
+    assert flat.batch_size == torch.Size([NUM_STEPS * NUM_ENVS])
+    for step in range(NUM_STEPS):
+        for env in range(NUM_ENVS):
+            sample = step * NUM_ENVS + env
+            expected = _step_data(step)
+            assert flat["reward"][sample] == expected["reward"][env]
+            assert torch.equal(flat["obs", "policy"][sample], expected["obs", "policy"][env])
+    assert flat["valid"].dtype == torch.bool
+    assert set(flat.keys(include_nested=True, leaves_only=True)) == set(buffer.keys)
+
+
+def test_stacked_keeps_steps_and_envs_apart() -> None:
+    """stacked() is [num_steps, num_envs]; adding keys to it leaves the buffer unchanged."""
+    buffer = _buffer()
+    _fill(buffer)
+    data = buffer.stacked()
+    assert data.batch_size == torch.Size([NUM_STEPS, NUM_ENVS])
+    assert torch.equal(data["reward"][2], torch.full((NUM_ENVS,), 2.0))
+    data["advantage"] = torch.zeros(NUM_STEPS, NUM_ENVS)
+    data["obs", "extra"] = torch.zeros(NUM_STEPS, NUM_ENVS)
+    assert "advantage" not in buffer.stacked()
+    assert ("obs", "extra") not in buffer.stacked().keys(include_nested=True)
+    assert torch.equal(data.reshape(-1)["reward"], buffer.flatten()["reward"])
+
+
+def test_write_accepts_tensordicts_with_prefix() -> None:
+    """Writing a TensorDict under a prefix fills the nested keys registered with it."""
+    buffer = ExperienceBuffer(num_envs=2, num_steps=1, device="cpu")
+    obs = TensorDict({"policy": torch.ones(2, 3)}, batch_size=[2])
+    buffer.register_from(obs, prefix=("obs",))
+    buffer.write(0, obs, prefix="obs")
+    buffer.write(0, TensorDict({"valid": torch.ones(2, dtype=torch.bool)}, [2]))
+    assert torch.equal(buffer.flatten()["obs"]["policy"], torch.ones(2, 3))
+
+
+def test_write_unknown_key_lists_registered_keys() -> None:
+    """An unregistered key raises SpecError listing the registered keys and the step."""
+    buffer = _buffer()
+    with pytest.raises(SpecError) as error:
+        buffer.write(2, {"rewards": torch.zeros(NUM_ENVS)})
+    message = str(error.value)
+    assert "unknown key 'rewards' at step 2" in message
+    assert "['valid', 'reward', ('obs', 'policy')]" in message
+
+
+def test_write_unprefixed_observation_is_unknown() -> None:
+    """Forgetting the prefix a key was registered with is caught as an unknown key."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match="unknown key 'policy'"):
+        buffer.write(0, TensorDict({"policy": torch.zeros(NUM_ENVS, 2)}, [NUM_ENVS]))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            torch.zeros(NUM_ENVS + 1),
+            r"'reward' at step 1: expected shape \[3\] \(\[num_envs, \*shape\]\), got \[4\]",
+        ),
+        (torch.zeros(NUM_ENVS, 1), r"expected shape \[3\]"),
+        (
+            torch.zeros(NUM_ENVS, dtype=torch.float64),
+            "expected dtype torch.float32, got torch.float64",
+        ),
+        (torch.zeros(NUM_ENVS, device="meta"), "expected device cpu, got meta"),
+        (
+            torch.zeros(NUM_ENVS, requires_grad=True),
+            r"requires grad; detach it \(or collect under torch.no_grad\(\)\)",
+        ),
+        ([0.0, 0.0, 0.0], r"'reward' at step 1 must be a torch.Tensor, got \[0.0, 0.0, 0.0\]"),
+    ],
+)
+def test_write_rejects_bad_tensors(value: object, message: str) -> None:
+    """Wrong shape, dtype, device, a gradient or a non-tensor raise SpecError with key and step."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match=message):
+        buffer.write(1, {"reward": value})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("step", [-1, NUM_STEPS, True, 1.0, "0"])
+def test_write_rejects_bad_steps(step: object) -> None:
+    """The step must be an int in [0, num_steps)."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match=r"step must be an int in \[0, 4\)"):
+        buffer.write(step, {"reward": torch.zeros(NUM_ENVS)})  # type: ignore[arg-type]
+
+
+def test_write_rejects_other_containers() -> None:
+    """Data must be a TensorDict or a mapping."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match="must be a TensorDict or a mapping"):
+        buffer.write(0, [torch.zeros(NUM_ENVS)])  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="a key must be a non-empty str"):
+        buffer.write(0, {"": torch.zeros(NUM_ENVS)})
+    with pytest.raises(SpecError, match=r"\(prefix\)"):
+        buffer.write(0, {"reward": torch.zeros(NUM_ENVS)}, prefix="")
+
+
+def test_duplicate_write_is_refused() -> None:
+    """A second write of a key at the same step raises SpecError, within or across calls."""
+    buffer = _buffer()
+    buffer.write(0, {"reward": torch.zeros(NUM_ENVS)})
+    with pytest.raises(SpecError, match="'reward' was already written at step 0"):
+        buffer.write(0, {"reward": torch.zeros(NUM_ENVS)})
+    with pytest.raises(SpecError, match="'reward' was already written at step 1"):
+        buffer.write(1, {"reward": torch.zeros(NUM_ENVS), ("reward",): torch.zeros(NUM_ENVS)})
+
+
+def test_refused_write_changes_nothing() -> None:
+    """A write with one bad entry copies none of its entries."""
+    buffer = _buffer()
+    good = torch.full((NUM_ENVS,), 7.0)
+    with pytest.raises(SpecError, match="expected dtype"):
+        buffer.write(0, {"reward": good, VALID_KEY: torch.ones(NUM_ENVS)})
+    buffer.write(0, {"reward": good})  # still writable: nothing was recorded
+    with pytest.raises(SpecError, match=r"'valid' at steps \[0, 1, 2, 3\]"):
+        buffer.check_complete()
+
+
+def test_check_complete_names_missing_steps() -> None:
+    """Missing writes are reported per key with their steps; reading is refused."""
+    buffer = _buffer()
+    for step in (0, 2):
+        buffer.write(step, _step_data(step))
+    buffer.write(1, {"reward": torch.zeros(NUM_ENVS)})
+    with pytest.raises(SpecError) as error:
+        buffer.check_complete()
+    message = str(error.value)
+    assert "'reward' at steps [3] (1 of 4)" in message
+    assert "('obs', 'policy') at steps [1, 3] (2 of 4)" in message
+    with pytest.raises(SpecError, match="the epoch is incomplete"):
+        buffer.flatten()
+    with pytest.raises(SpecError, match="the epoch is incomplete"):
+        buffer.stacked()
+
+
+def test_check_complete_shortens_long_lists() -> None:
+    """Only the first missing steps are listed."""
+    buffer = ExperienceBuffer(num_envs=1, num_steps=20, device="cpu")
+    with pytest.raises(
+        SpecError, match=r"'valid' at steps \[0, 1, 2, 3, 4, 5, 6, 7, \.\.\.\] \(20 of 20\)"
+    ):
+        buffer.check_complete()
+
+
+def test_reset_epoch_allows_the_next_epoch() -> None:
+    """After reset_epoch every key must be written again, and may be."""
+    buffer = _buffer()
+    _fill(buffer)
+    buffer.check_complete()
+    buffer.reset_epoch()
+    with pytest.raises(SpecError, match="incomplete"):
+        buffer.check_complete()
+    for step in range(NUM_STEPS):
+        data = _step_data(step)
+        data["reward"] = data["reward"] + 100.0
+        buffer.write(step, data)
+    assert buffer.flatten()["reward"].min().item() == 100.0
+
+
+def test_meta_device_buffer_checks_devices() -> None:
+    """Buffers on other devices refuse CPU tensors and accept their own."""
+    buffer = ExperienceBuffer(num_envs=2, num_steps=1, device="meta")
+    assert buffer.device == torch.device("meta")
+    with pytest.raises(SpecError, match="expected device meta, got cpu"):
+        buffer.write(0, {"valid": torch.ones(2, dtype=torch.bool)})
+    buffer.write(0, {"valid": torch.ones(2, dtype=torch.bool, device="meta")})
+    buffer.check_complete()
+
+
+def test_collects_a_rollout_from_an_env_and_a_policy() -> None:
+    """A realistic collection loop fills the buffer; undetached outputs are refused."""
+    env = CountingVecEnv(num_envs=2, terminate_after=[2, 3], truncate_after=4)
+    policy = LinearActorCritic(obs_dim=3, act_dim=1)
+    buffer = ExperienceBuffer(num_envs=2, num_steps=5, device="cpu")
+    obs, _ = env.reset(seed=0)
+    buffer.register_from(obs, prefix="obs")
+    with torch.no_grad():
+        buffer.register_from(policy.act(obs))
+    buffer.register_key("reward", (), torch.float32)
+    buffer.register_key("terminated", (), torch.bool)
+    buffer.check_spec({"action": ((1,), torch.float32), "value": ((), torch.float32)})
+    with pytest.raises(SpecError, match="requires grad"):
+        buffer.write(0, policy.act(obs))
+    for step in range(buffer.num_steps):
+        with torch.no_grad():
+            out = policy.act(obs)
+        result = env.step(out["action"])
+        buffer.write(step, obs, prefix="obs")
+        buffer.write(step, out)
+        buffer.write(
+            step,
+            {"reward": result.reward, "terminated": result.terminated, "valid": result.valid},
+        )
+        obs = result.obs
+    flat = buffer.flatten()
+    assert flat["obs", "obs"].shape == (10, 3)
+    # Time-major: (step 0, env 0), (step 0, env 1), (step 1, env 0), ...
+    expected = [False, False, True, False, False, True, True, False, False, False]
+    assert flat["terminated"].tolist() == expected
+
+
+# -------------------------------------------------------------------- minibatches
+
+
+@pytest.mark.parametrize(
+    ("num_samples", "batch_size", "num_mini_epochs", "expected"),
+    [(10, 5, 2, 4), (10, 4, 3, 8), (10, 10, 1, 1), (7, 3, 1, 3), (1, 1, 5, 5), (12, 5, 4, 10)],
+)
+def test_minibatch_count_is_the_ceiling(
+    num_samples: int, batch_size: int, num_mini_epochs: int, expected: int
+) -> None:
+    """The count is ceil(N * E / B)."""
+    count = minibatch_count(
+        num_samples=num_samples, batch_size=batch_size, num_mini_epochs=num_mini_epochs
+    )
+    assert count == expected == math.ceil(num_samples * num_mini_epochs / batch_size)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"num_samples": 0, "batch_size": 1, "num_mini_epochs": 1},
+            "num_samples must be a positive int, got 0",
+        ),
+        (
+            {"num_samples": 4, "batch_size": 0, "num_mini_epochs": 1},
+            "batch_size must be a positive int, got 0",
+        ),
+        (
+            {"num_samples": 4, "batch_size": 2, "num_mini_epochs": 0},
+            "num_mini_epochs must be a positive int",
+        ),
+        (
+            {"num_samples": 4, "batch_size": 2.0, "num_mini_epochs": 1},
+            "batch_size must be a positive int",
+        ),
+        (
+            {"num_samples": 4, "batch_size": 5, "num_mini_epochs": 3},
+            r"batch_size \(5\) must be <= the number of samples \(num_samples = 4\)",
+        ),
+    ],
+)
+def test_minibatch_count_rejects_impossible_plans(kwargs: dict[str, object], message: str) -> None:
+    """Non-positive sizes and batches larger than the data raise ConfigError with the numbers."""
+    with pytest.raises(ConfigError, match=message):
+        minibatch_count(**kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=message):
+        minibatch_indices(**kwargs, generator=torch.Generator())  # type: ignore[arg-type]
+
+
+def test_validate_batch_plan_counts_per_rank() -> None:
+    """The per-rank count uses num_envs * num_steps samples."""
+    assert validate_batch_plan(num_envs=4, num_steps=8, num_mini_epochs=3, batch_size=10) == 10
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"num_envs": 4, "num_steps": 8, "num_mini_epochs": 2, "batch_size": 33},
+            r"batch_size \(33\) must be <= the number of samples "
+            r"\(num_envs 4 x num_steps 8 = 32 per rank\)",
+        ),
+        (
+            {"num_envs": 0, "num_steps": 8, "num_mini_epochs": 2, "batch_size": 4},
+            "validate_batch_plan.num_envs must be a positive int, got 0",
+        ),
+        (
+            {"num_envs": 4, "num_steps": -1, "num_mini_epochs": 2, "batch_size": 4},
+            "num_steps must be a positive int, got -1",
+        ),
+        (
+            {"num_envs": 4, "num_steps": 8, "num_mini_epochs": None, "batch_size": 4},
+            "num_mini_epochs must be a positive int, got None",
+        ),
+    ],
+)
+def test_validate_batch_plan_rejects_impossible_plans(
+    kwargs: dict[str, object], message: str
+) -> None:
+    """ConfigError names the numbers and says they are per rank."""
+    with pytest.raises(ConfigError, match=message):
+        validate_batch_plan(**kwargs)  # type: ignore[arg-type]
+
+
+def test_minibatch_indices_follow_the_wrap_around_rule() -> None:
+    """Permutations are concatenated, cut into chunks and the last chunk topped up."""
+    batches = minibatch_indices(
+        num_samples=5, batch_size=3, num_mini_epochs=2, generator=torch.Generator().manual_seed(3)
+    )
+    reference = torch.Generator().manual_seed(3)
+    permutations = [torch.randperm(5, generator=reference) for _ in range(3)]
+    expected = torch.cat(permutations)[:12].view(4, 3)
+    assert len(batches) == 4
+    assert all(batch.dtype == torch.int64 and batch.shape == (3,) for batch in batches)
+    assert torch.equal(torch.stack(batches), expected)
+
+
+def test_minibatch_indices_cover_every_sample() -> None:
+    """Every sample appears E or E + 1 times; the surplus equals count * B - N * E."""
+    batches = minibatch_indices(
+        num_samples=7, batch_size=4, num_mini_epochs=3, generator=torch.Generator().manual_seed(0)
+    )
+    counts = Counter(torch.cat(batches).tolist())
+    assert set(counts) == set(range(7))
+    assert set(counts.values()) <= {3, 4}
+    assert sum(c - 3 for c in counts.values()) == 6 * 4 - 7 * 3
+
+
+def test_minibatch_indices_are_reproducible_and_reshuffled() -> None:
+    """The same seed gives the same batches; mini-epochs use fresh permutations."""
+
+    def draw(seed: int) -> torch.Tensor:
+        batches = minibatch_indices(
+            num_samples=64,
+            batch_size=64,
+            num_mini_epochs=2,
+            generator=torch.Generator().manual_seed(seed),
+        )
+        return torch.stack(batches)
+
+    assert torch.equal(draw(1), draw(1))
+    first, second = draw(1)
+    assert not torch.equal(first, second)
+    assert torch.equal(first.sort().values, torch.arange(64))
+
+
+def test_minibatch_indices_need_a_generator() -> None:
+    """A missing or foreign generator raises ConfigError."""
+    with pytest.raises(ConfigError, match=r"must be a torch\.Generator, got 0"):
+        minibatch_indices(num_samples=4, batch_size=2, num_mini_epochs=1, generator=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_buffer_writes_without_host_sync() -> None:
+    """On CUDA the device index is resolved and writes never synchronise with the host."""
+    buffer = ExperienceBuffer(num_envs=NUM_ENVS, num_steps=NUM_STEPS, device="cuda")
+    assert buffer.device == torch.device("cuda", torch.cuda.current_device())
+    buffer.register_key("reward", (), torch.float32)
+    with pytest.raises(SpecError, match="got cpu"):
+        buffer.write(0, {"reward": torch.zeros(NUM_ENVS)})
+    data = [
+        {
+            "reward": torch.randn(NUM_ENVS, device="cuda"),
+            "valid": torch.ones(NUM_ENVS, dtype=torch.bool, device="cuda"),
+        }
+        for _ in range(NUM_STEPS)
+    ]
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for step, entries in enumerate(data):
+            buffer.write(step, entries)
+        flat = buffer.flatten()
+        generator = torch.Generator(device="cuda").manual_seed(0)
+        batches = minibatch_indices(
+            num_samples=buffer.num_samples, batch_size=5, num_mini_epochs=2, generator=generator
+        )
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(flat["reward"], torch.stack([d["reward"] for d in data]).reshape(-1))
+    assert all(batch.device == buffer.device for batch in batches)

@@ -1,0 +1,557 @@
+"""Tests for typedrl.normalization: RunningMeanStd (exact and EMA) and RewardNormalizer."""
+
+import io
+import math
+from typing import Any
+
+import pytest
+import torch
+from jaxtyping import TypeCheckError
+from torch import Tensor, nn
+
+from typedrl.distributed import SingleProcess
+from typedrl.errors import CheckpointError, ConfigError, NonFiniteError, SpecError
+from typedrl.normalization import RewardNormalizer, RunningMeanStd
+from typedrl.protocols import SupportsStateDict
+
+DIST = SingleProcess()
+
+
+def _pop_stats(data: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean and population variance over the first axis, in float64."""
+    data = data.double()
+    return data.mean(dim=0), data.var(dim=0, correction=0)
+
+
+def _roundtrip(state: dict[str, Any]) -> dict[str, Any]:
+    """Save and reload a state dict as a checkpoint would (weights_only)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    loaded: dict[str, Any] = torch.load(buffer, weights_only=True)
+    return loaded
+
+
+# ---------------------------------------------------------------- RunningMeanStd: statistics
+
+
+def test_updates_match_statistics_of_concatenated_data() -> None:
+    """Several batches of a multi-axis feature give the pooled mean and population variance."""
+    generator = torch.Generator().manual_seed(0)
+    batches = [torch.randn(n, 2, 3, generator=generator) * 5 + 3 for n in (7, 1, 20, 4)]
+    rms = RunningMeanStd()
+    for batch in batches:
+        rms.update(batch, dist=DIST)
+    mean, var = _pop_stats(torch.cat(batches))
+    assert rms.shape == (2, 3)
+    assert rms.count.dtype == torch.int64
+    assert rms.count.item() == 32
+    assert rms.mean.dtype == rms.var.dtype == torch.float64
+    torch.testing.assert_close(rms.mean, mean, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(rms.var, var, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(rms.std, var.sqrt(), rtol=1e-12, atol=1e-12)
+
+
+def test_statistics_are_float64_for_float32_data() -> None:
+    """A large offset that float32 accumulation would blur is tracked in float64."""
+    data = torch.tensor([[1e6 + 0.5], [1e6 - 0.5]] * 50, dtype=torch.float32)
+    rms = RunningMeanStd()
+    for chunk in torch.split(data, 7):
+        rms.update(chunk, dist=DIST)
+    assert rms.mean.item() == 1e6
+    assert rms.var.item() == pytest.approx(0.25, rel=1e-9)
+
+
+def test_empty_normaliser_defaults() -> None:
+    """Before any sample: count 0, mean 0, variance 1."""
+    rms = RunningMeanStd((3,))
+    assert rms.count.item() == 0
+    assert rms.mean.tolist() == [0.0, 0.0, 0.0]
+    assert rms.var.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_empty_batch_changes_nothing() -> None:
+    """A batch of zero rows (or fully masked) leaves the statistics as they are."""
+    rms = RunningMeanStd()
+    rms.update(torch.tensor([[1.0], [2.0]]), dist=DIST)
+    before = {k: v.clone() for k, v in rms.state_dict().items()}
+    rms.update(torch.zeros(0, 1), dist=DIST)
+    rms.update(torch.ones(2, 1), dist=DIST, mask=torch.tensor([False, False]))
+    for key, value in rms.state_dict().items():
+        assert torch.equal(value, before[key])
+
+
+# ---------------------------------------------------------------- masks
+
+
+def test_mask_ignores_rows_even_non_finite() -> None:
+    """Rows masked out do not count, even when they hold NaN or infinity."""
+    data = torch.tensor([[1.0, 2.0], [math.nan, math.inf], [3.0, 6.0], [100.0, -100.0]])
+    mask = torch.tensor([True, False, True, False])
+    rms = RunningMeanStd(check_finite=True)
+    rms.update(data, dist=DIST, mask=mask)
+    mean, var = _pop_stats(data[mask])
+    assert rms.count.item() == 2
+    torch.testing.assert_close(rms.mean, mean)
+    torch.testing.assert_close(rms.var, var)
+
+
+def test_mask_shape_is_checked() -> None:
+    """A mask that does not match the batch is rejected (by the runtime checker or by us)."""
+    rms = RunningMeanStd()
+    with pytest.raises((SpecError, TypeCheckError)):
+        rms.update(torch.zeros(3, 2), dist=DIST, mask=torch.ones(2, dtype=torch.bool))
+
+
+# ---------------------------------------------------------------- normalize / denormalize
+
+
+def test_normalize_formula_dtype_and_leading_axes() -> None:
+    """(x - mean) / sqrt(var + eps) in x's dtype, for any leading axes."""
+    rms = RunningMeanStd(epsilon=1e-2)
+    rms.update(torch.tensor([[0.0, 10.0], [2.0, 14.0]]), dist=DIST)
+    x = torch.tensor([[[1.0, 12.0], [3.0, 16.0]]])  # [1, 2, 2]: leading axes [1, 2]
+    out = rms.normalize(x)
+    assert out.dtype == torch.float32
+    assert out.shape == x.shape
+    expected = (x.double() - torch.tensor([1.0, 12.0])) / torch.sqrt(
+        torch.tensor([1.0, 4.0]) + 1e-2
+    )
+    torch.testing.assert_close(out, expected.float())
+    assert rms(x.double()).dtype == torch.float64
+    torch.testing.assert_close(rms.denormalize(out), x)
+
+
+def test_normalize_clamps() -> None:
+    """With clip, normalised values stay in [-clip, clip]."""
+    rms = RunningMeanStd(clip=1.5, epsilon=0.0)
+    rms.update(torch.tensor([[-1.0], [1.0]]), dist=DIST)
+    out = rms.normalize(torch.tensor([[-10.0], [0.5], [10.0]]))
+    assert out.squeeze(-1).tolist() == [-1.5, 0.5, 1.5]
+
+
+def test_normalize_keeps_the_graph() -> None:
+    """Gradients flow through normalisation (differentiable rollouts need it)."""
+    rms = RunningMeanStd(epsilon=0.0)
+    rms.update(torch.tensor([[0.0], [4.0]]), dist=DIST)
+    x = torch.tensor([[1.0]], requires_grad=True)
+    torch.autograd.backward(rms.normalize(x).sum())
+    assert x.grad is not None
+    assert x.grad.item() == pytest.approx(0.5)
+
+
+def test_update_does_not_track_gradients() -> None:
+    """Updating from a tensor with a graph stores plain statistics."""
+    rms = RunningMeanStd()
+    x = torch.ones(2, 1, requires_grad=True)
+    rms.update(x * 2, dist=DIST)
+    assert not rms.mean.requires_grad
+
+
+# ---------------------------------------------------------------- lazy shape, device, dtype
+
+
+def test_lazy_shape_from_normalize() -> None:
+    """A setup forward fixes the shape without counting a sample or changing values much."""
+    rms = RunningMeanStd(epsilon=0.0)
+    shape_before = rms.shape
+    x = torch.tensor([[1.0, -2.0]])
+    assert torch.equal(rms(x), x)
+    assert (shape_before, rms.shape) == (None, (2,))
+    assert rms.count.item() == 0
+
+
+def test_statistics_before_shape_raise() -> None:
+    """Reading the statistics of a lazy normaliser says how the shape gets fixed."""
+    with pytest.raises(SpecError, match="first batch"):
+        _ = RunningMeanStd().mean
+
+
+@pytest.mark.parametrize(
+    "x",
+    [torch.zeros(4, 3), torch.zeros(4, 2, 2), torch.zeros(2)],
+    ids=["width", "extra-axis", "no-batch"],
+)
+def test_update_shape_mismatch(x: Tensor) -> None:
+    """A batch whose feature shape differs from the fixed one is rejected."""
+    rms = RunningMeanStd((2,))
+    with pytest.raises((SpecError, TypeCheckError)):
+        rms.update(x, dist=DIST)
+
+
+def test_normalize_shape_mismatch_message() -> None:
+    """The message shows the expected trailing shape and the shape that came."""
+    rms = RunningMeanStd((2,))
+    with pytest.raises(SpecError, match=r"shape \[\.\.\., 2\], got \[4, 3\]"):
+        rms.normalize(torch.zeros(4, 3))
+
+
+def test_integer_input_rejected() -> None:
+    """Integer data is refused (by the runtime checker or by us)."""
+    with pytest.raises((SpecError, TypeCheckError)):
+        RunningMeanStd().update(torch.zeros(2, 1, dtype=torch.int64), dist=DIST)
+
+
+def test_device_mismatch() -> None:
+    """Inputs must be on the statistics' device; the message says how to move it."""
+    rms = RunningMeanStd((2,))
+    with pytest.raises(SpecError, match=r"on meta but the statistics are on cpu.*\.to\(device\)"):
+        rms.normalize(torch.zeros(1, 2, device="meta"))
+
+
+def test_module_casts_keep_float64_and_moves_follow() -> None:
+    """Casting the module (half, bf16 precision) keeps float64 statistics; devices follow."""
+    model = nn.Sequential(nn.Linear(2, 2), RunningMeanStd((2,)))
+    model.half()
+    rms = model[1]
+    assert isinstance(rms, RunningMeanStd)
+    assert rms.mean.dtype == torch.float64
+    assert rms.count.dtype == torch.int64
+    assert model[0].weight.dtype == torch.float16
+    model.to("meta")
+    assert rms.mean.device == torch.device("meta")
+    assert rms.mean.dtype == torch.float64
+
+
+# ---------------------------------------------------------------- frozen, finite checks
+
+
+def test_frozen_update_is_a_no_op() -> None:
+    """While frozen, update changes nothing; unfreezing resumes."""
+    rms = RunningMeanStd()
+    rms.update(torch.ones(2, 1), dist=DIST)
+    rms.frozen = True
+    rms.update(torch.full((5, 1), 9.0), dist=DIST)
+    assert rms.count.item() == 2
+    assert rms.mean.item() == 1.0
+    rms.frozen = False
+    rms.update(torch.full((2, 1), 3.0), dist=DIST)
+    assert rms.count.item() == 4
+    assert rms.mean.item() == 2.0
+
+
+def test_check_finite_update_leaves_statistics_unchanged() -> None:
+    """With check_finite, a NaN raises before anything changes."""
+    rms = RunningMeanStd(check_finite=True)
+    rms.update(torch.ones(2, 1), dist=DIST)
+    with pytest.raises(NonFiniteError, match=r"rank\(s\) \[0\]"):
+        rms.update(torch.tensor([[1.0], [math.nan]]), dist=DIST)
+    assert rms.count.item() == 2
+    assert rms.mean.item() == 1.0
+    with pytest.raises(NonFiniteError, match="1 of 2 values"):
+        rms.normalize(torch.tensor([[1.0], [math.inf]]))
+
+
+def test_without_check_finite_nan_is_not_checked() -> None:
+    """The default pays for no check: NaN reaches the statistics."""
+    rms = RunningMeanStd()
+    rms.update(torch.tensor([[math.nan]]), dist=DIST)
+    assert math.isnan(rms.mean.item())
+
+
+# ---------------------------------------------------------------- EMA
+
+
+def test_ema_first_update_takes_batch_statistics() -> None:
+    """The first non-empty update replaces the initial mean 0 / variance 1."""
+    rms = RunningMeanStd(momentum=0.1)
+    rms.update(torch.tensor([[2.0], [4.0]]), dist=DIST)
+    assert rms.mean.item() == 3.0
+    assert rms.var.item() == 1.0
+    assert rms.count.item() == 2
+
+
+def test_ema_update_is_a_mixture() -> None:
+    """Later updates mix old and batch statistics as a (1 - m, m) mixture of distributions."""
+    m = 0.25
+    rms = RunningMeanStd(momentum=m)
+    rms.update(torch.tensor([[0.0], [2.0]]), dist=DIST)  # mean 1, var 1
+    rms.update(torch.tensor([[10.0], [14.0]]), dist=DIST)  # batch mean 12, var 4
+    mean = (1 - m) * 1.0 + m * 12.0
+    var = (1 - m) * 1.0 + m * 4.0 + m * (1 - m) * (12.0 - 1.0) ** 2
+    assert rms.mean.item() == pytest.approx(mean, rel=1e-12)
+    assert rms.var.item() == pytest.approx(var, rel=1e-12)
+    assert rms.count.item() == 4
+
+
+def test_ema_tracks_a_shift_faster_than_exact() -> None:
+    """After a shift of the data, the EMA mean moves to it while the exact mean lags."""
+    exact, ema = RunningMeanStd(), RunningMeanStd(momentum=0.5)
+    for value in [0.0] * 10 + [10.0] * 10:
+        for rms in (exact, ema):
+            rms.update(torch.full((4, 1), value), dist=DIST)
+    assert exact.mean.item() == pytest.approx(5.0)
+    assert ema.mean.item() == pytest.approx(10.0, abs=0.01)
+
+
+def test_ema_ignores_empty_updates() -> None:
+    """A fully masked batch does not decay the statistics."""
+    rms = RunningMeanStd(momentum=0.5)
+    rms.update(torch.tensor([[1.0], [3.0]]), dist=DIST)
+    rms.update(torch.zeros(2, 1), dist=DIST, mask=torch.zeros(2, dtype=torch.bool))
+    assert (rms.mean.item(), rms.var.item()) == (2.0, 1.0)
+
+
+# ---------------------------------------------------------------- config errors
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epsilon": -1.0}, "epsilon must be >= 0"),
+        ({"clip": 0.0}, r"clip must be > 0 or None"),
+        ({"clip": math.inf}, "clip must be a finite float"),
+        ({"momentum": 1.5}, r"momentum must be in \(0, 1\]"),
+        ({"momentum": 0.0}, "momentum must be > 0"),
+        ({"check_finite": 1}, "check_finite must be a bool"),
+        ({"shape": "ab"}, "shape must be a sequence of ints"),
+        ({"shape": (2, -1)}, r"shape\[1\] must be a non-negative int"),
+    ],
+)
+def test_running_mean_std_config_errors(kwargs: dict[str, Any], message: str) -> None:
+    """Invalid options raise ConfigError naming the option and the value."""
+    with pytest.raises(ConfigError, match=message):
+        RunningMeanStd(**kwargs)
+
+
+# ---------------------------------------------------------------- state dicts
+
+
+def test_state_dict_round_trip_exact() -> None:
+    """A saved state restores bit-exact statistics into a lazy normaliser."""
+    rms = RunningMeanStd(momentum=0.3)
+    for seed in range(3):
+        rms.update(torch.randn(5, 4, generator=torch.Generator().manual_seed(seed)), dist=DIST)
+    state = _roundtrip(rms.state_dict())
+    assert set(state) == {"running_count", "running_mean", "running_var"}
+    restored = RunningMeanStd(momentum=0.3)
+    restored.load_state_dict(state)
+    assert isinstance(restored, SupportsStateDict)
+    for key, value in rms.state_dict().items():
+        assert torch.equal(restored.state_dict()[key], value)
+        assert restored.state_dict()[key].dtype == value.dtype
+    x = torch.randn(3, 4)
+    assert torch.equal(restored.normalize(x), rms.normalize(x))
+
+
+def test_state_dict_of_a_lazy_normaliser() -> None:
+    """Before the shape is known, the state is just a zero count and loads anywhere."""
+    state = RunningMeanStd().state_dict()
+    assert set(state) == {"running_count"}
+    lazy = RunningMeanStd()
+    lazy.load_state_dict(state)
+    assert lazy.shape is None
+    shaped = RunningMeanStd((2,))
+    shaped.update(torch.ones(3, 2), dist=DIST)
+    shaped.load_state_dict(state)
+    assert shaped.count.item() == 0
+    assert shaped.mean.tolist() == [0.0, 0.0]
+    assert shaped.var.tolist() == [1.0, 1.0]
+
+
+def test_state_dict_inside_a_model() -> None:
+    """As a submodule the keys carry the prefix and the lazy submodule materialises on load."""
+    rms, fresh_rms = RunningMeanStd(), RunningMeanStd()
+    model = nn.Sequential(rms, nn.Linear(3, 1))
+    rms.update(torch.randn(6, 3), dist=DIST)
+    state = model.state_dict()
+    assert "0.running_mean" in state
+    nn.Sequential(fresh_rms, nn.Linear(3, 1)).load_state_dict(state)
+    assert torch.equal(fresh_rms.mean, rms.mean)
+
+
+def _good_state() -> dict[str, Any]:
+    rms = RunningMeanStd()
+    rms.update(torch.randn(4, 2), dist=DIST)
+    return rms.state_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"running_mean": torch.zeros(3, dtype=torch.float64)}, r"shape \[3\], expected \[2\]"),
+        ({"running_count": torch.tensor(2.0)}, "integer scalar tensor"),
+        ({"running_count": torch.tensor([2])}, "integer scalar tensor"),
+        ({"running_count": torch.tensor(-1)}, "must be >= 0"),
+        ({"running_var": torch.tensor([1.0, -1.0])}, "negative entries"),
+        ({"running_var": torch.tensor([1.0, math.nan])}, "NaN or infinity"),
+        ({"running_mean": torch.zeros(2, dtype=torch.int64)}, "floating-point tensor"),
+        ({"running_mean": None}, "must both be present or both absent"),
+        ({"extra": torch.zeros(1)}, r"unknown keys \['extra'\]"),
+    ],
+)
+def test_load_state_dict_errors(change: dict[str, Any], message: str) -> None:
+    """Malformed states raise CheckpointError naming the entry; the module is unchanged."""
+    state = {**_good_state(), **change}
+    state = {key: value for key, value in state.items() if value is not None}
+    rms = RunningMeanStd((2,))
+    rms.update(torch.ones(2, 2), dist=DIST)
+    with pytest.raises(CheckpointError, match=message):
+        rms.load_state_dict(state)
+    assert rms.count.item() == 2
+    assert rms.mean.tolist() == [1.0, 1.0]
+
+
+def test_load_state_dict_missing_count_and_statistics() -> None:
+    """A missing count, or a nonzero count without statistics, is refused."""
+    with pytest.raises(CheckpointError, match=r"misses keys \['running_count'\]"):
+        RunningMeanStd().load_state_dict({})
+    with pytest.raises(CheckpointError, match="running_count is 3 but"):
+        RunningMeanStd().load_state_dict({"running_count": torch.tensor(3)})
+
+
+def test_load_state_dict_non_strict_skips_missing() -> None:
+    """With strict=False a missing entry is reported, not raised."""
+    result = RunningMeanStd().load_state_dict({}, strict=False)
+    assert result.missing_keys == ["running_count"]
+
+
+# ---------------------------------------------------------------- RewardNormalizer
+
+
+def _hand_returns(
+    rewards: list[list[float]], dones: list[list[bool]], gamma: float
+) -> tuple[list[float], list[float]]:
+    """Discounted returns seen at each step (step-major) and the final running returns."""
+    running = [0.0] * len(rewards[0])
+    seen = []
+    for step_rewards, step_dones in zip(rewards, dones, strict=True):
+        for env, (reward, done) in enumerate(zip(step_rewards, step_dones, strict=True)):
+            running[env] = gamma * running[env] + reward
+            seen.append(running[env])
+            if done:
+                running[env] = 0.0
+    return seen, running
+
+
+def test_reward_normalizer_matches_hand_computation() -> None:
+    """Returns restart on termination and on truncation; rewards are scaled, not centred."""
+    gamma = 0.9
+    rewards = [[1.0, -2.0, 0.5], [3.0, 1.0, 0.0], [-1.0, 2.0, 4.0], [0.5, 0.5, 0.5]]
+    terminated = [[False, True, False], [False, False, False], [True, False, False], [False] * 3]
+    truncated = [[False, False, False], [True, False, False], [False, False, True], [False] * 3]
+    dones = [
+        [a or b for a, b in zip(te, tr, strict=True)]
+        for te, tr in zip(terminated, truncated, strict=True)
+    ]
+    seen, running = _hand_returns(rewards, dones, gamma)
+    norm = RewardNormalizer(gamma=gamma, epsilon=1e-8, clip=None)
+    # Two calls (1 step, then 3 steps) must equal one pass over the 4 steps.
+    reward_t = torch.tensor(rewards)
+    te_t, tr_t = torch.tensor(terminated), torch.tensor(truncated)
+    norm.update(reward_t[:1], te_t[:1], tr_t[:1], dist=DIST)
+    norm.update(reward_t[1:], te_t[1:], tr_t[1:], dist=DIST)
+    expected_var = torch.tensor(seen, dtype=torch.float64).var(correction=0)
+    assert norm.running_return.tolist() == pytest.approx(running, rel=1e-12)
+    assert norm.return_stats.count.item() == len(seen)
+    assert norm.return_stats.var.item() == pytest.approx(expected_var.item(), rel=1e-12)
+    scaled = norm.normalize(reward_t)
+    assert scaled.dtype == torch.float32
+    torch.testing.assert_close(scaled, (reward_t.double() / math.sqrt(expected_var + 1e-8)).float())
+    torch.testing.assert_close(norm.denormalize(scaled), reward_t)
+
+
+def test_reward_normalizer_clamps_and_ignores_ghost_rows() -> None:
+    """Ghost rows keep their return and add no sample; scaled rewards are clamped."""
+    norm = RewardNormalizer(gamma=1.0, clip=2.0, epsilon=0.0)
+    reward = torch.tensor([[1.0, 50.0], [3.0, 1.0]])
+    done = torch.zeros(2, 2, dtype=torch.bool)
+    mask = torch.tensor([[True, False], [True, True]])
+    norm.update(reward, done, done, dist=DIST, mask=mask)
+    assert norm.running_return.tolist() == [4.0, 1.0]
+    assert norm.return_stats.count.item() == 3
+    mean, var = _pop_stats(torch.tensor([1.0, 4.0, 1.0]))
+    assert norm.return_stats.mean.item() == pytest.approx(mean.item())
+    assert norm.normalize(torch.tensor([100.0, -100.0, 0.0])).tolist() == [2.0, -2.0, 0.0]
+    assert norm.scale.item() == pytest.approx(math.sqrt(var.item()))
+
+
+def test_reward_normalizer_check_finite_changes_nothing() -> None:
+    """A NaN reward raises with check_finite, leaving returns and statistics as they were."""
+    norm = RewardNormalizer(gamma=0.5, check_finite=True)
+    done = torch.zeros(1, 2, dtype=torch.bool)
+    norm.update(torch.ones(1, 2), done, done, dist=DIST)
+    with pytest.raises(NonFiniteError):
+        norm.update(torch.tensor([[1.0, math.nan]]), done, done, dist=DIST)
+    assert norm.running_return.tolist() == [1.0, 1.0]
+    assert norm.return_stats.count.item() == 2
+    with pytest.raises(NonFiniteError):
+        norm.normalize(torch.tensor([math.inf]))
+
+
+def test_reward_normalizer_shape_errors() -> None:
+    """A changed num_envs, flags of another shape, or a 1-D reward are refused."""
+    norm = RewardNormalizer(gamma=0.99)
+    done = torch.zeros(1, 2, dtype=torch.bool)
+    norm.update(torch.ones(1, 2), done, done, dist=DIST)
+    wide = torch.zeros(1, 3, dtype=torch.bool)
+    with pytest.raises(SpecError, match="got 3 envs"):
+        norm.update(torch.ones(1, 3), wide, wide, dist=DIST)
+    with pytest.raises((SpecError, TypeCheckError)):
+        norm.update(torch.ones(1, 2), wide, done, dist=DIST)
+    with pytest.raises((SpecError, TypeCheckError)):
+        norm.update(torch.ones(2), done[0], done[0], dist=DIST)
+
+
+def test_reward_normalizer_running_return_before_update() -> None:
+    """The running returns exist only after the first update."""
+    with pytest.raises(SpecError, match="before its first update"):
+        _ = RewardNormalizer(gamma=0.9).running_return
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"gamma": 1.5}, r"gamma must be in \[0, 1\]"),
+        ({"gamma": math.nan}, "gamma must be a finite float"),
+        ({"gamma": 0.9, "clip": -1.0}, "clip must be > 0"),
+        ({"gamma": 0.9, "epsilon": -1.0}, "epsilon must be >= 0"),
+    ],
+)
+def test_reward_normalizer_config_errors(kwargs: dict[str, Any], message: str) -> None:
+    """Invalid options raise ConfigError."""
+    with pytest.raises(ConfigError, match=message):
+        RewardNormalizer(**kwargs)
+
+
+def test_reward_normalizer_state_round_trip() -> None:
+    """Statistics and per-env running returns restore exactly."""
+    norm = RewardNormalizer(gamma=0.95)
+    generator = torch.Generator().manual_seed(3)
+    done = torch.rand(5, 4, generator=generator) < 0.2
+    norm.update(torch.randn(5, 4, generator=generator), done, ~done & done, dist=DIST)
+    state = _roundtrip(norm.state_dict())
+    assert set(state) == {
+        "running_return",
+        "return_stats.running_count",
+        "return_stats.running_mean",
+        "return_stats.running_var",
+    }
+    restored = RewardNormalizer(gamma=0.95)
+    restored.load_state_dict(state)
+    assert isinstance(restored, SupportsStateDict)
+    for key, value in norm.state_dict().items():
+        assert torch.equal(restored.state_dict()[key], value)
+    assert torch.equal(restored.scale, norm.scale)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"running_return": torch.zeros(2, 2)}, r"shape \[num_envs\]"),
+        ({"running_return": torch.zeros(3)}, r"shape \[3\], expected \[4\]"),
+        ({"running_return": torch.tensor([math.nan] * 4)}, "NaN or infinity"),
+        ({"return_stats.running_count": torch.tensor(-2)}, "must be >= 0"),
+        ({"bogus": 1}, r"unknown keys \['bogus'\]"),
+    ],
+)
+def test_reward_normalizer_load_errors(change: dict[str, Any], message: str) -> None:
+    """Malformed states raise CheckpointError and change nothing."""
+    norm = RewardNormalizer(gamma=0.9)
+    done = torch.zeros(1, 4, dtype=torch.bool)
+    norm.update(torch.ones(1, 4), done, done, dist=DIST)
+    state = {**norm.state_dict(), **change}
+    with pytest.raises(CheckpointError, match=message):
+        norm.load_state_dict(state)
+    assert norm.running_return.tolist() == [1.0] * 4
+    assert norm.return_stats.count.item() == 4
