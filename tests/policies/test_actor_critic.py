@@ -76,3 +76,28 @@ def test_errors() -> None:
     model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2))
     with pytest.raises(SpecError, match=r"lacks keys \['obs'\]"):
         model.act(_obs(2, policy=3))
+
+
+def test_observation_normalisation_lives_in_the_model() -> None:
+    """Normalisers are part of the model's state and change only through update_normalizers."""
+    from typedrl.distributed import SingleProcess
+    from typedrl.normalization import RunningMeanStd
+
+    torch.manual_seed(0)
+    model = MLPActorCritic(
+        gym.spaces.Box(-10, 10, (3,)), gym.spaces.Box(-1, 1, (1,)), normalize_observations=True
+    )
+    obs = TensorDict({"obs": torch.randn(500, 3) * 4.0 + 3.0}, batch_size=[500])
+    before = model.act(obs, deterministic=True)["action"]
+    assert torch.equal(model.act(obs, deterministic=True)["action"], before)
+    valid = torch.ones(500, dtype=torch.bool)
+    valid[:10] = False
+    model.update_normalizers(obs, dist=SingleProcess(), mask=valid)
+    assert model.obs_normalizers is not None
+    normalizer = model.obs_normalizers["obs"]
+    assert isinstance(normalizer, RunningMeanStd)
+    assert int(normalizer.count) == 490
+    expected_mean = obs["obs"][10:].double().mean(0)
+    assert torch.allclose(normalizer.mean, expected_mean)
+    assert "obs_normalizers.obs.running_mean" in model.state_dict()
+    assert not torch.equal(model.act(obs, deterministic=True)["action"], before)

@@ -12,7 +12,9 @@ from torch import Tensor, nn
 from typedrl import _validation
 from typedrl._types import BatchAction, EnvScalar, Obs
 from typedrl._validation import describe
+from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
+from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
 from typedrl.policies._mlp import Activation, build_mlp
 
@@ -70,6 +72,12 @@ class MLPActorCritic(nn.Module):
             present, else the actor's keys.
         log_std_init: Initial log standard deviation of the Gaussian head.
         learn_std: Whether the log standard deviation is a learnable parameter.
+        normalize_observations: Normalise every observation key the networks
+            read with running statistics (:class:`~typedrl.normalization.RunningMeanStd`,
+            one per key) held inside the model, so that checkpoints, evaluation
+            and export see exactly what training saw. The statistics change only
+            through :meth:`update_normalizers`, never in a forward pass.
+        observation_clip: Clamp normalised observations to ``[-clip, clip]``.
 
     Example:
         >>> import gymnasium as gym, torch
@@ -93,6 +101,8 @@ class MLPActorCritic(nn.Module):
         critic_keys: Sequence[str] | None = None,
         log_std_init: float = 0.0,
         learn_std: bool = True,
+        normalize_observations: bool = False,
+        observation_clip: float | None = 10.0,
     ) -> None:
         super().__init__()
         where = "MLPActorCritic"
@@ -115,6 +125,19 @@ class MLPActorCritic(nn.Module):
             raise ConfigError(
                 f"{where} supports Box and Discrete action spaces, got {describe(action_space)}"
             )
+        self.obs_normalizers: nn.ModuleDict | None = None
+        if normalize_observations:
+            spaces = (
+                dict(observation_space.spaces)
+                if isinstance(observation_space, gym.spaces.Dict)
+                else {"obs": observation_space}
+            )
+            self.obs_normalizers = nn.ModuleDict(
+                {
+                    key: RunningMeanStd(tuple(spaces[key].shape or ()), clip=observation_clip)
+                    for key in dict.fromkeys(self.actor_keys + self.critic_keys)
+                }
+            )
         self.actor = build_mlp(
             actor_in, actor_hidden, num_outputs, activation=activation, output_gain=0.01
         )
@@ -135,8 +158,35 @@ class MLPActorCritic(nn.Module):
             raise SpecError(
                 f"MLPActorCritic: observation lacks keys {missing}; it has {sorted(obs.keys())}"
             )
-        parts = [obs[key].reshape(batch, -1) for key in keys]
+        parts = [self._normalized(key, obs[key]).reshape(batch, -1) for key in keys]
         return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def _normalized(self, key: str, value: Tensor) -> Tensor:
+        if self.obs_normalizers is None:
+            return value
+        normalizer = self.obs_normalizers[key]
+        if not isinstance(normalizer, RunningMeanStd):
+            raise SpecError(f"obs_normalizers[{key!r}] is not a RunningMeanStd")
+        return normalizer.normalize(value.float())
+
+    def update_normalizers(
+        self, obs: Obs, *, dist: Distributed, mask: Tensor | None = None
+    ) -> None:
+        """Merge a batch of observations into the running statistics (all ranks must call it).
+
+        Args:
+            obs: Observations with ``batch_size == [batch]`` (for example a
+                flattened epoch).
+            dist: The ranks whose statistics are pooled (identical afterwards).
+            mask: ``torch.bool`` ``[batch]``; ``False`` rows (ghost transitions)
+                are left out.
+        """
+        if self.obs_normalizers is None:
+            return
+        for key, normalizer in self.obs_normalizers.items():
+            if not isinstance(normalizer, RunningMeanStd):
+                raise SpecError(f"obs_normalizers[{key!r}] is not a RunningMeanStd")
+            normalizer.update(obs[key].float(), dist=dist, mask=mask)
 
     def _distribution(self, obs: Obs) -> DiagonalGaussian | Categorical:
         out: Tensor = self.actor(self._features(obs, self.actor_keys))

@@ -1,0 +1,77 @@
+"""Tests for `typedrl train` and `typedrl evaluate`."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from typedrl.cli import main
+from typedrl.cli._train import PRESETS, _parse_override
+from typedrl.errors import ConfigError
+
+
+def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A short training run writes checkpoints that `typedrl evaluate` can score."""
+    run_dir = tmp_path / "run"
+    status = main(
+        [
+            "train",
+            "--total-timesteps",
+            "1024",
+            "--num-envs",
+            "8",
+            "--run-dir",
+            str(run_dir),
+            "--no-progress",
+            "--set",
+            "num_steps=16",
+            "--set",
+            "batch_size=64",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "eval score" in out
+    last = run_dir / "checkpoints" / "last.ckpt"
+    assert last.is_file()
+    assert (run_dir / "checkpoints" / "best.ckpt").is_file()
+    assert (run_dir / "logs").is_dir()
+    assert main(["evaluate", str(last), "--episodes", "4", "--num-envs", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["episodes"] == 4
+    assert report["score"] > 0
+
+
+def test_train_resume_continues_the_counters(tmp_path: Path) -> None:
+    """--resume continues from the saved env-step counter up to the new budget."""
+    run_dir = tmp_path / "run"
+    common = ["--num-envs", "4", "--no-progress", "--set", "num_steps=16", "--set", "batch_size=32"]
+    assert main(["train", "--total-timesteps", "128", "--run-dir", str(run_dir), *common]) == 0
+    last = run_dir / "checkpoints" / "last.ckpt"
+    resumed = tmp_path / "resumed"
+    argv = ["train", "--total-timesteps", "256", "--run-dir", str(resumed), "--resume", str(last)]
+    assert main([*argv, *common]) == 0
+    assert (resumed / "checkpoints" / "last.ckpt").is_file()
+
+
+def test_override_parsing() -> None:
+    """--set values are JSON where possible and strings otherwise; bad forms are errors."""
+    assert _parse_override("learning_rate=3e-4") == ("learning_rate", 3e-4)
+    assert _parse_override("learning_rate_schedule=linear") == ("learning_rate_schedule", "linear")
+    assert _parse_override("actor_hidden=[32, 32]") == ("actor_hidden", [32, 32])
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        _parse_override("learning_rate")
+
+
+def test_unknown_config_field_is_reported() -> None:
+    """A --set for a field PPOConfig does not have names the valid fields."""
+    with pytest.raises(ConfigError, match="no fields"):
+        main(["train", "--total-timesteps", "64", "--no-progress", "--set", "lr=1"])
+
+
+def test_presets_are_valid_configs() -> None:
+    """Every preset builds a valid PPOConfig."""
+    from typedrl.agents import PPOConfig
+
+    for preset in PRESETS.values():
+        PPOConfig.from_dict(dict(preset["config"]))
