@@ -1,25 +1,19 @@
 """Property tests: normaliser statistics do not depend on how the data is split or sharded."""
 
 import itertools
-import multiprocessing
-import queue
-import socket
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import pytest
 import torch
-import torch.distributed as torch_dist
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from typedrl.distributed import SingleProcess, TorchDistributed
+from property_tests.rank_pair import RankPair
+from typedrl.distributed import SingleProcess
 from typedrl.normalization import RewardNormalizer, RunningMeanStd
 
 DIST = SingleProcess()
-REPLY_TIMEOUT_S = 120.0
 
 
 def _assert_matches(rms: RunningMeanStd, data: torch.Tensor) -> None:
@@ -110,6 +104,10 @@ class _Job:
     masks: list[list[list[bool]]]  # [rank][update] -> per-row (or per-step-env) flags
     dones: list[list[list[bool]]]  # reward jobs: [rank][update] -> flattened flags
 
+    def run(self, rank: int, dist: Any) -> dict[str, Any]:
+        """Run this example's updates on ``rank`` and return the normaliser's state."""
+        return _run_rms(self, rank, dist) if self.kind == "rms" else _run_reward(self, rank, dist)
+
 
 def _run_rms(job: _Job, rank: int, dist: Any) -> dict[str, Any]:
     rms = RunningMeanStd(momentum=job.momentum)
@@ -132,90 +130,6 @@ def _run_reward(job: _Job, rank: int, dist: Any) -> dict[str, Any]:
             mask=torch.tensor(mask, dtype=torch.bool).reshape(flags.shape),
         )
     return {key: value.tolist() for key, value in norm.state_dict().items()}
-
-
-def _pair_worker(rank: int, port: int, jobs: Any, replies: Any) -> None:
-    """Serve jobs on one rank of a 2-rank gloo group until a ``None`` job arrives."""
-    torch_dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=2,
-        timeout=timedelta(seconds=60),
-    )
-    try:
-        dist = TorchDistributed()
-        replies.put((rank, "ready"))
-        while (job := jobs.get()) is not None:
-            try:
-                run = _run_rms if job.kind == "rms" else _run_reward
-                replies.put((rank, run(job, rank, dist)))
-            except Exception as error:  # reported to the parent as a failure
-                replies.put((rank, f"error: {error!r}"))
-    finally:
-        torch_dist.destroy_process_group()
-
-
-class _RankPair:
-    """Two spawned gloo ranks that run many examples, started once per module."""
-
-    def __init__(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        self._jobs = [context.Queue(), context.Queue()]
-        self._replies = context.Queue()
-        self._processes = [
-            context.Process(
-                target=_pair_worker, args=(rank, port, self._jobs[rank], self._replies), daemon=True
-            )
-            for rank in (0, 1)
-        ]
-        for process in self._processes:
-            process.start()
-        assert self._collect() == ["ready", "ready"]
-
-    def _collect(self) -> list[Any]:
-        replies: list[Any] = [None, None]
-        for _ in range(2):
-            try:
-                rank, reply = self._replies.get(timeout=REPLY_TIMEOUT_S)
-            except queue.Empty:
-                pytest.fail(f"a rank did not answer within {REPLY_TIMEOUT_S} s")
-            replies[rank] = reply
-        return replies
-
-    def run(self, job: _Job) -> list[Any]:
-        for jobs in self._jobs:
-            jobs.put(job)
-        replies = self._collect()
-        for reply in replies:
-            if isinstance(reply, str):
-                pytest.fail(reply)
-        return replies
-
-    def close(self) -> None:
-        for jobs in self._jobs:
-            jobs.put(None)
-        for process in self._processes:
-            process.join(30.0)
-            if process.is_alive():
-                process.kill()
-                process.join(5.0)
-            process.close()
-        for q in (*self._jobs, self._replies):
-            q.close()
-            q.join_thread()
-
-
-@pytest.fixture(scope="module")
-def rank_pair() -> Iterator[_RankPair]:
-    pair = _RankPair()
-    try:
-        yield pair
-    finally:
-        pair.close()
 
 
 @st.composite
@@ -292,9 +206,12 @@ def _close(got: Any, expected: torch.Tensor) -> None:
 @pytest.mark.distributed
 @settings(max_examples=12, deadline=None)
 @given(job=sharded_jobs())
-def test_two_gloo_ranks_equal_one_process_on_pooled_data(rank_pair: _RankPair, job: _Job) -> None:
+def test_two_gloo_ranks_equal_one_process_on_pooled_data(rank_pair: RankPair, job: _Job) -> None:
     """Both ranks end with identical statistics, equal to one process updating on pooled data."""
     replies = rank_pair.run(job)
+    for reply in replies:
+        if isinstance(reply, str):
+            pytest.fail(reply)
     if job.kind == "rms":
         # Bit-identical on both ranks: the same merge, in the same order, on the same numbers.
         assert replies[0] == replies[1]
