@@ -40,11 +40,14 @@ root_doc = "index"
 # list below.
 nitpicky = True
 nitpick_ignore_regex = [
-    ("py:.*", r"(torch|tensordict|gymnasium|jaxtyping|numpy)(\..*)?"),
+    ("py:.*", r"(torch|tensordict|gymnasium|jaxtyping|numpy|lightning|rich)(\..*)?"),
     # The bare ``Tensor`` inside jaxtyping annotations such as Float[Tensor, "..."].
     ("py:class", r"Tensor"),
     # The standard library, unlinkable without intersphinx.
     ("py:class", r"collections\.abc\.\w+"),
+    ("py:class", r"(pathlib\.Path|os\.PathLike|abc\.ABC)"),
+    ("py:mod", r"random"),
+    ("py:func", r"(os\.replace|random\.\w+)"),
 ]
 
 # -- autodoc ---------------------------------------------------------------

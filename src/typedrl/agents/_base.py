@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+import torch.distributed as torch_dist
 from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
 
@@ -14,6 +16,7 @@ from typedrl.agents._fabric import default_fabric
 from typedrl.agents._signals import StopRequest
 from typedrl.checkpoint import (
     Checkpoint,
+    CheckpointKind,
     CheckpointMetadata,
     CheckpointPaths,
     RngState,
@@ -59,7 +62,8 @@ class BaseAgent(ABC):
         progress: Show a progress bar on rank 0 (when standard output is a terminal).
     """
 
-    kind = "ppo"
+    kind: CheckpointKind = "ppo"
+    """The checkpoint kind this agent writes and accepts."""
 
     def __init__(
         self,
@@ -107,6 +111,7 @@ class BaseAgent(ABC):
         self.last_metrics: dict[str, float] = {}
         self._is_setup = False
         self._next_eval = eval_every_steps
+        self._evaluated_at: int | None = None
 
     # ------------------------------------------------------------- to implement
 
@@ -156,8 +161,11 @@ class BaseAgent(ABC):
     def fit(self) -> FitResult:
         """Train until the budget is spent or a stop is requested; return the final metrics.
 
-        The first SIGINT/SIGTERM finishes the current epoch, saves ``last.ckpt``
-        and returns normally; a second one aborts at once.
+        The final policy is evaluated (when an eval env is set and the last
+        epoch did not evaluate it) before ``last.ckpt`` is written. The first
+        SIGINT/SIGTERM on any rank finishes the current epoch on every rank,
+        saves ``last.ckpt`` and returns normally without the final evaluation
+        (``metrics["stopped_by_signal"] == 1``); a second one aborts at once.
         """
         self.setup()
         with (
@@ -166,6 +174,7 @@ class BaseAgent(ABC):
                 total_steps=self.total_timesteps, enabled=self.progress and self.dist.is_main
             ) as display,
         ):
+            stopped = False
             while self.env_steps < self.total_timesteps:
                 started = time.perf_counter()
                 metrics = self._train_epoch()
@@ -179,10 +188,13 @@ class BaseAgent(ABC):
                 display.update(steps=self.env_steps, metrics=metrics)
                 if self.checkpoint_every_epochs and self.epoch % self.checkpoint_every_epochs == 0:
                     self.save(self.paths.periodic(self.epoch) if self.paths else None)
-                if stop.requested:
-                    metrics["stopped_by_signal"] = 1.0
+                # Checked last, so that a signal received while logging stops this epoch.
+                stopped = self._stop_agreed(stop.requested)
+                if stopped:
+                    self.last_metrics["stopped_by_signal"] = 1.0
                     break
-            if self.evaluator is not None and "eval/score" not in self.last_metrics:
+            # Evaluate the final policy unless it was just evaluated or a signal asked to stop.
+            if self.evaluator is not None and not stopped and self._evaluated_at != self.env_steps:
                 self._log(self.evaluate())
             self.save(self.paths.last if self.paths else None)
         for logger in self.loggers:
@@ -202,9 +214,9 @@ class BaseAgent(ABC):
         """
         if self.evaluator is None:
             return {}
+        self.setup()
         result = self.evaluator.evaluate(self.policy)
-        import torch  # noqa: PLC0415
-
+        self._evaluated_at = self.env_steps
         pooled = torch.tensor(
             [result.score * result.num_items, float(result.num_items)],
             dtype=torch.float64,
@@ -219,6 +231,13 @@ class BaseAgent(ABC):
             self.save(self.paths.best if self.paths else None)
         self.last_metrics.update(metrics)
         return metrics
+
+    def _stop_agreed(self, requested: bool) -> bool:
+        """Whether any rank received a stop signal (all ranks must leave the loop together)."""
+        if self.dist.world_size == 1:
+            return requested
+        flag = torch.tensor([1.0 if requested else 0.0], device=self.dist.device)
+        return bool(self.dist.all_reduce_sum(flag).item() > 0.0)
 
     def _log(self, metrics: dict[str, float]) -> None:
         metrics["time/env_steps"] = float(self.env_steps)
@@ -235,8 +254,6 @@ class BaseAgent(ABC):
         if self.dist.world_size == 1:
             return (state,)
         gathered: list[Any] = [None] * self.dist.world_size
-        import torch.distributed as torch_dist  # noqa: PLC0415
-
         torch_dist.all_gather_object(gathered, state)
         return tuple(gathered)
 
@@ -248,7 +265,7 @@ class BaseAgent(ABC):
             return None
         modules, optimizers = self._state()
         checkpoint = Checkpoint(
-            kind="ppo",
+            kind=self.kind,
             modules=modules,
             optimizers=optimizers,
             counters={"epoch": self.epoch, "env_steps": self.env_steps},
@@ -266,7 +283,7 @@ class BaseAgent(ABC):
         if not self._is_setup:
             self._build()
             self._is_setup = True
-        checkpoint = load_checkpoint(path, expected_kind="ppo")
+        checkpoint = load_checkpoint(path, expected_kind=self.kind)
         if len(checkpoint.rng) != self.dist.world_size:
             raise CheckpointError(
                 f"{path}: saved by {len(checkpoint.rng)} rank(s), resumed on "

@@ -13,6 +13,29 @@ LearningRateSchedule = Literal["constant", "linear", "adaptive"]
 NonFiniteGradients = Literal["skip", "raise"]
 
 
+_MAX_SEED = 2**32 - 1
+
+
+def _check_json_like(where: str, value: object) -> None:
+    """Raise ConfigError unless ``value`` is JSON-like (str, int, float, bool, None, list, dict)."""
+    if value is None or isinstance(value, str | int | float):
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_like(f"{where}[{index}]", item)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(f"{where} keys must be str, got key {describe(key)}")
+            _check_json_like(f"{where}[{key!r}]", item)
+        return
+    raise ConfigError(
+        f"{where} must hold JSON-like values only (str, int, float, bool, None, list, dict "
+        f"with str keys), got {describe(value)}"
+    )
+
+
 def _unit_interval(name: str, value: object, *, closed: bool = True) -> float:
     result = finite_float("PPOConfig", name, value)
     if not (0.0 <= result <= 1.0) or (not closed and result in (0.0, 1.0)):
@@ -110,7 +133,7 @@ class PPOConfig:
     log_std_init: float = 0.0
     """Initial log standard deviation of Gaussian policies."""
     seed: int = 0
-    """Seed of the run (each rank adds its rank)."""
+    """Seed of the run, in ``[0, 2**32 - 1]`` (each rank derives its own seeds from it)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Free-form JSON-like values stored with checkpoints (for your own bookkeeping)."""
 
@@ -149,8 +172,15 @@ class PPOConfig:
                 f"PPOConfig.min_learning_rate ({self.min_learning_rate}) must not exceed "
                 f"max_learning_rate ({self.max_learning_rate})"
             )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError(f"PPOConfig.seed must be an int, got {describe(self.seed)}")
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int)
+            or not 0 <= self.seed <= _MAX_SEED
+        ):
+            # Env seeds must be non-negative, and derived torch seeds must stay in range.
+            raise ConfigError(
+                f"PPOConfig.seed must be an int in [0, {_MAX_SEED}], got {describe(self.seed)}"
+            )
 
     def _validate_choices(self) -> None:
         choices: dict[str, tuple[object, ...]] = {
@@ -185,6 +215,8 @@ class PPOConfig:
             self._set(name, widths)
         if not isinstance(self.extra, dict):
             raise ConfigError(f"PPOConfig.extra must be a dict, got {describe(self.extra)}")
+        # Checked now rather than when the first checkpoint is written, after training.
+        _check_json_like("PPOConfig.extra", self.extra)
 
     def minibatches_per_epoch(self, *, num_envs: int) -> int:
         """``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``, per rank."""

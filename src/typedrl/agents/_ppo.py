@@ -12,14 +12,14 @@ from torch import Tensor
 
 from typedrl.advantages import compute_gae
 from typedrl.agents._base import BaseAgent
+from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._fabric import setup_module_and_optimizer
-from typedrl.buffers import ExperienceBuffer, minibatch_indices, validate_batch_plan
+from typedrl.buffers import ExperienceBuffer, minibatch_indices
 from typedrl.checkpoint import Checkpoint, load_into
-from typedrl.distributed import agree_on
 from typedrl.errors import ConfigError, NonFiniteError
 from typedrl.logging import MetricAggregator
-from typedrl.normalization import RewardNormalizer, RunningMeanStd
+from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Policy, SupportsStateDict, VecEnv
 
@@ -43,8 +43,10 @@ _METRICS = [
 
 
 def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
-    weight = mask.to(x.dtype)
-    return (x * weight).sum() / weight.sum().clamp(min=1.0)
+    # sum(x[mask]) / max(1, count(mask)); torch.where, not a product, so that a
+    # non-finite value in a masked (ghost) sample cannot leak into the result.
+    total = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device)).sum()
+    return total / mask.sum().to(x.dtype).clamp(min=1.0)
 
 
 @final
@@ -121,17 +123,13 @@ class PPOAgent(BaseAgent):
                 f"the env runs on {env.device} but Fabric on {self.device}; "
                 "create the env on fabric.device"
             )
-        self.num_minibatches = validate_batch_plan(
+        # Checked before any other collective: a mismatch would deadlock the update.
+        self.num_minibatches = agree_on_batch_plan(
             num_envs=env.num_envs,
             num_steps=config.num_steps,
             num_mini_epochs=config.num_mini_epochs,
             batch_size=config.batch_size,
-        )
-        # Checked before any other collective: a mismatch would deadlock the update.
-        agree_on(
-            "minibatches per epoch (num_envs * num_steps * num_mini_epochs / batch_size)",
-            self.num_minibatches,
-            self.dist,
+            dist=self.dist,
         )
         env_rows = torch.tensor([env.num_envs], dtype=torch.int64, device=self.dist.device)
         self.global_num_envs = int(self.dist.all_reduce_sum(env_rows).item())
@@ -149,7 +147,7 @@ class PPOAgent(BaseAgent):
 
     @property
     def policy(self) -> Policy:
-        """The actor-critic (unwrapped from Fabric)."""
+        """The actor-critic, unwrapped from Fabric (its observation normalisers inside it)."""
         return self.model_unwrapped
 
     @property
@@ -169,12 +167,9 @@ class PPOAgent(BaseAgent):
             critic_hidden=config.critic_hidden,
             activation=config.activation,
             log_std_init=config.log_std_init,
+            normalize_observations=config.normalize_observations,
+            observation_clip=config.observation_clip,
         ).to(self.device)
-        self.obs_normalizer = (
-            RunningMeanStd(clip=config.observation_clip, device=self.device)
-            if config.normalize_observations
-            else None
-        )
         self.reward_normalizer = (
             RewardNormalizer(gamma=config.gamma, clip=config.reward_clip, device=self.device)
             if config.normalize_rewards
@@ -201,7 +196,7 @@ class PPOAgent(BaseAgent):
         was_training = model.training
         model.eval()
         with torch.no_grad():
-            outputs = model.act(self._normalized(obs))
+            outputs = model.act(obs)
         model.train(was_training)
         buffer.register_from(outputs.select(*_STEP_KEYS))
         for key in ("reward", "final_value"):
@@ -215,15 +210,6 @@ class PPOAgent(BaseAgent):
         if not self._registered:
             self._register(obs)
             self._registered = True
-
-    def _normalized(self, obs: TensorDict) -> TensorDict:
-        if self.obs_normalizer is None:
-            return obs
-        keys = self.model_unwrapped.actor_keys + self.model_unwrapped.critic_keys
-        out = obs.clone(recurse=False)
-        for key in dict.fromkeys(keys):
-            out[key] = self.obs_normalizer.normalize(obs[key].float())
-        return out
 
     # --------------------------------------------------------------- training
 
@@ -262,17 +248,19 @@ class PPOAgent(BaseAgent):
             raise ConfigError("PPOAgent: call setup() or fit() before collecting")
         buffer.reset_epoch()
         model.eval()
-        finite = torch.ones((), dtype=torch.bool, device=self.device)
-        first_bad = torch.full((), -1, dtype=torch.int64, device=self.device)
+        # First step at which each kind of value was non-finite (-1: never); read once.
+        first_bad = {
+            kind: torch.full((), -1, dtype=torch.int64, device=self.device)
+            for kind in ("reward", "observation", "policy output", "bootstrap value")
+        }
         approximate = not env.provides_final_obs
         for t in range(config.num_steps):
-            model_obs = self._normalized(obs)
-            out = model.act(model_obs)
+            out = model.act(obs)
             result = env.step(out["action"])
             # V(final_obs) bootstraps truncated rows exactly; when the env returns its
             # next observation as final_obs (no row ended), V(obs_{t+1}) is reused below.
             if result.final_obs is not None and result.final_obs is not result.obs:
-                final_values = model.value(self._normalized(result.final_obs))
+                final_values = model.value(result.final_obs)
             else:
                 final_values = None
             if approximate:
@@ -280,12 +268,24 @@ class PPOAgent(BaseAgent):
                 final_values = out["value"]
             self._has_final_value[t] = final_values is not None
             reward = result.reward.to(torch.float32)
-            ok = torch.isfinite(reward).all() & torch.isfinite(out["log_prob"]).all()
+            obs_ok = torch.ones((), dtype=torch.bool, device=self.device)
             for leaf in result.obs.values(include_nested=True, leaves_only=True):
                 if isinstance(leaf, Tensor) and leaf.is_floating_point():
-                    ok &= torch.isfinite(leaf).all()
-            first_bad = torch.where((first_bad < 0) & ~ok, t, first_bad)
-            finite &= ok
+                    obs_ok &= torch.isfinite(leaf).all()
+            checks = {
+                "reward": torch.isfinite(reward).all(),
+                "observation": obs_ok,
+                "policy output": torch.isfinite(out["log_prob"]).all()
+                & torch.isfinite(out["value"]).all(),
+                # Only truncated rows use V(final_obs); terminal observations may be anything.
+                "bootstrap value": torch.isfinite(
+                    torch.where(result.truncated, final_values, 0.0)
+                ).all()
+                if final_values is not None
+                else torch.ones((), dtype=torch.bool, device=self.device),
+            }
+            for kind, ok in checks.items():
+                first_bad[kind] = torch.where((first_bad[kind] < 0) & ~ok, t, first_bad[kind])
             buffer.write(t, obs, prefix=_OBS)
             buffer.write(
                 t,
@@ -305,11 +305,14 @@ class PPOAgent(BaseAgent):
             self._track_episodes(reward, result.done, result.valid)
             obs = result.obs
         self._obs = obs
-        last_values = model.value(self._normalized(obs)).float()
-        if not bool(finite):
+        last_values = model.value(obs).float()
+        bad = {kind: int(step) for kind, step in first_bad.items() if int(step) >= 0}
+        if bad:
+            kind, step = min(bad.items(), key=lambda item: item[1])
             raise NonFiniteError(
-                f"PPOAgent: non-finite observation, reward or policy output at step "
-                f"{int(first_bad)} of epoch {self.epoch}; check the env and the learning rate"
+                f"PPOAgent: expected finite rewards, observations and policy outputs, got a "
+                f"non-finite {kind} at step {step} of epoch {self.epoch} (first step per kind: "
+                f"{bad}); nothing was updated. Check the env and the learning rate"
             )
         if approximate:
             self.metrics.add("train/approximate_bootstrap", 1.0)
@@ -363,7 +366,7 @@ class PPOAgent(BaseAgent):
         self.metrics.add(
             "train/explained_variance", 1.0 - residual_var / return_var.clamp(min=1e-8)
         )
-        observations = self._normalized(flat[_OBS])
+        observations = flat[_OBS]
         model.train()
         for indices in minibatch_indices(
             num_samples=flat.batch_size[0],
@@ -376,10 +379,9 @@ class PPOAgent(BaseAgent):
             )
             if stop:
                 break
-        if self.obs_normalizer is not None:
-            keys = dict.fromkeys(self.model_unwrapped.actor_keys + self.model_unwrapped.critic_keys)
-            for key in keys:
-                self.obs_normalizer.update(flat[_OBS][key].float(), dist=self.dist, mask=valid_all)
+        # The statistics change only after the update, so that every log-probability of
+        # this epoch (collection and update alike) saw the same normalisation.
+        self.model_unwrapped.update_normalizers(flat[_OBS], dist=self.dist, mask=valid_all)
 
     def _minibatch_step(
         self, obs: TensorDict, batch: TensorDict, advantages: Tensor, returns: Tensor
@@ -388,7 +390,9 @@ class PPOAgent(BaseAgent):
         config = self.config
         valid = batch["valid"]
         new = self.model.evaluate(obs, batch["action"])
-        log_ratio = new["log_prob"] - batch["log_prob"]
+        # log r = log pi(a|s) - log pi_old(a|s), zeroed on ghost samples with torch.where
+        # (not a product), so neither their values nor their gradients can be non-finite.
+        log_ratio = torch.where(valid, new["log_prob"] - batch["log_prob"], 0.0)
         ratio = log_ratio.exp()
         if config.normalize_advantages:
             # A_hat = (A - mean(A)) / (std(A) + 1e-8), over the valid samples
@@ -472,8 +476,6 @@ class PPOAgent(BaseAgent):
 
     def _state(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         modules: dict[str, dict[str, Any]] = {"policy": self.model_unwrapped.state_dict()}
-        if self.obs_normalizer is not None:
-            modules["observation_normalizer"] = self.obs_normalizer.state_dict()
         if self.reward_normalizer is not None and self.dist.world_size == 1:
             modules["reward_normalizer"] = self.reward_normalizer.state_dict()
         modules["agent"] = {
@@ -485,20 +487,14 @@ class PPOAgent(BaseAgent):
             modules["collector"] = {
                 "episode_return": self._episode_return,
                 "episode_length": self._episode_length,
-                **({"obs": self._obs} if self._obs is not None else {}),
+                # A TensorDict is not plain data: store its leaves as a nested dict.
+                **({"obs": self._obs.to_dict()} if self._obs is not None else {}),
             }
         return modules, {"policy": self.optimizer.state_dict()}
 
     def _load_state(self, checkpoint: Checkpoint, path: Path) -> None:
         modules = checkpoint.modules
         load_into(self.model_unwrapped, modules["policy"], name="policy", path=path)
-        if self.obs_normalizer is not None and "observation_normalizer" in modules:
-            load_into(
-                self.obs_normalizer,
-                modules["observation_normalizer"],
-                name="observation_normalizer",
-                path=path,
-            )
         if self.reward_normalizer is not None and "reward_normalizer" in modules:
             load_into(
                 self.reward_normalizer,
@@ -518,7 +514,11 @@ class PPOAgent(BaseAgent):
             self._episode_return = collector["episode_return"].to(self.device)
             self._episode_length = collector["episode_length"].to(self.device)
             obs = collector.get("obs")
-            self._obs = obs.to(self.device) if obs is not None else None
+            self._obs = (
+                TensorDict(obs, batch_size=[self.env.num_envs], device=self.device)
+                if obs is not None
+                else None
+            )
             if not self._registered and self._obs is not None:
                 self._register(self._obs)
                 self._registered = True

@@ -49,5 +49,6 @@ class StopRequest:
         traceback: TracebackType | None,
     ) -> None:
         for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
+            # None: the previous handler was not installed from Python; restore the default.
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         self._previous.clear()

@@ -1,0 +1,151 @@
+"""Tests for typedrl.agents._config: PPOConfig validation, round trip and minibatch count."""
+
+import math
+from typing import Any
+
+import pytest
+
+from typedrl.agents import PPOConfig
+from typedrl.errors import ConfigError
+
+INVALID: list[tuple[str, Any]] = [
+    *(
+        (name, value)
+        for name in ("total_timesteps", "num_steps", "num_mini_epochs", "batch_size")
+        for value in (0, -1, True, 2.0, "8", None)
+    ),
+    *(
+        (name, value)
+        for name in (
+            "learning_rate",
+            "desired_kl",
+            "min_learning_rate",
+            "max_learning_rate",
+            "clip_range",
+            "adam_eps",
+            "observation_clip",
+            "reward_clip",
+        )
+        for value in (0.0, -1e-3, True, math.nan, math.inf, "0.1", None)
+    ),
+    *(
+        (name, value)
+        for name in ("value_loss_coef", "entropy_coef")
+        for value in (-0.1, False, math.nan, "0", None)
+    ),
+    *(
+        (name, value)
+        for name in ("gamma", "gae_lambda")
+        for value in (-0.01, 1.01, True, math.nan, None)
+    ),
+    *((name, value) for name in ("target_kl", "max_grad_norm") for value in (0.0, -1.0, True)),
+    ("log_std_init", math.inf),
+    ("log_std_init", True),
+    *((name, value) for name in ("learning_rate_schedule",) for value in ("cosine", None, 1)),
+    ("nonfinite_gradients", "ignore"),
+    ("activation", "gelu"),
+    *(
+        (name, value)
+        for name in (
+            "clip_value_loss",
+            "normalize_advantages",
+            "normalize_observations",
+            "normalize_rewards",
+        )
+        for value in (1, 0, "yes", None)
+    ),
+    ("actor_hidden", 64),
+    ("actor_hidden", "64"),
+    ("actor_hidden", (64, 0)),
+    ("critic_hidden", (64, True)),
+    ("critic_hidden", (64.0,)),
+    ("seed", -1),
+    ("seed", True),
+    ("seed", 1.0),
+    ("seed", 2**32),
+    ("extra", [1, 2]),
+    ("extra", {"shape": (1, 2)}),
+    ("extra", {1: "a"}),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), INVALID)
+def test_invalid_field_raises_config_error_naming_it(name: str, value: Any) -> None:
+    """Every invalid value raises ConfigError naming the field."""
+    with pytest.raises(ConfigError, match=rf"PPOConfig\.{name}"):
+        PPOConfig(**{name: value})
+
+
+def test_min_learning_rate_above_max_is_refused() -> None:
+    """The adaptive schedule's bounds must be ordered."""
+    with pytest.raises(ConfigError, match=r"min_learning_rate \(0.1\) must not exceed"):
+        PPOConfig(min_learning_rate=0.1, max_learning_rate=0.01)
+    PPOConfig(min_learning_rate=0.01, max_learning_rate=0.01)
+
+
+def test_valid_edge_values_are_accepted() -> None:
+    """Boundary values that make sense pass and ints become floats."""
+    config = PPOConfig(
+        gamma=0.0,
+        gae_lambda=1,
+        entropy_coef=0,
+        target_kl=None,
+        max_grad_norm=None,
+        learning_rate=1,
+        seed=2**32 - 1,
+        actor_hidden=[8],  # type: ignore[arg-type]
+        critic_hidden=(),
+    )
+    assert config.gae_lambda == 1.0
+    assert isinstance(config.gae_lambda, float)
+    assert isinstance(config.learning_rate, float)
+    assert config.actor_hidden == (8,)
+    assert config.critic_hidden == ()
+
+
+def test_config_is_frozen() -> None:
+    """Fields cannot be reassigned after validation."""
+    config = PPOConfig()
+    with pytest.raises(AttributeError):
+        config.gamma = 0.5  # type: ignore[misc]
+
+
+def test_to_dict_from_dict_round_trip() -> None:
+    """to_dict gives JSON-like values and from_dict rebuilds an equal config."""
+    config = PPOConfig(
+        num_steps=16,
+        actor_hidden=(32, 16),
+        target_kl=0.02,
+        learning_rate_schedule="adaptive",
+        extra={"note": "run", "tags": [1, 2.5, None, True]},
+    )
+    data = config.to_dict()
+    assert data["actor_hidden"] == [32, 16]
+    assert data["extra"] == {"note": "run", "tags": [1, 2.5, None, True]}
+    assert PPOConfig.from_dict(data) == config
+
+
+def test_from_dict_rejects_unknown_keys() -> None:
+    """A typo in a field name is an error that lists the valid fields."""
+    with pytest.raises(ConfigError, match=r"no fields \['gama'\]; valid fields: .*'gamma'"):
+        PPOConfig.from_dict({"gama": 0.9})
+
+
+@pytest.mark.parametrize(
+    ("num_envs", "num_steps", "num_mini_epochs", "batch_size", "expected"),
+    [(8, 128, 10, 256, 40), (4, 8, 1, 32, 1), (3, 5, 2, 4, 8), (1, 7, 3, 7, 3)],
+)
+def test_minibatches_per_epoch(
+    num_envs: int, num_steps: int, num_mini_epochs: int, batch_size: int, expected: int
+) -> None:
+    """ceil(num_envs * num_steps * num_mini_epochs / batch_size)."""
+    config = PPOConfig(num_steps=num_steps, num_mini_epochs=num_mini_epochs, batch_size=batch_size)
+    assert config.minibatches_per_epoch(num_envs=num_envs) == expected
+    assert expected == math.ceil(num_envs * num_steps * num_mini_epochs / batch_size)
+
+
+@pytest.mark.parametrize("num_envs", [0, -2, True])
+def test_minibatches_per_epoch_checks_num_envs(num_envs: Any) -> None:
+    """num_envs must be a positive int."""
+    with pytest.raises(ConfigError, match="num_envs"):
+        PPOConfig().minibatches_per_epoch(num_envs=num_envs)

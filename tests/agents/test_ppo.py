@@ -1,0 +1,820 @@
+"""Tests for typedrl.agents._ppo: PPOAgent end to end, on tiny runs."""
+
+import math
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from lightning.fabric.loggers.logger import Logger
+from tensordict import TensorDict
+from torch import Tensor, nn
+
+from tests.agents._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
+from tests.agents.test_fabric import launch_two_rank_fabric, run_two_ranks
+from typedrl._values import EvaluationResult, StepResult
+from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.checkpoint import load_checkpoint
+from typedrl.envs import GymnasiumVecEnv, make
+from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
+from typedrl.normalization import RunningMeanStd
+from typedrl.protocols import VecEnv
+from typedrl.testing import CountingVecEnv, RandomEndsVectorEnv
+
+SMALL: dict[str, Any] = {"actor_hidden": (8,), "critic_hidden": (8,)}
+JOIN_TIMEOUT_S = 90.0
+
+
+class RecordingLogger(Logger):
+    """A Fabric logger that keeps every logged metrics dict, with an optional callback."""
+
+    def __init__(self, on_log: Callable[[dict[str, float]], None] | None = None) -> None:
+        super().__init__()
+        self.records: list[dict[str, float]] = []
+        self.finalized: list[str] = []
+        self._on_log = on_log
+
+    @property
+    def name(self) -> str:
+        return "recording"
+
+    @property
+    def version(self) -> str:
+        return "0"
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        del params, args, kwargs
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        del step
+        self.records.append(dict(metrics))
+        if self._on_log is not None:
+            self._on_log(metrics)
+
+    def finalize(self, status: str) -> None:
+        self.finalized.append(status)
+
+
+def _obs_normalizer(agent: PPOAgent) -> RunningMeanStd:
+    """The observation normaliser inside the agent's model (normalize_observations=True)."""
+    normalizers = agent.model_unwrapped.obs_normalizers
+    assert normalizers is not None
+    normalizer = normalizers["obs"]
+    assert isinstance(normalizer, RunningMeanStd)
+    return normalizer
+
+
+def count_optimizer_steps(agent: PPOAgent) -> list[float]:
+    """Wrap the agent's optimizer step; return the list of learning rates it ran with."""
+    agent.setup()
+    rates: list[float] = []
+    step = agent.optimizer.step
+
+    def counting_step(*args: Any, **kwargs: Any) -> Any:
+        rates.append(float(agent.optimizer.param_groups[0]["lr"]))
+        return step(*args, **kwargs)
+
+    agent.optimizer.step = counting_step  # type: ignore[method-assign]
+    return rates
+
+
+def parameters(agent: PPOAgent) -> dict[str, Tensor]:
+    return {k: v.detach().clone() for k, v in agent.model_unwrapped.state_dict().items()}
+
+
+def assert_same_parameters(a: dict[str, Tensor], b: dict[str, Tensor]) -> None:
+    assert a.keys() == b.keys()
+    different = [key for key in a if not torch.equal(a[key], b[key])]
+    assert not different, f"parameters differ: {different}"
+
+
+# ---------------------------------------------------------------- fit, counters, metrics
+
+
+METRIC_KEYS = {
+    "time/sps",
+    "time/epoch_seconds",
+    "episode/return_mean",
+    "episode/length_mean",
+    "loss/policy",
+    "loss/value",
+    "loss/entropy",
+    "loss/total",
+    "train/approx_kl",
+    "train/clip_fraction",
+    "train/explained_variance",
+    "train/grad_norm",
+    "train/learning_rate",
+    "train/skipped_updates",
+}
+
+
+def test_fit_on_cartpole_counts_epochs_steps_and_minibatches() -> None:
+    """CartPole-v1, 4 envs: counters, metric keys and exactly ceil(...) updates per epoch."""
+    env = make("CartPole-v1", num_envs=4, seed=0)
+    config = PPOConfig(total_timesteps=256, num_steps=32, batch_size=48, num_mini_epochs=2, **SMALL)
+    logger = RecordingLogger()
+    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    rates = count_optimizer_steps(agent)
+    result = agent.fit()
+    assert (result["epoch"], result["env_steps"]) == (2, 256)
+    assert (agent.epoch, agent.env_steps) == (2, 256)
+    per_epoch = math.ceil(4 * 32 * 2 / 48)
+    assert per_epoch == config.minibatches_per_epoch(num_envs=4) == agent.num_minibatches == 6
+    assert len(rates) == 2 * per_epoch
+    assert len(logger.records) == 2
+    for record in logger.records:
+        assert record.keys() >= METRIC_KEYS
+        assert "train/approximate_bootstrap" not in record
+        assert all(math.isfinite(value) for value in record.values())
+    assert logger.records[-1]["time/env_steps"] == 256.0
+    assert logger.finalized == ["success"]
+    assert result["metrics"]["loss/policy"] == logger.records[-1]["loss/policy"]
+    env.close()
+
+
+def test_fit_on_builtin_pendulum_with_linear_schedule() -> None:
+    """typedrl/Pendulum-v0: linear LR decay per epoch, truncations bootstrapped, episodes logged."""
+    env = make("typedrl/Pendulum-v0", num_envs=2, seed=0, env_kwargs={"max_episode_steps": 8})
+    config = PPOConfig(
+        total_timesteps=96,
+        num_steps=16,
+        batch_size=16,
+        num_mini_epochs=1,
+        learning_rate=3e-3,
+        learning_rate_schedule="linear",
+        normalize_observations=True,
+        normalize_rewards=True,
+        **SMALL,
+    )
+    logger = RecordingLogger()
+    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    rates = count_optimizer_steps(agent)
+    agent.fit()
+    expected = [3e-3 * (1 - 32 * k / 96) for k in range(3)]
+    assert [record["train/learning_rate"] for record in logger.records] == pytest.approx(expected)
+    assert rates == pytest.approx([rate for rate in expected for _ in range(2)])
+    assert all(record["episode/length_mean"] == 8.0 for record in logger.records)
+    assert int(_obs_normalizer(agent).count) == 96
+
+
+def test_fit_on_counting_env_with_discrete_actions() -> None:
+    """CountingVecEnv with Discrete actions: episode statistics are exact."""
+    env = CountingVecEnv(num_envs=3, terminate_after=[2, 4, 4], action_space="discrete")
+    config = PPOConfig(total_timesteps=24, num_steps=8, batch_size=12, num_mini_epochs=1, **SMALL)
+    logger = RecordingLogger()
+    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    agent.fit()
+    # Per epoch: row 0 ends 4 episodes of length 2 (return 3), rows 1, 2 two of length 4 (10).
+    assert logger.records[0]["episode/length_mean"] == pytest.approx((4 * 2 + 4 * 4) / 8)
+    assert logger.records[0]["episode/return_mean"] == pytest.approx((4 * 3 + 4 * 10) / 8)
+
+
+def test_adaptive_learning_rate_stays_within_bounds() -> None:
+    """The KL-adaptive schedule moves the LR by factors of 1.5 and clamps it to its bounds."""
+    env = RandomWalkEnv(num_envs=2)
+    down = PPOConfig(
+        total_timesteps=32,
+        num_steps=8,
+        batch_size=4,
+        num_mini_epochs=2,
+        learning_rate=1e-3,
+        learning_rate_schedule="adaptive",
+        desired_kl=1e-12,
+        min_learning_rate=2e-4,
+        **SMALL,
+    )
+    agent = PPOAgent(env=env, config=down, progress=False)
+    rates = count_optimizer_steps(agent)
+    agent.fit()
+    assert rates[0] == pytest.approx(1e-3)
+    assert all(2e-4 <= rate <= 1e-3 for rate in rates)
+    assert rates[-1] == pytest.approx(2e-4)
+    assert agent.learning_rate == pytest.approx(2e-4)
+
+    up = PPOConfig(
+        total_timesteps=32,
+        num_steps=8,
+        batch_size=4,
+        num_mini_epochs=2,
+        learning_rate=1e-3,
+        learning_rate_schedule="adaptive",
+        desired_kl=10.0,
+        max_learning_rate=3e-3,
+        **SMALL,
+    )
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=up, progress=False)
+    rates = count_optimizer_steps(agent)
+    agent.fit()
+    assert all(1e-3 <= rate <= 3e-3 for rate in rates)
+    assert rates[-1] == pytest.approx(3e-3)
+
+
+def test_target_kl_stops_an_epoch_early() -> None:
+    """Once the approximate KL exceeds target_kl, the epoch's remaining minibatches are skipped."""
+    config = PPOConfig(
+        total_timesteps=32,
+        num_steps=8,
+        batch_size=4,
+        num_mini_epochs=4,
+        learning_rate=0.05,
+        target_kl=1e-7,
+        **SMALL,
+    )
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False)
+    rates = count_optimizer_steps(agent)
+    agent.fit()
+    full = 2 * agent.num_minibatches
+    assert agent.num_minibatches == 16
+    # The first minibatch's KL is ~0 (the policy has not moved yet); the second's is not.
+    assert 2 <= len(rates) <= 4 < full
+
+
+# ---------------------------------------------------------------- advantages
+
+
+def hand_gae(
+    *,
+    env: CountingVecEnv,
+    num_steps: int,
+    value: Callable[[Tensor], Tensor],
+    gamma: float,
+    lam: float,
+    exact: bool,
+) -> tuple[Tensor, Tensor]:
+    """GAE for one epoch of a CountingVecEnv, written out row by row in plain Python."""
+    obs, _ = env.reset()
+    steps: list[tuple[Tensor, StepResult]] = []
+    for _ in range(num_steps):
+        result = env.step(torch.zeros(env.num_envs, 1))
+        steps.append((obs["obs"], result))
+        obs = result.obs
+    last = value(obs["obs"])
+    advantages = torch.zeros(num_steps, env.num_envs, dtype=torch.float64)
+    for row in range(env.num_envs):
+        next_advantage = 0.0
+        for t in reversed(range(num_steps)):
+            current, result = steps[t]
+            v = float(value(current)[row])
+            if bool(result.terminated[row]):
+                bootstrap = 0.0
+            elif bool(result.truncated[row]):
+                if exact:
+                    assert result.final_obs is not None
+                    bootstrap = float(value(result.final_obs["obs"])[row])
+                else:
+                    bootstrap = v  # the documented approximation: V(obs_t)
+            elif t + 1 < num_steps:
+                bootstrap = float(value(steps[t + 1][0])[row])
+            else:
+                bootstrap = float(last[row])
+            delta = float(result.reward[row]) + gamma * bootstrap - v
+            done = bool(result.terminated[row] | result.truncated[row])
+            next_advantage = delta + (0.0 if done else gamma * lam * next_advantage)
+            advantages[t, row] = next_advantage
+    values = torch.stack([value(current) for current, _ in steps]).double()
+    return advantages, advantages + values
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_truncations_bootstrap_from_the_final_observation(exact: bool) -> None:
+    """Truncated rows bootstrap from V(final_obs) (or V(obs_t) without it); terminated don't."""
+
+    def value(features: Tensor) -> Tensor:
+        # V(obs) = 10 t + episode + 0.5 row: distinct values for every observation.
+        return 10.0 * features[:, 0] + features[:, 1] + 0.5 * features[:, 2]
+
+    def make_env() -> CountingVecEnv:
+        return CountingVecEnv(
+            num_envs=3,
+            truncate_after=[3, 5, 4],
+            terminate_after=[7, 2, 4],
+            provides_final_obs=exact,
+        )
+
+    config = PPOConfig(
+        total_timesteps=24,
+        num_steps=8,
+        batch_size=24,
+        num_mini_epochs=1,
+        gamma=0.9,
+        gae_lambda=0.8,
+        **SMALL,
+    )
+    logger = RecordingLogger()
+    agent = PPOAgent(env=make_env(), config=config, loggers=[logger], progress=False)
+    agent.setup()
+    agent.model_unwrapped.value = lambda obs: value(obs["obs"])  # type: ignore[method-assign]
+    computed: list[tuple[Tensor, Tensor]] = []
+    advantages_of = agent._advantages
+
+    def recording(data: TensorDict) -> tuple[Tensor, Tensor]:
+        result = advantages_of(data)
+        computed.append(result)
+        return result
+
+    agent._advantages = recording  # type: ignore[method-assign]
+    agent.fit()
+    expected_advantages, expected_returns = hand_gae(
+        env=make_env(), num_steps=8, value=value, gamma=0.9, lam=0.8, exact=exact
+    )
+    advantages, returns = computed[0]
+    # The agent computes in float32: compare at float32 precision.
+    torch.testing.assert_close(advantages.double(), expected_advantages, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(returns.double(), expected_returns, rtol=1e-5, atol=1e-5)
+    if exact:
+        assert "train/approximate_bootstrap" not in logger.records[0]
+    else:
+        assert logger.records[0]["train/approximate_bootstrap"] == 1.0
+
+
+# ---------------------------------------------------------------- ghost transitions
+
+
+class Recorder:
+    """Wraps a VecEnv and keeps every step's reward, done and valid flags."""
+
+    def __init__(self, env: VecEnv) -> None:
+        self.env = env
+        self.steps: list[tuple[Tensor, Tensor, Tensor]] = []
+        self.num_envs = env.num_envs
+        self.device = env.device
+        self.single_observation_space = env.single_observation_space
+        self.single_action_space = env.single_action_space
+        self.provides_final_obs = env.provides_final_obs
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[TensorDict, dict[str, Any]]:
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Tensor) -> StepResult:
+        result = self.env.step(action)
+        self.steps.append((result.reward.double(), result.done, result.valid))
+        return result
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def test_ghost_transitions_never_train_and_are_not_counted() -> None:
+    """NEXT_STEP ghosts: poisoned ghost samples leave the loss finite; episode stats skip them."""
+    raw = RandomEndsVectorEnv(num_envs=3, terminate_prob=0.3, max_steps=4)
+    env = Recorder(GymnasiumVecEnv(raw, default_seed=3))
+    config = PPOConfig(
+        total_timesteps=48,
+        num_steps=16,
+        batch_size=12,
+        num_mini_epochs=2,
+        nonfinite_gradients="raise",
+        **SMALL,
+    )
+    logger = RecordingLogger()
+    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    agent.setup()
+    stacked = agent.buffer.stacked
+    ghosts_seen: list[int] = []
+
+    def poisoned() -> TensorDict:
+        data = stacked().clone()
+        ghost = ~data["valid"]
+        ghosts_seen.append(int(ghost.sum()))
+        nan = torch.tensor(float("nan"))
+        for key in ("reward", "log_prob", "final_value"):
+            data[key] = torch.where(ghost, nan, data[key])
+        return data
+
+    agent.buffer.stacked = poisoned  # type: ignore[method-assign]
+    agent.fit()
+    assert sum(ghosts_seen) > 0, "the env produced no ghost step; change the seed"
+    for record in logger.records:
+        assert record["train/skipped_updates"] == 0.0
+        assert all(math.isfinite(v) for v in record.values())
+    assert all(bool(torch.isfinite(p).all()) for p in agent.model_unwrapped.parameters())
+    # Episode statistics from the recorded steps, counting valid steps only.
+    for epoch, record in enumerate(logger.records):
+        lengths, returns = [], []
+        running = torch.zeros(3, dtype=torch.float64)
+        length = torch.zeros(3)
+        for t, (reward, done, valid) in enumerate(env.steps):
+            running += torch.where(valid, reward, 0.0)
+            length += valid.double().float()
+            for row in range(3):
+                if bool(done[row] & valid[row]) and t // 16 == epoch:
+                    lengths.append(float(length[row]))
+                    returns.append(float(running[row]))
+            running = torch.where(done, 0.0, running)
+            length = torch.where(done, 0.0, length)
+        assert record["episode/length_mean"] == pytest.approx(sum(lengths) / len(lengths))
+        assert record["episode/return_mean"] == pytest.approx(sum(returns) / len(returns))
+
+
+# ---------------------------------------------------------------- non-finite values
+
+
+def test_nan_reward_raises_before_any_update() -> None:
+    """A NaN reward raises NonFiniteError naming the step; no optimizer step was taken."""
+    env = NaNRewardEnv(CountingVecEnv(num_envs=2, truncate_after=3), nan_at=3)
+    config = PPOConfig(total_timesteps=16, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
+    agent = PPOAgent(env=env, config=config, progress=False)
+    rates = count_optimizer_steps(agent)
+    before = parameters(agent)
+    with pytest.raises(NonFiniteError, match="non-finite reward at step 3 of epoch 0"):
+        agent.fit()
+    assert rates == []
+    assert_same_parameters(before, parameters(agent))
+
+
+def nan_value_during_updates(agent: PPOAgent) -> None:
+    """Make the critic's output NaN whenever gradients are on (updates, not collection)."""
+
+    def hook(module: nn.Module, inputs: Any, output: Tensor) -> Tensor | None:
+        del module, inputs
+        return output * float("nan") if torch.is_grad_enabled() else None
+
+    agent.model_unwrapped.critic.register_forward_hook(hook)
+
+
+def test_nonfinite_gradients_are_skipped() -> None:
+    """A NaN loss skips the update, counts it in train/skipped_updates, and changes nothing."""
+    config = PPOConfig(total_timesteps=16, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
+    logger = RecordingLogger()
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, loggers=[logger], progress=False)
+    rates = count_optimizer_steps(agent)
+    nan_value_during_updates(agent)
+    before = parameters(agent)
+    agent.fit()
+    assert rates == []
+    assert [record["train/skipped_updates"] for record in logger.records] == [1.0]
+    assert_same_parameters(before, parameters(agent))
+
+
+def test_nonfinite_gradients_raise_when_configured() -> None:
+    """nonfinite_gradients='raise' turns a NaN gradient into NonFiniteError."""
+    config = PPOConfig(
+        total_timesteps=16,
+        num_steps=8,
+        batch_size=8,
+        num_mini_epochs=1,
+        nonfinite_gradients="raise",
+        **SMALL,
+    )
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False)
+    agent.setup()
+    nan_value_during_updates(agent)
+    with pytest.raises(NonFiniteError, match=r"non-finite gradient norm \(nan\) in epoch 0"):
+        agent.fit()
+
+
+# ---------------------------------------------------------------- construction errors
+
+
+def test_construction_errors() -> None:
+    """Bad arguments raise ConfigError with the offending value."""
+    config = PPOConfig(num_steps=4, batch_size=64, **SMALL)
+    with pytest.raises(ConfigError, match=r"batch_size \(64\) must be <= the number of samples"):
+        PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False)
+    with pytest.raises(ConfigError, match="eval_every_steps must be a positive int or None"):
+        PPOAgent(env=RandomWalkEnv(num_envs=2), config=PPOConfig(), eval_every_steps=0)
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def test_evaluation_uses_the_eval_env_only() -> None:
+    """Scores come from the eval env; the training env's steps and resets are unaffected."""
+    train_env = StepCounter(make("CartPole-v1", num_envs=2, seed=0))
+    eval_env = StepCounter(make("CartPole-v1", num_envs=2, seed=1))
+    config = PPOConfig(total_timesteps=64, num_steps=16, batch_size=16, num_mini_epochs=1, **SMALL)
+    logger = RecordingLogger()
+    agent = PPOAgent(
+        env=train_env,
+        config=config,
+        eval_env=eval_env,
+        eval_every_steps=32,
+        eval_episodes=3,
+        loggers=[logger],
+        progress=False,
+    )
+    result = agent.fit()
+    assert (train_env.steps_taken, train_env.resets) == (32, 1)
+    # After epochs 1 (32 steps) and 2 (64 steps); the final policy is not evaluated twice.
+    assert eval_env.resets == 2
+    assert [("eval/score" in record) for record in logger.records] == [True, True]
+    score = result["metrics"]["eval/score"]
+    assert math.isfinite(score)
+    assert result["best_score"] >= score
+
+
+def test_best_checkpoint_only_on_strictly_better_finite_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """best.ckpt is written for 1.0 and 2.0, never for a tie or a worse score."""
+    env = RandomWalkEnv(num_envs=2)
+    config = PPOConfig(total_timesteps=80, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
+    agent = PPOAgent(
+        env=env,
+        config=config,
+        eval_env=RandomWalkEnv(num_envs=2, seed=1),
+        run_dir=tmp_path,
+        eval_every_steps=16,
+        loggers=[],
+        progress=False,
+    )
+    scores = iter([1.0, 1.0, 0.5, 2.0, 1.5])
+    assert agent.evaluator is not None
+    monkeypatch.setattr(
+        agent.evaluator,
+        "evaluate",
+        lambda policy: EvaluationResult(metrics={}, score=next(scores), num_items=1),
+    )
+    saved: list[tuple[str, int]] = []
+    save = agent.save
+
+    def recording_save(path: str | Path | None) -> Path | None:
+        saved.append((Path(path).name if path else "", agent.epoch))
+        return save(path)
+
+    monkeypatch.setattr(agent, "save", recording_save)
+    result = agent.fit()
+    assert [item for item in saved if item[0] == "best.ckpt"] == [
+        ("best.ckpt", 1),
+        ("best.ckpt", 4),
+    ]
+    assert result["best_score"] == 2.0
+    assert load_checkpoint(tmp_path / "checkpoints" / "best.ckpt").best_score == 2.0
+
+
+def test_evaluation_normalizes_observations_like_training() -> None:
+    """With normalize_observations the evaluated policy sees normalised observations."""
+    config = PPOConfig(
+        total_timesteps=16,
+        num_steps=8,
+        batch_size=8,
+        num_mini_epochs=1,
+        normalize_observations=True,
+        **SMALL,
+    )
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=config,
+        eval_env=RandomWalkEnv(num_envs=2, seed=5),
+        eval_episodes=2,
+        progress=False,
+    )
+    agent.fit()
+    assert int(_obs_normalizer(agent).count) == 16
+    seen: list[Tensor] = []
+    agent.model_unwrapped.actor.register_forward_pre_hook(
+        lambda module, inputs: seen.append(inputs[0].clone())
+    )
+    obs, _ = RandomWalkEnv(num_envs=2, seed=5).reset(seed=agent.evaluator.seed)  # type: ignore[union-attr]
+    agent.evaluate()
+    torch.testing.assert_close(seen[0], _obs_normalizer(agent).normalize(obs["obs"]))
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def test_checkpoint_files_and_load(tmp_path: Path) -> None:
+    """last, best and epoch_<n> files are written; load restores model, optimizer, counters."""
+    config = PPOConfig(total_timesteps=48, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=config,
+        eval_env=RandomWalkEnv(num_envs=2, seed=1),
+        eval_episodes=2,
+        run_dir=tmp_path,
+        checkpoint_every_epochs=2,
+        progress=False,
+    )
+    agent.fit()
+    folder = tmp_path / "checkpoints"
+    names = sorted(path.name for path in folder.iterdir())
+    assert names == [
+        "best.ckpt",
+        "epoch_00000002.ckpt",
+        "last.ckpt",
+    ]
+    assert (tmp_path / "logs").is_dir()
+    checkpoint = load_checkpoint(folder / "last.ckpt", expected_kind="ppo")
+    assert checkpoint.counters == {"epoch": 3, "env_steps": 48}
+    assert checkpoint.config == config.to_dict()
+    assert "env" in checkpoint.modules  # RandomWalkEnv supports state_dict
+
+    fresh = PPOAgent(env=RandomWalkEnv(num_envs=2, seed=9), config=config, progress=False)
+    fresh.load(folder / "last.ckpt")
+    assert (fresh.epoch, fresh.env_steps, fresh.best_score) == (3, 48, agent.best_score)
+    assert_same_parameters(parameters(agent), parameters(fresh))
+    saved_state = agent.optimizer.state_dict()["state"]
+    loaded_state = fresh.optimizer.state_dict()["state"]
+    assert saved_state.keys() == loaded_state.keys()
+    for key, value in saved_state.items():
+        for name, tensor in value.items():
+            assert torch.equal(tensor, loaded_state[key][name])
+    assert fresh._obs is not None
+    assert agent._obs is not None
+    assert torch.equal(fresh._obs["obs"], agent._obs["obs"])
+
+
+def test_load_refuses_a_checkpoint_of_another_architecture(tmp_path: Path) -> None:
+    """Loading into a different network raises CheckpointError naming the file."""
+    config = PPOConfig(total_timesteps=8, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
+    PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, run_dir=tmp_path, progress=False).fit()
+    other = PPOConfig(
+        total_timesteps=8, num_steps=4, batch_size=8, actor_hidden=(4,), critic_hidden=(8,)
+    )
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=other, progress=False)
+    with pytest.raises(CheckpointError, match=r"last\.ckpt"):
+        agent.load(tmp_path / "checkpoints" / "last.ckpt")
+
+
+RESUME_CONFIG: dict[str, Any] = {
+    "num_steps": 8,
+    "batch_size": 6,
+    "num_mini_epochs": 2,
+    "normalize_observations": True,
+    "normalize_rewards": True,
+    "learning_rate_schedule": "adaptive",
+    **SMALL,
+}
+
+
+def _resume_in_fresh_process(checkpoint: str, total: int, out: str) -> None:
+    config = PPOConfig(total_timesteps=total, **RESUME_CONFIG)
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=3, seed=11), config=config, progress=False)
+    agent.load(checkpoint)
+    agent.fit()
+    torch.save(parameters(agent), out)
+
+
+def test_resume_is_bit_exact_in_a_fresh_process(tmp_path: Path) -> None:
+    """Train 2+2 epochs vs. 2, save, load in a new process, train 2: identical weights."""
+    epoch_steps = 8 * 3
+
+    def run(epochs: int, run_dir: Path | None) -> dict[str, Tensor]:
+        config = PPOConfig(total_timesteps=epochs * epoch_steps, **RESUME_CONFIG)
+        env = RandomWalkEnv(num_envs=3, seed=11)
+        agent = PPOAgent(env=env, config=config, run_dir=run_dir, loggers=[], progress=False)
+        agent.fit()
+        return parameters(agent)
+
+    uninterrupted = run(4, None)
+    first_half = run(2, tmp_path)
+    assert any(not torch.equal(first_half[k], uninterrupted[k]) for k in uninterrupted)
+    context = multiprocessing.get_context("spawn")
+    out = tmp_path / "resumed.pt"
+    process = context.Process(
+        target=_resume_in_fresh_process,
+        args=(str(tmp_path / "checkpoints" / "last.ckpt"), 4 * epoch_steps, str(out)),
+    )
+    process.start()
+    process.join(JOIN_TIMEOUT_S)
+    if process.is_alive():
+        process.kill()
+        pytest.fail(f"the resumed run did not finish within {JOIN_TIMEOUT_S} s")
+    assert process.exitcode == 0
+    resumed: dict[str, Tensor] = torch.load(out, weights_only=True)
+    assert_same_parameters(uninterrupted, resumed)
+
+
+def test_resume_in_process_without_env_state_restarts_the_env(tmp_path: Path) -> None:
+    """An env without state_dict is reset on load; training continues from the counters."""
+    config = PPOConfig(total_timesteps=16, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
+    PPOAgent(
+        env=CountingVecEnv(num_envs=2, truncate_after=3), config=config, run_dir=tmp_path
+    ).fit()
+    checkpoint = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
+    assert "env" not in checkpoint.modules
+    longer = PPOConfig(total_timesteps=24, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
+    env = CountingVecEnv(num_envs=2, truncate_after=3)
+    agent = PPOAgent(env=env, config=longer, progress=False)
+    agent.load(tmp_path / "checkpoints" / "last.ckpt")
+    result = agent.fit()
+    assert (result["epoch"], result["env_steps"]) == (3, 24)
+
+
+# ---------------------------------------------------------------- signals
+
+
+def test_sigint_during_fit_saves_and_returns(tmp_path: Path) -> None:
+    """A SIGINT after the first epoch ends fit normally with last.ckpt written."""
+    previous = signal.getsignal(signal.SIGINT)
+
+    def interrupt_once(metrics: dict[str, float]) -> None:
+        if "stopped_by_signal" not in metrics:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    logger = RecordingLogger(on_log=interrupt_once)
+    config = PPOConfig(total_timesteps=64, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=config,
+        eval_env=RandomWalkEnv(num_envs=2, seed=1),
+        run_dir=tmp_path,
+        loggers=[logger],
+        progress=False,
+    )
+    result = agent.fit()
+    assert (result["epoch"], result["env_steps"]) == (1, 16)
+    assert result["metrics"]["stopped_by_signal"] == 1.0
+    assert "eval/score" not in result["metrics"]  # no final evaluation after a stop request
+    checkpoint = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
+    assert checkpoint.counters == {"epoch": 1, "env_steps": 16}
+    assert signal.getsignal(signal.SIGINT) is previous
+
+
+# ---------------------------------------------------------------- distributed
+
+
+def _ddp_worker(rank: int, port: int, out_dir: str, num_envs: tuple[int, int], batch: int) -> None:
+    fabric = launch_two_rank_fabric(rank, port)
+    result: dict[str, Any] = {}
+    try:
+        config = PPOConfig(
+            total_timesteps=2 * 8 * sum(num_envs),
+            num_steps=8,
+            batch_size=batch * num_envs[rank] // num_envs[0],
+            num_mini_epochs=1,
+            normalize_observations=True,
+            normalize_rewards=True,
+            target_kl=0.5,
+            seed=3,
+            **SMALL,
+        )
+        env = RandomWalkEnv(num_envs=num_envs[rank], seed=100 + rank)
+        agent = PPOAgent(env=env, config=config, fabric=fabric, progress=False, loggers=[])
+        agent.fit()
+        result = {
+            "parameters": parameters(agent),
+            "epoch": agent.epoch,
+            "env_steps": agent.env_steps,
+            "minibatches": agent.num_minibatches,
+            "obs_count": int(_obs_normalizer(agent).count),
+        }
+    except Exception as error:
+        result = {"error": f"{type(error).__name__}: {error}"}
+    torch.save(result, Path(out_dir) / f"rank{rank}.pt")
+
+
+def _ddp_mismatch_worker(rank: int, port: int, out_dir: str) -> None:
+    fabric = launch_two_rank_fabric(rank, port)
+    # rank 0: 2 envs x 8 steps / 8 = 2 minibatches; rank 1: 16 / 4 = 4.
+    message = ""
+    config = PPOConfig(
+        total_timesteps=64, num_steps=8, batch_size=(8, 4)[rank], num_mini_epochs=1, **SMALL
+    )
+    try:
+        PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, fabric=fabric, progress=False)
+    except Exception as error:
+        message = f"{type(error).__name__}: {error}"
+    # rank 1's batch_size exceeds its 16 samples: an invalid plan on one rank only.
+    invalid = PPOConfig(
+        total_timesteps=64, num_steps=8, batch_size=(8, 32)[rank], num_mini_epochs=1, **SMALL
+    )
+    try:
+        PPOAgent(env=RandomWalkEnv(num_envs=2), config=invalid, fabric=fabric, progress=False)
+        invalid_message = ""
+    except Exception as error:
+        invalid_message = f"{type(error).__name__}: {error}"
+    torch.save({"message": message, "invalid": invalid_message}, Path(out_dir) / f"rank{rank}.pt")
+
+
+def _results(out_dir: Path) -> Iterator[dict[str, Any]]:
+    for rank in (0, 1):
+        yield torch.load(out_dir / f"rank{rank}.pt", weights_only=False)
+
+
+@pytest.mark.distributed
+def test_ddp_ranks_with_different_num_envs_train_identical_weights(tmp_path: Path) -> None:
+    """2 gloo ranks with 2 and 4 envs (same minibatch count): identical weights after fit."""
+    run_two_ranks(_ddp_worker, str(tmp_path), (2, 4), 4)
+    first, second = _results(tmp_path)
+    assert "error" not in first, first.get("error")
+    assert "error" not in second, second.get("error")
+    assert first["minibatches"] == second["minibatches"] == 4
+    assert first["epoch"] == second["epoch"] == 2
+    assert first["env_steps"] == second["env_steps"] == 96
+    assert first["obs_count"] == second["obs_count"] == 96
+    assert_same_parameters(first["parameters"], second["parameters"])
+
+
+@pytest.mark.distributed
+def test_ddp_minibatch_count_mismatch_raises_on_every_rank(tmp_path: Path) -> None:
+    """Different minibatch counts raise DistributedError on both ranks, before any hang."""
+    run_two_ranks(_ddp_mismatch_worker, str(tmp_path))
+    first, second = _results(tmp_path)
+    for result in (first, second):
+        assert result["message"].startswith(
+            "DistributedError: ranks disagree on the number of minibatches"
+        )
+        assert "rank 0: 2, rank 1: 4" in result["message"]
+    # A plan invalid on rank 1 only is reported on both ranks instead of deadlocking:
+    # rank 1 raises its own ConfigError, rank 0 learns of it.
+    assert first["invalid"].startswith("DistributedError")
+    assert "rank(s) [1]" in first["invalid"]
+    assert second["invalid"].startswith("ConfigError")
