@@ -44,6 +44,7 @@ class MetricAggregator:
         self.names = list(names)
         self._index = {name: i for i, name in enumerate(self.names)}
         self._sums = torch.zeros(2, len(self.names), dtype=torch.float64, device=device)
+        self._vector_index: dict[tuple[str, ...], Tensor] = {}
 
     def add(self, name: str, value: Tensor | float, weight: Tensor | float = 1.0) -> None:
         """Record one scalar ``value`` with ``weight`` (0-d tensors allowed; no host sync)."""
@@ -52,6 +53,15 @@ class MetricAggregator:
         weight_t = torch.as_tensor(weight, dtype=torch.float64, device=self._sums.device)
         self._sums[0, i] += value_t.reshape(()) * weight_t
         self._sums[1, i] += weight_t
+
+    def add_vector(self, names: tuple[str, ...], values: Tensor) -> None:
+        """Record one scalar per name (``values[i]`` for ``names[i]``) with weight 1, in one op."""
+        index = self._vector_index.get(names)
+        if index is None:
+            index = torch.tensor([self._index[n] for n in names], device=self._sums.device)
+            self._vector_index[names] = index
+        self._sums[0].index_add_(0, index, values.to(torch.float64))
+        self._sums[1].index_add_(0, index, torch.ones_like(values, dtype=torch.float64))
 
     def add_many(self, name: str, values: Tensor, mask: Tensor) -> None:
         """Record every ``values[mask]`` entry with weight 1 (no host sync)."""

@@ -396,7 +396,7 @@ class RunningMeanStd(nn.Module):
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
     ) -> _IncompatibleKeys:
-        """Load a :meth:`state_dict`; any problem raises :class:`~typedrl.errors.CheckpointError`.
+        """Load a ``state_dict()``; any problem raises :class:`~typedrl.errors.CheckpointError`.
 
         Loading fixes a lazy shape. A state saved before the first sample (a
         zero count, no statistics) resets a shaped normaliser to its empty state.

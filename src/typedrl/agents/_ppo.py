@@ -1,6 +1,7 @@
 """Proximal policy optimisation on Lightning Fabric."""
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
@@ -40,6 +41,51 @@ _METRICS = [
     "episode/return",
     "episode/length",
 ]
+
+
+_MINIBATCH_METRICS = (
+    "loss/policy",
+    "loss/value",
+    "loss/entropy",
+    "loss/total",
+    "train/approx_kl",
+    "train/clip_fraction",
+    "train/grad_norm",
+    "train/skipped_updates",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _EpochData:
+    """One epoch's flattened samples, as plain tensors plus the observation TensorDict."""
+
+    obs: TensorDict
+    action: Tensor
+    log_prob: Tensor
+    value: Tensor
+    valid: Tensor
+    advantage: Tensor
+    returns: Tensor
+
+    def select(self, indices: Tensor) -> "_EpochData":
+        """The samples at ``indices`` (one index operation per field)."""
+        return _EpochData(
+            obs=self.obs[indices],
+            action=self.action[indices],
+            log_prob=self.log_prob[indices],
+            value=self.value[indices],
+            valid=self.valid[indices],
+            advantage=self.advantage[indices],
+            returns=self.returns[indices],
+        )
+
+
+def _sum_where(x: Tensor, mask: Tensor) -> Tensor:
+    # sum(x[mask]) without a host sync; torch.where, not a product, so that a
+    # non-finite value in a masked (ghost) sample cannot leak into the result.
+    return torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device)).sum(
+        dtype=torch.float32 if not x.is_floating_point() else None
+    )
 
 
 def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
@@ -176,12 +222,18 @@ class PPOAgent(BaseAgent):
             else None
         )
         self.model_unwrapped = model
+        # foreach Adam: one kernel per step over all parameters (the default on CPU
+        # falls back to a loop over tensors, which dominates small-network updates).
         optimizer = torch.optim.Adam(
-            model.parameters(), lr=config.learning_rate, eps=config.adam_eps
+            model.parameters(), lr=config.learning_rate, eps=config.adam_eps, foreach=True
         )
         self.model, self.optimizer = setup_module_and_optimizer(
             self.fabric, model, optimizer, forward_methods=("evaluate",)
         )
+        self._parameters = [p for p in model.parameters() if p.requires_grad]
+        # DDP must see `evaluate` through its forward to synchronise gradients; a single
+        # process has nothing to synchronise and calls the model directly.
+        self._evaluate = self.model.evaluate if self.dist.world_size > 1 else model.evaluate
         self.buffer = ExperienceBuffer(
             num_envs=env.num_envs, num_steps=config.num_steps, device=self.device
         )
@@ -248,44 +300,21 @@ class PPOAgent(BaseAgent):
             raise ConfigError("PPOAgent: call setup() or fit() before collecting")
         buffer.reset_epoch()
         model.eval()
-        # First step at which each kind of value was non-finite (-1: never); read once.
-        first_bad = {
-            kind: torch.full((), -1, dtype=torch.int64, device=self.device)
-            for kind in ("reward", "observation", "policy output", "bootstrap value")
-        }
         approximate = not env.provides_final_obs
         for t in range(config.num_steps):
             out = model.act(obs)
             result = env.step(out["action"])
             # V(final_obs) bootstraps truncated rows exactly; when the env returns its
-            # next observation as final_obs (no row ended), V(obs_{t+1}) is reused below.
-            if result.final_obs is not None and result.final_obs is not result.obs:
+            # next observation as final_obs (no row ended), V(obs_{t+1}) is reused later.
+            if approximate:
+                # Documented approximation: bootstrap a time-out with V(obs_t).
+                final_values: Tensor | None = out["value"]
+            elif result.final_obs is not None and result.final_obs is not result.obs:
                 final_values = model.value(result.final_obs)
             else:
                 final_values = None
-            if approximate:
-                # Documented approximation: bootstrap a time-out with V(obs_t).
-                final_values = out["value"]
             self._has_final_value[t] = final_values is not None
             reward = result.reward.to(torch.float32)
-            obs_ok = torch.ones((), dtype=torch.bool, device=self.device)
-            for leaf in result.obs.values(include_nested=True, leaves_only=True):
-                if isinstance(leaf, Tensor) and leaf.is_floating_point():
-                    obs_ok &= torch.isfinite(leaf).all()
-            checks = {
-                "reward": torch.isfinite(reward).all(),
-                "observation": obs_ok,
-                "policy output": torch.isfinite(out["log_prob"]).all()
-                & torch.isfinite(out["value"]).all(),
-                # Only truncated rows use V(final_obs); terminal observations may be anything.
-                "bootstrap value": torch.isfinite(
-                    torch.where(result.truncated, final_values, 0.0)
-                ).all()
-                if final_values is not None
-                else torch.ones((), dtype=torch.bool, device=self.device),
-            }
-            for kind, ok in checks.items():
-                first_bad[kind] = torch.where((first_bad[kind] < 0) & ~ok, t, first_bad[kind])
             buffer.write(t, obs, prefix=_OBS)
             buffer.write(
                 t,
@@ -305,18 +334,53 @@ class PPOAgent(BaseAgent):
             self._track_episodes(reward, result.done, result.valid)
             obs = result.obs
         self._obs = obs
-        last_values = model.value(obs).float()
-        bad = {kind: int(step) for kind, step in first_bad.items() if int(step) >= 0}
-        if bad:
-            kind, step = min(bad.items(), key=lambda item: item[1])
-            raise NonFiniteError(
-                f"PPOAgent: expected finite rewards, observations and policy outputs, got a "
-                f"non-finite {kind} at step {step} of epoch {self.epoch} (first step per kind: "
-                f"{bad}); nothing was updated. Check the env and the learning rate"
-            )
+        self._last_values = model.value(obs).float()
+        self._check_finite(self.buffer.stacked())
         if approximate:
             self.metrics.add("train/approximate_bootstrap", 1.0)
-        self._last_values = last_values
+
+    def _check_finite(self, data: TensorDict) -> None:
+        """Raise NonFiniteError, naming the first step, if the epoch holds NaN or infinity.
+
+        Checked once per epoch on the whole buffer (one host synchronisation),
+        before advantages are computed, so nothing is updated from bad data.
+        """
+        steps = self.config.num_steps
+        valid = data["valid"]
+
+        def step_ok(value: Tensor) -> Tensor:
+            # Ghost samples never train anything, so whatever they hold is not checked.
+            mask = valid.reshape(*valid.shape, *([1] * (value.ndim - valid.ndim)))
+            finite = torch.isfinite(value) | ~mask
+            return finite.reshape(steps, -1).all(dim=1)
+
+        obs_ok = torch.ones(steps, dtype=torch.bool, device=self.device)
+        for leaf in data[_OBS].values(include_nested=True, leaves_only=True):
+            if isinstance(leaf, Tensor) and leaf.is_floating_point():
+                obs_ok &= step_ok(leaf)
+        checks = {
+            "reward": step_ok(data["reward"]),
+            "observation": obs_ok,
+            "policy output": step_ok(data["log_prob"]) & step_ok(data["value"]),
+            # Only truncated rows use V(final_obs); other rows' entries are unused.
+            "bootstrap value": step_ok(torch.where(data["truncated"], data["final_value"], 0.0)),
+        }
+        ok = torch.stack(list(checks.values()))
+        if bool(ok.all()) and bool(torch.isfinite(self._last_values).all()):
+            return
+        first = {
+            kind: int(torch.argmin(flags.to(torch.int8)))
+            for kind, flags in checks.items()
+            if not bool(flags.all())
+        }
+        if not first:
+            first["policy output"] = steps
+        kind, step = min(first.items(), key=lambda item: item[1])
+        raise NonFiniteError(
+            f"PPOAgent: expected finite rewards, observations and policy outputs, got a "
+            f"non-finite {kind} at step {step} of epoch {self.epoch} (first step per kind: "
+            f"{first}); nothing was updated. Check the env and the learning rate"
+        )
 
     def _track_episodes(self, reward: Tensor, done: Tensor, valid: Tensor) -> None:
         self._episode_return += torch.where(valid, reward.to(torch.float64), 0.0)
@@ -354,65 +418,68 @@ class PPOAgent(BaseAgent):
         )
 
     def _update(self) -> None:
-        config, model = self.config, self.model
+        config = self.config
         stacked = self.buffer.stacked()
         advantages, returns = self._advantages(stacked)
         flat = stacked.reshape(-1)
-        flat_adv, flat_ret = advantages.reshape(-1), returns.reshape(-1)
-        valid_all = flat["valid"]
+        epoch = _EpochData(
+            obs=flat[_OBS],
+            action=flat["action"],
+            log_prob=flat["log_prob"],
+            value=flat["value"],
+            valid=flat["valid"],
+            advantage=advantages.reshape(-1),
+            returns=returns.reshape(-1),
+        )
         # Explained variance of the value predictions over this rank's valid samples.
-        residual_var = _masked_var(flat_ret - flat["value"], valid_all)
-        return_var = _masked_var(flat_ret, valid_all)
+        residual_var = _masked_var(epoch.returns - epoch.value, epoch.valid)
+        return_var = _masked_var(epoch.returns, epoch.valid)
         self.metrics.add(
             "train/explained_variance", 1.0 - residual_var / return_var.clamp(min=1e-8)
         )
-        observations = flat[_OBS]
-        model.train()
+        self.model.train()
         for indices in minibatch_indices(
             num_samples=flat.batch_size[0],
             batch_size=config.batch_size,
             num_mini_epochs=config.num_mini_epochs,
             generator=self._generator,
         ):
-            stop = self._minibatch_step(
-                observations[indices], flat[indices], flat_adv[indices], flat_ret[indices]
-            )
-            if stop:
+            if self._minibatch_step(epoch.select(indices)):
                 break
         # The statistics change only after the update, so that every log-probability of
         # this epoch (collection and update alike) saw the same normalisation.
-        self.model_unwrapped.update_normalizers(flat[_OBS], dist=self.dist, mask=valid_all)
+        self.model_unwrapped.update_normalizers(epoch.obs, dist=self.dist, mask=epoch.valid)
 
-    def _minibatch_step(
-        self, obs: TensorDict, batch: TensorDict, advantages: Tensor, returns: Tensor
-    ) -> bool:
+    def _minibatch_step(self, batch: "_EpochData") -> bool:
         """One PPO update on a minibatch; returns whether to stop the epoch (target KL)."""
         config = self.config
-        valid = batch["valid"]
-        new = self.model.evaluate(obs, batch["action"])
+        valid = batch.valid
+        count = valid.sum().clamp(min=1)
+        new = self._evaluate(batch.obs, batch.action)
         # log r = log pi(a|s) - log pi_old(a|s), zeroed on ghost samples with torch.where
         # (not a product), so neither their values nor their gradients can be non-finite.
-        log_ratio = torch.where(valid, new["log_prob"] - batch["log_prob"], 0.0)
+        log_ratio = torch.where(valid, new["log_prob"] - batch.log_prob, 0.0)
         ratio = log_ratio.exp()
+        advantages = batch.advantage
         if config.normalize_advantages:
             # A_hat = (A - mean(A)) / (std(A) + 1e-8), over the valid samples
-            mean = _masked_mean(advantages, valid)
-            std = _masked_var(advantages, valid).sqrt()
+            mean = _sum_where(advantages, valid) / count
+            std = (_sum_where((advantages - mean).square(), valid) / count).sqrt()
             advantages = (advantages - mean) / (std + 1e-8)
         # Clipped surrogate: L_clip = E[min(r A, clip(r, 1 - eps, 1 + eps) A)]
         surrogate = ratio * advantages
         clipped = ratio.clamp(1.0 - config.clip_range, 1.0 + config.clip_range) * advantages
-        policy_loss = -_masked_mean(torch.minimum(surrogate, clipped), valid)
+        policy_loss = -_sum_where(torch.minimum(surrogate, clipped), valid) / count
         # Value loss: (V - R)^2, optionally clipped around the old value V_old
         value = new["value"]
-        value_error = (value - returns).square()
+        value_error = (value - batch.returns).square()
         if config.clip_value_loss:
-            clipped_value = batch["value"] + (value - batch["value"]).clamp(
+            clipped_value = batch.value + (value - batch.value).clamp(
                 -config.clip_range, config.clip_range
             )
-            value_error = torch.maximum(value_error, (clipped_value - returns).square())
-        value_loss = 0.5 * _masked_mean(value_error, valid)
-        entropy = _masked_mean(new["entropy"], valid)
+            value_error = torch.maximum(value_error, (clipped_value - batch.returns).square())
+        value_loss = 0.5 * _sum_where(value_error, valid) / count
+        entropy = _sum_where(new["entropy"], valid) / count
         loss = policy_loss + config.value_loss_coef * value_loss - config.entropy_coef * entropy
 
         self.optimizer.zero_grad(set_to_none=True)
@@ -420,38 +487,43 @@ class PPOAgent(BaseAgent):
         grad_norm = self._clip_gradients()
         with torch.no_grad():
             # Approximate KL(old || new) = E[(r - 1) - log r] (Schulman's k3 estimator)
-            approx_kl = _masked_mean((ratio - 1.0) - log_ratio, valid)
-            clip_fraction = _masked_mean(
-                ((ratio - 1.0).abs() > config.clip_range).to(torch.float32), valid
+            approx_kl = _sum_where((ratio - 1.0) - log_ratio, valid) / count
+            clip_fraction = _sum_where((ratio - 1.0).abs() > config.clip_range, valid) / count
+            # The finiteness decision syncs once per minibatch; every rank sees the same
+            # all-reduced gradient, so every rank decides alike.
+            finite = bool(torch.isfinite(grad_norm))
+            if finite:
+                self.optimizer.step()
+            elif config.nonfinite_gradients == "raise":
+                raise NonFiniteError(
+                    f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch {self.epoch}"
+                )
+            self.metrics.add_vector(
+                _MINIBATCH_METRICS,
+                torch.stack(
+                    (
+                        policy_loss,
+                        value_loss,
+                        entropy,
+                        loss,
+                        approx_kl,
+                        clip_fraction,
+                        grad_norm.to(loss.dtype),
+                        torch.tensor(0.0 if finite else 1.0, device=loss.device),
+                    )
+                ),
             )
-        # The finiteness decision syncs once per minibatch; every rank sees the same
-        # all-reduced gradient, so every rank decides alike.
-        if bool(torch.isfinite(grad_norm)):
-            self.optimizer.step()
-            skipped = 0.0
-        elif config.nonfinite_gradients == "raise":
-            raise NonFiniteError(
-                f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch {self.epoch}"
-            )
-        else:
-            skipped = 1.0
-        self.metrics.add("loss/policy", policy_loss.detach())
-        self.metrics.add("loss/value", value_loss.detach())
-        self.metrics.add("loss/entropy", entropy.detach())
-        self.metrics.add("loss/total", loss.detach())
-        self.metrics.add("train/approx_kl", approx_kl)
-        self.metrics.add("train/clip_fraction", clip_fraction)
-        self.metrics.add("train/grad_norm", grad_norm.detach())
-        self.metrics.add("train/skipped_updates", skipped)
         return self._adapt(approx_kl)
 
     def _clip_gradients(self) -> Tensor:
-        parameters = [p for p in self.model_unwrapped.parameters() if p.grad is not None]
+        parameters = self._parameters
         if self.config.max_grad_norm is None:
             grads = [p.grad.detach().reshape(-1) for p in parameters if p.grad is not None]
             total: Tensor = torch.linalg.vector_norm(torch.cat(grads))
             return total
-        norm: Tensor = torch.nn.utils.clip_grad_norm_(parameters, self.config.max_grad_norm)
+        norm: Tensor = torch.nn.utils.clip_grad_norm_(
+            parameters, self.config.max_grad_norm, foreach=True
+        )
         return norm
 
     def _adapt(self, approx_kl: Tensor) -> bool:

@@ -62,7 +62,7 @@ class GymnasiumVecEnv:
     transition as a ghost (``result.valid[i] == False``, reward 0, never to be
     trained on). :attr:`emits_ghost_steps` says which case applies.
 
-    Observations become a TensorDict (see :mod:`typedrl.envs._spaces` for
+    Observations become a TensorDict (see ``typedrl.envs._spaces`` for
     dtypes); rewards float ``[num_envs]`` in the float dtype; flags
     ``torch.bool``. ``info`` is Gymnasium's info dict (NumPy values) without
     the ``final_obs`` entries, which move to ``result.final_obs``.

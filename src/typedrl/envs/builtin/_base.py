@@ -28,6 +28,10 @@ _Draws = Float[Tensor, "num_envs num_draws"]
 _EnvAction = Shaped[Tensor, "num_envs *action_shape"]
 
 _DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64}
+# Pool of initial states: at most this many episodes per row, and about this many
+# uniforms in all (a few MiB of work buffers at most).
+_MAX_POOL_SIZE = 16
+_POOL_ELEMENTS = 2**18
 
 
 class BaseTorchVecEnv(abc.ABC):
@@ -56,15 +60,19 @@ class BaseTorchVecEnv(abc.ABC):
       ``(seed, i, k)``, whatever ``num_envs`` is and whatever other rows do.
 
     A step never synchronises with the device and never loops over rows in
-    Python: every step draws the next episode's initial state for every row
-    (a counter-based hash, so the draw does not depend on when it is made) and
-    keeps it only in the rows that ended.
+    Python. Initial states come from a per-row pool: every ``pool_size`` steps
+    (and after each :meth:`reset`) the env computes, in one batch, the initial
+    states of each row's next ``pool_size`` episodes (a counter-based hash of
+    ``(seed, row, episode)``, so a value does not depend on when it is
+    computed); a row that ends takes the next entry of its pool. A row ends at
+    most once per step, so the pool never runs dry, and batching amortises the
+    per-op overhead of the hash.
 
     Subclasses pass their spaces to ``__init__`` and implement
     :meth:`_initial_state`, :meth:`_dynamics`, :meth:`_reward`,
     :meth:`_terminated` and :meth:`_observe`, all batched over rows. State and
     observation tensors are ``[num_envs, k]``; building them with
-    :func:`stack_columns` stores them column by column, which makes the
+    ``stack_columns`` stores them column by column, which makes the
     column-wise physics faster on CPU. Observations may therefore be
     non-contiguous (like Gymnasium's NumPy ``CartPoleVectorEnv``, whose arrays
     are Fortran-ordered): call ``.contiguous()`` before ``.view()``.
@@ -143,12 +151,29 @@ class BaseTorchVecEnv(abc.ABC):
                 bound = torch.as_tensor(action_high, device=self._device)
                 self._clip_bounds = (-bound, bound)
         self._where = f"{owner}.step"
-        # Per-row state, step counters and episode counters; valid after reset().
+        # Per-row state and the step at which each row's episode started; valid
+        # after reset(). self._steps counts every step since construction.
         self._state = torch.zeros(0, dtype=self._dtype, device=self._device)
-        self._elapsed = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
-        self._episode = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
-        self._keys = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
-        self._salts = _counter_rng.draw_salts(self._num_initial_draws, self._device)
+        self._steps = 0
+        self._started = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
+        self._keys = torch.zeros(num_envs, dtype=torch.int32, device=self._device)
+        self._salts = _counter_rng.to_int32(
+            _counter_rng.draw_salts(self._num_initial_draws, self._device).view(-1)
+        )
+        # The pool of initial states: row i's next episodes are the columns
+        # i, i + num_envs, ... of self._pool (state_dim x pool_size * num_envs).
+        # self._pool_first[i] is the episode of column i; self._pool_index[i] is
+        # the column row i takes at its next reset (one num_envs stride further
+        # per reset); self._pool_age counts the steps since the last refill.
+        self._pool_size = max(
+            1, min(_MAX_POOL_SIZE, _POOL_ELEMENTS // (num_envs * self._num_initial_draws))
+        )
+        self._rows = torch.arange(num_envs, dtype=torch.int64, device=self._device)
+        self._pool = torch.zeros(0, dtype=self._dtype, device=self._device)
+        self._pool_first = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
+        self._pool_index = self._rows.clone()
+        self._pool_age = self._pool_size
+        self._pool_work: _counter_rng.BlockWork | None = None
         self._has_reset = False
         self._closed = False
 
@@ -208,7 +233,7 @@ class BaseTorchVecEnv(abc.ABC):
 
     @property
     def provides_final_obs(self) -> bool:
-        """Always ``True``: :attr:`StepResult.final_obs` holds exact terminal observations."""
+        """Always ``True``: ``StepResult.final_obs`` holds exact terminal observations."""
         return True
 
     @property
@@ -247,13 +272,18 @@ class BaseTorchVecEnv(abc.ABC):
         if checked_seed is None and not self._has_reset:
             checked_seed = self._seed if self._seed is not None else secrets.randbits(64)
         if checked_seed is not None:
-            self._keys = _counter_rng.row_keys(checked_seed, self._num_envs, self._device)
-            self._episode = torch.zeros_like(self._episode)
+            keys = _counter_rng.row_keys(checked_seed, self._num_envs, self._device)
+            self._keys = _counter_rng.to_int32(keys)
+            episode = torch.zeros_like(self._pool_first)
         else:
-            self._episode = self._episode + 1
-        draws = _counter_rng.uniform(self._keys, self._episode, self._salts, self._dtype)
-        self._state = self._initial_state(draws)
-        self._elapsed = torch.zeros_like(self._elapsed)
+            episode = self._current_episode() + 1
+        # An empty pool at this episode: the first step refills it from the next one.
+        self._pool_first = episode + 1
+        self._pool_index = self._rows.clone()
+        self._pool_age = self._pool_size
+        self._state = self._initial_state(self._draws(episode, 1))
+        self._started = torch.zeros_like(self._started)
+        self._steps = 0
         self._has_reset = True
         return self._wrap(self._observe(self._state)), {}
 
@@ -287,22 +317,7 @@ class BaseTorchVecEnv(abc.ABC):
             action = action.to(self._dtype)
             if self._clip_bounds is not None:
                 action = torch.clamp(action, *self._clip_bounds)
-        state = self._state
-        next_state = self._dynamics(state, action)
-        reward = self._reward(state, action, next_state)
-        terminated = self._terminated(next_state)
-        elapsed = self._elapsed + 1
-        truncated = elapsed >= self._max_episode_steps
-        done = terminated | truncated
-        # Every row's next initial state; only the rows that ended keep theirs.
-        next_episode = self._episode + 1
-        fresh = self._initial_state(
-            _counter_rng.uniform(self._keys, next_episode, self._salts, self._dtype)
-        )
-        self._episode = torch.where(done, next_episode, self._episode)
-        # Rows that ended restart graph-free; the others keep the graph of next_state.
-        self._state = torch.where(done.unsqueeze(-1), fresh, next_state)
-        self._elapsed = elapsed.masked_fill(done, 0)
+        next_state, reward, terminated, truncated = self._advance(action)
         final_obs = self._observe(next_state)
         obs = self._observe(self._state)
         return StepResult(
@@ -325,6 +340,54 @@ class BaseTorchVecEnv(abc.ABC):
         )
 
     # --------------------------------------------------------------- helpers
+
+    def _advance(self, action: Action) -> tuple[_State, Reward, Done, Done]:
+        """One step of every row, with autoreset; returns the pre-reset state and flags."""
+        if self._pool_age == self._pool_size:
+            self._refill_pool()
+        self._pool_age += 1
+        self._steps += 1
+        # Each row's next initial state, from its pool (graph-free).
+        fresh = self._pool.index_select(1, self._pool_index).T
+        state = self._state
+        next_state = self._dynamics(state, action)
+        reward = self._reward(state, action, next_state)
+        terminated = self._terminated(next_state)
+        # A row started at step s is truncated when steps - s reaches the limit.
+        truncated = self._started <= self._steps - self._max_episode_steps
+        done = terminated | truncated
+        # Internal counters, never part of a graph: updated in place.
+        self._pool_index.add_(done, alpha=self._num_envs)
+        self._started.masked_fill_(done, self._steps)
+        # Rows that ended restart graph-free; the others keep the graph of next_state.
+        self._state = torch.where(done.unsqueeze(-1), fresh, next_state)
+        return next_state, reward, terminated, truncated
+
+    def _current_episode(self) -> Tensor:
+        """Each row's current episode number (``int64 [num_envs]``)."""
+        taken = torch.div(self._pool_index - self._rows, self._num_envs, rounding_mode="floor")
+        return self._pool_first - 1 + taken
+
+    def _draws(self, first_episode: Tensor, num_episodes: int) -> _Draws:
+        """Uniforms of episodes ``first_episode + k``, ``k < num_episodes``, row-minor."""
+        if self._pool_work is None or self._pool_work.hashes.shape[0] != num_episodes:
+            work = _counter_rng.BlockWork.allocate(
+                self._num_initial_draws, num_episodes, self._num_envs, self._device
+            )
+        else:
+            work = self._pool_work
+        if num_episodes == self._pool_size:
+            self._pool_work = work
+        first = _counter_rng.to_int32(first_episode)
+        return _counter_rng.uniform_block(self._keys, first, self._salts, self._dtype, work)
+
+    def _refill_pool(self) -> None:
+        """Fill the pool with each row's next ``pool_size`` initial states."""
+        self._pool_first = self._current_episode() + 1
+        self._pool_index = self._rows.clone()
+        self._pool_age = 0
+        with torch.no_grad():
+            self._pool = self._initial_state(self._draws(self._pool_first, self._pool_size)).T
 
     def _wrap(self, obs: ObsVector) -> Obs:
         return TensorDict({"obs": obs}, batch_size=[self._num_envs], device=self._device)

@@ -45,7 +45,7 @@ class GymnasiumVectorView(gym.vector.VectorEnv[Tensor, Tensor, Tensor]):
     (:attr:`torch_env`) for the typed :class:`~typedrl.protocols.StepResult`.
 
     Args:
-        env: The torch env to view; the view closes it on :meth:`close`.
+        env: The torch env to view; the view closes it on ``close()``.
 
     Example:
         >>> import gymnasium as gym

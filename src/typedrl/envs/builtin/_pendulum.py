@@ -48,7 +48,7 @@ class Pendulum(BaseTorchVecEnv):
         num_envs: Number of rows.
         max_episode_steps: Time limit (200 as in Gymnasium).
         clip_actions: Clip torques to ``[-2, 2]`` (Gymnasium's behaviour).
-        seed: Seed of the first unseeded :meth:`reset`.
+        seed: Seed of the first unseeded :meth:`~BaseTorchVecEnv.reset`.
         dtype: ``"float32"`` or ``"float64"``.
         device: Device of every tensor.
 

@@ -45,7 +45,7 @@ class PointMass(BaseTorchVecEnv):
         num_envs: Number of rows.
         max_episode_steps: Time limit.
         clip_actions: Clip actions to ``[-1, 1]``.
-        seed: Seed of the first unseeded :meth:`reset`.
+        seed: Seed of the first unseeded :meth:`~BaseTorchVecEnv.reset`.
         dtype: ``"float32"`` or ``"float64"``.
         device: Device of every tensor.
 
