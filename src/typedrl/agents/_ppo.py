@@ -346,7 +346,7 @@ class PPOAgent(BaseAgent):
         before advantages are computed, so nothing is updated from bad data.
         """
         steps = self.config.num_steps
-        valid = data["valid"]
+        valid: Tensor = data["valid"]
 
         def step_ok(value: Tensor) -> Tensor:
             # Ghost samples never train anything, so whatever they hold is not checked.
