@@ -604,7 +604,7 @@ def test_checkpoint_files_and_load(tmp_path: Path) -> None:
     checkpoint = load_checkpoint(folder / "last.ckpt", expected_kind="ppo")
     assert checkpoint.counters == {"epoch": 3, "env_steps": 48}
     assert checkpoint.config == config.to_dict()
-    assert "env" in checkpoint.modules  # RandomWalkEnv supports state_dict
+    assert "env.rank0" in checkpoint.modules  # RandomWalkEnv supports state_dict
 
     fresh = PPOAgent(env=RandomWalkEnv(num_envs=2, seed=9), config=config, progress=False)
     fresh.load(folder / "last.ckpt")
@@ -689,7 +689,7 @@ def test_resume_in_process_without_env_state_restarts_the_env(tmp_path: Path) ->
         env=CountingVecEnv(num_envs=2, truncate_after=3), config=config, run_dir=tmp_path
     ).fit()
     checkpoint = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
-    assert "env" not in checkpoint.modules
+    assert "env.rank0" not in checkpoint.modules
     longer = PPOConfig(total_timesteps=24, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
     env = CountingVecEnv(num_envs=2, truncate_after=3)
     agent = PPOAgent(env=env, config=longer, progress=False)
@@ -818,3 +818,66 @@ def test_ddp_minibatch_count_mismatch_raises_on_every_rank(tmp_path: Path) -> No
     assert first["invalid"].startswith("DistributedError")
     assert "rank(s) [1]" in first["invalid"]
     assert second["invalid"].startswith("ConfigError")
+
+
+def test_resume_is_bit_exact_on_a_builtin_env(tmp_path: Path) -> None:
+    """The built-in envs checkpoint their state, so a resumed run matches an uninterrupted one."""
+    epoch_steps = 8 * 3
+
+    def agent_for(epochs: int, run_dir: Path | None) -> PPOAgent:
+        config = PPOConfig(total_timesteps=epochs * epoch_steps, **RESUME_CONFIG)
+        env = make("typedrl/Pendulum-v0", num_envs=3, seed=5)
+        return PPOAgent(env=env, config=config, run_dir=run_dir, loggers=[], progress=False)
+
+    uninterrupted = agent_for(4, None)
+    uninterrupted.fit()
+    agent_for(2, tmp_path).fit()
+    resumed = agent_for(4, None)
+    resumed.load(tmp_path / "checkpoints" / "last.ckpt")
+    resumed.fit()
+    assert_same_parameters(parameters(uninterrupted), parameters(resumed))
+
+
+def _ddp_resume_worker(rank: int, port: int, out_dir: str, epochs: int, resume: str) -> None:
+    """Train to ``epochs`` epochs on 2 ranks, resuming from ``resume`` when given."""
+    fabric = launch_two_rank_fabric(rank, port)
+    result: dict[str, Any] = {}
+    try:
+        config = PPOConfig(total_timesteps=epochs * 8 * 5, **RESUME_CONFIG)
+        env = make("typedrl/Pendulum-v0", num_envs=(2, 3)[rank], seed=40 + rank)
+        run_dir = Path(out_dir) / "run" if not resume else None
+        batch = PPOConfig.from_dict({**config.to_dict(), "batch_size": (4, 6)[rank]})
+        agent = PPOAgent(
+            env=env, config=batch, fabric=fabric, run_dir=run_dir, progress=False, loggers=[]
+        )
+        if resume:
+            agent.load(resume)
+        agent.fit()
+        result = {"parameters": parameters(agent), "env_steps": agent.env_steps}
+    except Exception as error:
+        result = {"error": f"{type(error).__name__}: {error}"}
+    torch.save(result, Path(out_dir) / f"rank{rank}.pt")
+
+
+@pytest.mark.distributed
+def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
+    """2 ranks: 4 epochs vs 2 epochs, save, resume on 2 fresh ranks, 2 more: same weights."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for name, epochs, resume in (
+        ("whole", 4, ""),
+        ("half", 2, ""),
+        ("resumed", 4, str(tmp_path / "half" / "run" / "checkpoints" / "last.ckpt")),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        run_two_ranks(_ddp_resume_worker, str(folder), epochs, resume)
+        runs[name] = list(_results(folder))
+        for result in runs[name]:
+            assert "error" not in result, result.get("error")
+    checkpoint = load_checkpoint(tmp_path / "half" / "run" / "checkpoints" / "last.ckpt")
+    assert {"env.rank0", "env.rank1", "reward_normalizer.rank1"} <= set(checkpoint.modules)
+    for rank in (0, 1):
+        assert_same_parameters(
+            runs["whole"][rank]["parameters"], runs["resumed"][rank]["parameters"]
+        )
+    assert runs["resumed"][0]["env_steps"] == 4 * 8 * 5

@@ -19,7 +19,6 @@ from typedrl.checkpoint import (
     CheckpointKind,
     CheckpointMetadata,
     CheckpointPaths,
-    RngState,
     capture_rng_state,
     load_checkpoint,
     restore_rng_state,
@@ -142,7 +141,9 @@ class BaseAgent(ABC):
         """State dicts to checkpoint: (modules, optimizers)."""
 
     @abstractmethod
-    def _load_state(self, checkpoint: Checkpoint, path: Path) -> None:
+    def _load_state(
+        self, checkpoint: Checkpoint, path: Path, rank_state: dict[str, dict[str, Any]]
+    ) -> None:
         """Restore :meth:`_state` from a checkpoint, including the env where it can be."""
 
     @abstractmethod
@@ -249,21 +250,39 @@ class BaseAgent(ABC):
 
     # ------------------------------------------------------------- checkpoints
 
-    def _gather_rng(self) -> tuple[RngState, ...]:
-        state = capture_rng_state()
+    def _rank_state(self) -> dict[str, dict[str, Any]]:
+        """State that differs between ranks (envs, per-env counters); saved for every rank.
+
+        The default is nothing; subclasses add what an exact resume needs.
+        """
+        return {}
+
+    def _gather(self, value: Any) -> list[Any]:
+        """Every rank's ``value``, in rank order (pickled through the process group)."""
         if self.dist.world_size == 1:
-            return (state,)
+            return [value]
         gathered: list[Any] = [None] * self.dist.world_size
-        torch_dist.all_gather_object(gathered, state)
-        return tuple(gathered)
+        torch_dist.all_gather_object(gathered, value)
+        return gathered
 
     def save(self, path: str | Path | None) -> Path | None:
-        """Write a full checkpoint to ``path`` on rank 0 (every rank must call it)."""
-        rng = self._gather_rng()
+        """Write a full checkpoint to ``path`` on rank 0 (every rank must call it).
+
+        Shared state (model, optimizer, counters) comes from rank 0; state that
+        differs between ranks (RNG states, envs, per-env counters) is gathered
+        from every rank and stored under ``"<name>.rank<r>"``.
+        """
+        rng = tuple(self._gather(capture_rng_state()))
+        per_rank = self._gather(
+            {name: _to_cpu(state) for name, state in self._rank_state().items()}
+        )
         if path is None or not self.dist.is_main:
             self.dist.barrier()
             return None
         modules, optimizers = self._state()
+        for rank, states in enumerate(per_rank):
+            for name, state in states.items():
+                modules[f"{name}.rank{rank}"] = state
         checkpoint = Checkpoint(
             kind=self.kind,
             modules=modules,
@@ -294,5 +313,22 @@ class BaseAgent(ABC):
         self.best_score = checkpoint.best_score
         if self.eval_every_steps is not None:
             self._next_eval = (self.env_steps // self.eval_every_steps + 1) * self.eval_every_steps
-        self._load_state(checkpoint, Path(path))
+        suffix = f".rank{self.dist.rank}"
+        rank_state = {
+            name.removesuffix(suffix): state
+            for name, state in checkpoint.modules.items()
+            if name.endswith(suffix)
+        }
+        self._load_state(checkpoint, Path(path), rank_state)
         restore_rng_state(checkpoint.rng_state(self.dist.rank))
+
+
+def _to_cpu(value: Any) -> Any:
+    """``value`` with every tensor moved to the CPU (for gathering and saving)."""
+    if isinstance(value, dict):
+        return {key: _to_cpu(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_to_cpu(item) for item in value)
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        return value.detach().cpu()
+    return value

@@ -547,42 +547,47 @@ class PPOAgent(BaseAgent):
     # --------------------------------------------------------------- checkpoints
 
     def _state(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-        modules: dict[str, dict[str, Any]] = {"policy": self.model_unwrapped.state_dict()}
-        if self.reward_normalizer is not None and self.dist.world_size == 1:
-            modules["reward_normalizer"] = self.reward_normalizer.state_dict()
-        modules["agent"] = {
-            "learning_rate": torch.tensor(self.learning_rate, dtype=torch.float64),
-            "generator": self._generator.get_state(),
+        modules: dict[str, dict[str, Any]] = {
+            "policy": self.model_unwrapped.state_dict(),
+            "agent": {"learning_rate": torch.tensor(self.learning_rate, dtype=torch.float64)},
         }
-        if isinstance(self.env, SupportsStateDict) and self.dist.world_size == 1:
-            modules["env"] = self.env.state_dict()
-            modules["collector"] = {
+        return modules, {"policy": self.optimizer.state_dict()}
+
+    def _rank_state(self) -> dict[str, dict[str, Any]]:
+        """This rank's minibatch sampler, reward normaliser, env and collector state."""
+        states: dict[str, dict[str, Any]] = {"sampler": {"generator": self._generator.get_state()}}
+        if self.reward_normalizer is not None:
+            states["reward_normalizer"] = self.reward_normalizer.state_dict()
+        if isinstance(self.env, SupportsStateDict):
+            states["env"] = self.env.state_dict()
+            states["collector"] = {
                 "episode_return": self._episode_return,
                 "episode_length": self._episode_length,
                 # A TensorDict is not plain data: store its leaves as a nested dict.
                 **({"obs": self._obs.to_dict()} if self._obs is not None else {}),
             }
-        return modules, {"policy": self.optimizer.state_dict()}
+        return states
 
-    def _load_state(self, checkpoint: Checkpoint, path: Path) -> None:
+    def _load_state(
+        self, checkpoint: Checkpoint, path: Path, rank_state: dict[str, dict[str, Any]]
+    ) -> None:
         modules = checkpoint.modules
         load_into(self.model_unwrapped, modules["policy"], name="policy", path=path)
-        if self.reward_normalizer is not None and "reward_normalizer" in modules:
+        load_into(self.optimizer, checkpoint.optimizers["policy"], name="optimizer", path=path)
+        if "learning_rate" in modules.get("agent", {}):
+            self.learning_rate = float(modules["agent"]["learning_rate"])
+        if "sampler" in rank_state:
+            self._generator.set_state(rank_state["sampler"]["generator"])
+        if self.reward_normalizer is not None and "reward_normalizer" in rank_state:
             load_into(
                 self.reward_normalizer,
-                modules["reward_normalizer"],
+                rank_state["reward_normalizer"],
                 name="reward_normalizer",
                 path=path,
             )
-        load_into(self.optimizer, checkpoint.optimizers["policy"], name="optimizer", path=path)
-        agent = modules.get("agent", {})
-        if "learning_rate" in agent:
-            self.learning_rate = float(agent["learning_rate"])
-        if "generator" in agent:
-            self._generator.set_state(agent["generator"])
-        if "env" in modules and isinstance(self.env, SupportsStateDict):
-            load_into(self.env, modules["env"], name="env", path=path)
-            collector = modules["collector"]
+        if "env" in rank_state and isinstance(self.env, SupportsStateDict):
+            load_into(self.env, rank_state["env"], name="env", path=path)
+            collector = rank_state["collector"]
             self._episode_return = collector["episode_return"].to(self.device)
             self._episode_length = collector["episode_length"].to(self.device)
             obs = collector.get("obs")
@@ -591,18 +596,14 @@ class PPOAgent(BaseAgent):
                 if obs is not None
                 else None
             )
-            if not self._registered and self._obs is not None:
-                self._register(self._obs)
-                self._registered = True
         else:
             # The env's state is not checkpointable: continue from a fresh, seeded reset.
-            obs, _ = self.env.reset(
+            self._obs, _ = self.env.reset(
                 seed=self.config.seed * 1_000_003 + self.epoch * 7 + self.dist.rank
             )
-            self._obs = obs
-            if not self._registered:
-                self._register(obs)
-                self._registered = True
+        if not self._registered and self._obs is not None:
+            self._register(self._obs)
+            self._registered = True
 
     def _config_dict(self) -> dict[str, Any]:
         return self.config.to_dict()

@@ -18,7 +18,7 @@ from typedrl._types import Action, Done, Obs, ObsMask, ObsVector, Reward
 from typedrl._validation import describe, positive_int
 from typedrl._values import StepResult
 from typedrl.envs.builtin import _counter_rng
-from typedrl.errors import ConfigError, EnvContractError
+from typedrl.errors import CheckpointError, ConfigError, EnvContractError
 
 __all__ = ["BaseTorchVecEnv"]
 
@@ -332,6 +332,73 @@ class BaseTorchVecEnv(abc.ABC):
     def close(self) -> None:
         """Release nothing (plain tensors); calling it twice is harmless."""
         self._closed = True
+
+    def state_dict(self) -> dict[str, Any]:
+        """The env's dynamic state, for exact resumes (graph-free copies; no options).
+
+        Restoring it into an env built with the same options continues every
+        row exactly where it was: the physical state, the step counters, the
+        per-row random streams and the pool of upcoming initial states.
+        """
+        return {
+            "state": self._state.detach().clone(),
+            "steps": self._steps,
+            "started": self._started.clone(),
+            "keys": self._keys.clone(),
+            "pool": self._pool.detach().clone(),
+            "pool_first": self._pool_first.clone(),
+            "pool_index": self._pool_index.clone(),
+            "pool_age": self._pool_age,
+            "has_reset": self._has_reset,
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`state_dict`; raise CheckpointError if it does not fit this env."""
+        owner = f"{type(self).__name__}.load_state_dict"
+        expected = set(self.state_dict())
+        if set(state_dict) != expected:
+            raise CheckpointError(
+                f"{owner}: expected keys {sorted(expected)}, got {sorted(state_dict)}"
+            )
+        rows = {
+            "started": torch.int64,
+            "keys": torch.int32,
+            "pool_first": torch.int64,
+            "pool_index": torch.int64,
+        }
+        for key, dtype in rows.items():
+            value = state_dict[key]
+            if (
+                not isinstance(value, Tensor)
+                or value.shape != (self._num_envs,)
+                or value.dtype != dtype
+            ):
+                raise CheckpointError(
+                    f"{owner}: {key!r} must be a {dtype} tensor of shape [{self._num_envs}], "
+                    f"got {describe(value)}"
+                )
+        state = state_dict["state"]
+        if (
+            not isinstance(state, Tensor)
+            or state.dtype != self._dtype
+            or (state.ndim != 2 or state.shape[0] != self._num_envs)
+        ):
+            raise CheckpointError(
+                f"{owner}: 'state' must be a {self._dtype} tensor with {self._num_envs} rows, "
+                f"got {describe(state)}"
+            )
+        for key in ("steps", "pool_age"):
+            if isinstance(state_dict[key], bool) or not isinstance(state_dict[key], int):
+                raise CheckpointError(
+                    f"{owner}: {key!r} must be an int, got {describe(state_dict[key])}"
+                )
+        self._state = state.to(self._device).clone()
+        self._steps = state_dict["steps"]
+        self._pool_age = state_dict["pool_age"]
+        self._has_reset = bool(state_dict["has_reset"])
+        self._pool = state_dict["pool"].to(self._device, self._dtype).clone()
+        for key in rows:
+            setattr(self, f"_{key}", state_dict[key].to(self._device).clone())
 
     def __repr__(self) -> str:
         return (

@@ -21,6 +21,7 @@ reusable work buffers, which is what the envs' per-row pools of initial states
 use.
 """
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -170,8 +171,9 @@ def uniform_block(
             their second-to-last dimension. Overwritten.
 
     Returns:
-        ``[num_episodes * num_envs, num_draws]``: row ``k * num_envs + i`` is
-        bit for bit ``uniform(keys64, episodes + k, salts64, dtype)[i]``, stored
+        ``[num_episodes * num_envs, num_draws]``: row ``k * num_envs + i`` is,
+        bit for bit, row ``i`` of :func:`uniform` for episodes
+        ``first_episodes + k`` (with the ``int64`` keys and salts), stored
         column by column.
     """
     hashes, scratch = work.hashes, work.hash_scratch
@@ -198,5 +200,7 @@ def uniform_block(
     return draws.view(num_draws, -1).T
 
 
-def _half_ulp(dtype: torch.dtype, device: torch.device) -> Tensor:
+@functools.cache
+def _half_ulp(dtype: torch.dtype, device: torch.device) -> Float[Tensor, ""]:
+    """``2**-25`` as a 0-d tensor (made once per dtype and device: no copy per call)."""
     return torch.tensor(2.0**-25, dtype=dtype, device=device)
