@@ -181,8 +181,12 @@ def _fabric_worker(fabric: Fabric) -> dict[str, Any]:
     except DistributedError as error:
         message = str(error)
     dist.barrier()
+    world_size = dist.world_size
+    # Tear the group down here: a gloo group still alive at interpreter exit can abort
+    # the spawned process ("terminate called without an active exception").
+    torch_dist.destroy_process_group()
     return {
-        "world_size": dist.world_size,
+        "world_size": world_size,
         "total": (total.dtype, total.tolist()),
         "gathered": (gathered.dtype, gathered.tolist()),
         "sent": sent.tolist(),

@@ -46,12 +46,26 @@ def launch_two_rank_fabric(rank: int, port: int) -> Fabric:
     return fabric
 
 
+def _run_and_tear_down(target: Any, rank: int, port: int, *args: Any) -> None:
+    """Run ``target`` on this rank, then destroy the process group before the process exits.
+
+    A gloo group still alive at interpreter exit can abort the process
+    ("terminate called without an active exception"), which would read as a failure.
+    """
+    try:
+        target(rank, port, *args)
+    finally:
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+
 def run_two_ranks(target: Any, *args: Any) -> None:
     """Run ``target(rank, port, *args)`` on two spawned processes; fail on error or timeout."""
     context = multiprocessing.get_context("spawn")
     port = free_port()
     processes = [
-        context.Process(target=target, args=(rank, port, *args), daemon=True) for rank in (0, 1)
+        context.Process(target=_run_and_tear_down, args=(target, rank, port, *args), daemon=True)
+        for rank in (0, 1)
     ]
     for process in processes:
         process.start()
