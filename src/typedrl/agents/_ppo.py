@@ -222,18 +222,20 @@ class PPOAgent(BaseAgent):
             else None
         )
         self.model_unwrapped = model
-        # foreach Adam: one kernel per step over all parameters (the default on CPU
-        # falls back to a loop over tensors, which dominates small-network updates).
+        # Fused Adam: one kernel per step over all parameters (the default on CPU is a
+        # loop over tensors, which dominates the update of small networks).
         optimizer = torch.optim.Adam(
-            model.parameters(), lr=config.learning_rate, eps=config.adam_eps, foreach=True
+            model.parameters(), lr=config.learning_rate, eps=config.adam_eps, fused=True
         )
         self.model, self.optimizer = setup_module_and_optimizer(
-            self.fabric, model, optimizer, forward_methods=("evaluate",)
+            self.fabric, model, optimizer, forward_methods=("evaluate_tensors",)
         )
         self._parameters = [p for p in model.parameters() if p.requires_grad]
         # DDP must see `evaluate` through its forward to synchronise gradients; a single
         # process has nothing to synchronise and calls the model directly.
-        self._evaluate = self.model.evaluate if self.dist.world_size > 1 else model.evaluate
+        self._evaluate = (
+            self.model.evaluate_tensors if self.dist.world_size > 1 else model.evaluate_tensors
+        )
         self.buffer = ExperienceBuffer(
             num_envs=env.num_envs, num_steps=config.num_steps, device=self.device
         )
@@ -455,10 +457,10 @@ class PPOAgent(BaseAgent):
         config = self.config
         valid = batch.valid
         count = valid.sum().clamp(min=1)
-        new = self._evaluate(batch.obs, batch.action)
+        new_log_prob, new_entropy, value = self._evaluate(batch.obs, batch.action)
         # log r = log pi(a|s) - log pi_old(a|s), zeroed on ghost samples with torch.where
         # (not a product), so neither their values nor their gradients can be non-finite.
-        log_ratio = torch.where(valid, new["log_prob"] - batch.log_prob, 0.0)
+        log_ratio = torch.where(valid, new_log_prob - batch.log_prob, 0.0)
         ratio = log_ratio.exp()
         advantages = batch.advantage
         if config.normalize_advantages:
@@ -471,7 +473,6 @@ class PPOAgent(BaseAgent):
         clipped = ratio.clamp(1.0 - config.clip_range, 1.0 + config.clip_range) * advantages
         policy_loss = -_sum_where(torch.minimum(surrogate, clipped), valid) / count
         # Value loss: (V - R)^2, optionally clipped around the old value V_old
-        value = new["value"]
         value_error = (value - batch.returns).square()
         if config.clip_value_loss:
             clipped_value = batch.value + (value - batch.value).clamp(
@@ -479,7 +480,7 @@ class PPOAgent(BaseAgent):
             )
             value_error = torch.maximum(value_error, (clipped_value - batch.returns).square())
         value_loss = 0.5 * _sum_where(value_error, valid) / count
-        entropy = _sum_where(new["entropy"], valid) / count
+        entropy = _sum_where(new_entropy, valid) / count
         loss = policy_loss + config.value_loss_coef * value_loss - config.entropy_coef * entropy
 
         self.optimizer.zero_grad(set_to_none=True)

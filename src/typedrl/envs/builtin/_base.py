@@ -181,7 +181,7 @@ class BaseTorchVecEnv(abc.ABC):
 
     @abc.abstractmethod
     def _initial_state(self, uniform: _Draws) -> _State:
-        """Map ``num_initial_draws`` uniforms in ``(0, 1)`` per row to initial states."""
+        """Map ``num_initial_draws`` uniforms in ``(0, 1]`` per row to initial states."""
 
     @abc.abstractmethod
     def _dynamics(self, state: _State, action: _EnvAction) -> _State:

@@ -78,7 +78,7 @@ def uniform(
     salts: Int[Tensor, "num_draws 1"],
     dtype: torch.dtype,
 ) -> Float[Tensor, "num_envs num_draws"]:
-    """Uniforms in ``(0, 1)`` for each row's given episode.
+    """Uniforms in ``(0, 1)`` (float64) or ``(0, 1]`` (float32) for each row's given episode.
 
     Args:
         keys: Row keys from :func:`row_keys`.
@@ -98,7 +98,8 @@ def uniform(
     bits = bits ^ (bits >> 15)
     if dtype == torch.float64:
         return ((bits.to(torch.float64) + 0.5) * 2.0**-32).T
-    # The top 24 bits fill a float32 mantissa exactly, so the result never rounds to 1.0.
+    # The top 24 bits plus one half: every value but the largest is exact in float32; the
+    # largest, (2**24 - 0.5) * 2**-24, rounds to 1.0, so float32 draws lie in (0, 1].
     return (((bits >> 8).to(dtype) + 0.5) * 2.0**-24).T
 
 

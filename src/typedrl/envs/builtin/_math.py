@@ -23,7 +23,7 @@ def smooth_distance(
 def uniform_between(
     uniform: Float[Tensor, "*batch"], low: float, high: float
 ) -> Float[Tensor, "*batch"]:
-    """Scale uniforms in ``(0, 1)`` to ``(low, high)``."""
+    """Scale uniforms in ``(0, 1]`` to ``(low, high]``."""
     return low + (high - low) * uniform
 
 
