@@ -54,3 +54,28 @@ def test_builtin_cartpole_reaches_475() -> None:
     """The built-in torch CartPole (32 envs, the `typedrl train` preset) learns too."""
     config = PPOConfig.from_dict({**CARTPOLE.to_dict(), "num_mini_epochs": 10})
     assert _train_cartpole("typedrl/CartPole-v0", 0, 32, config) >= 475.0
+
+
+@pytest.mark.slow
+def test_pendulum_reaches_minus_250_within_200k_steps() -> None:
+    """Gymnasium Pendulum-v1, 8 envs: deterministic eval return >= -250 within 200k steps."""
+    torch.set_num_threads(1)
+    env = make("Pendulum-v1", num_envs=8, seed=0)
+    eval_env = make("Pendulum-v1", num_envs=8, seed=100)
+    config = PPOConfig(
+        total_timesteps=200_000,
+        num_steps=256,
+        batch_size=256,
+        num_mini_epochs=10,
+        learning_rate=1e-3,
+        gamma=0.9,
+        gae_lambda=0.95,
+        normalize_observations=True,
+        normalize_rewards=True,
+        log_std_init=-0.5,
+    )
+    agent = PPOAgent(env=env, config=config, eval_env=eval_env, eval_episodes=16, progress=False)
+    result = agent.fit()
+    env.close()
+    eval_env.close()
+    assert result["metrics"]["eval/score"] >= -250.0
