@@ -79,3 +79,24 @@ def test_pendulum_reaches_minus_250_within_200k_steps() -> None:
     env.close()
     eval_env.close()
     assert result["metrics"]["eval/score"] >= -250.0
+
+
+@pytest.mark.slow
+def test_builtin_cartpole_4096_envs_reaches_475_in_2m_steps() -> None:
+    """The built-in CartPole with 4096 envs: eval return >= 475 at the end of 2M env steps."""
+    torch.set_num_threads(2)
+    env = make("typedrl/CartPole-v0", num_envs=4096, seed=0)
+    eval_env = make("typedrl/CartPole-v0", num_envs=64, seed=1)
+    config = PPOConfig(
+        total_timesteps=2_000_000,
+        num_steps=16,
+        batch_size=2048,
+        num_mini_epochs=10,
+        learning_rate=3e-3,
+        gamma=0.98,
+        gae_lambda=0.8,
+    )
+    agent = PPOAgent(env=env, config=config, eval_env=eval_env, eval_episodes=64, progress=False)
+    result = agent.fit()
+    assert result["env_steps"] <= 2_000_000 + 16 * 4096
+    assert result["metrics"]["eval/score"] >= 475.0
