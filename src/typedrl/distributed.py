@@ -299,11 +299,14 @@ class FabricDistributed:
 
     def all_gather(self, tensor: _Any) -> _Gathered:
         """Stack every rank's ``tensor`` in rank order (also with one rank)."""
-        result = _expect_tensor(self._fabric.all_gather(tensor), "all_gather")
-        if result.shape == tensor.shape:
-            # Fabric adds no leading axis when no process group is running.
-            return result.unsqueeze(0).clone()
-        return result
+        if self.world_size == 1 or not torch_dist.is_initialized():
+            return tensor.unsqueeze(0).clone()
+        # Fabric's own all_gather goes through a deprecated autograd collective (and
+        # warns on every call); the plain collective on Fabric's group does the same.
+        local = tensor.to(self.device).contiguous()
+        parts = [torch.empty_like(local) for _ in range(self.world_size)]
+        torch_dist.all_gather(parts, local)
+        return torch.stack(parts)
 
     def broadcast(self, tensor: _Any, src: int = 0) -> _Any:
         """Return rank ``src``'s ``tensor`` (every rank passes one of the same shape and dtype)."""
