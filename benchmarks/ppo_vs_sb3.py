@@ -27,7 +27,7 @@ from typedrl.envs import make
 NUM_ENVS = 8
 
 
-def _typedrl_agent(timesteps: int, seed: int) -> PPOAgent:
+def _typedrl_agent(timesteps: int, seed: int, *, compile_update: bool) -> PPOAgent:
     env = make("CartPole-v1", num_envs=NUM_ENVS, seed=seed)
     config = PPOConfig(
         total_timesteps=timesteps,
@@ -41,6 +41,7 @@ def _typedrl_agent(timesteps: int, seed: int) -> PPOAgent:
         value_loss_coef=0.5,
         entropy_coef=0.0,
         max_grad_norm=0.5,
+        compile_update=compile_update,
         seed=seed,
     )
     agent = PPOAgent(env=env, config=config, progress=False, loggers=[])
@@ -60,11 +61,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=4, help="paired epochs (first is warm-up)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--compile", action="store_true", help="PPOConfig(compile_update=True) for typedrl"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     epoch_steps = NUM_ENVS * 2048
-    agent = _typedrl_agent(epoch_steps * args.epochs, args.seed)
+    agent = _typedrl_agent(epoch_steps * args.epochs, args.seed, compile_update=args.compile)
     model = _sb3_model(args.seed)
     ours, theirs, ratios = [], [], []
     for epoch in range(args.epochs):
@@ -85,6 +89,7 @@ def main() -> None:
         "sb3_env_steps_per_s": statistics.median(theirs),
         "ratio": statistics.median(ratios),
         "ratios": ratios,
+        "compile_update": args.compile,
     }
     if args.json:
         print(json.dumps(result))

@@ -132,6 +132,13 @@ class PPOConfig:
     """Hidden activation of both MLPs."""
     log_std_init: float = 0.0
     """Initial log standard deviation of Gaussian policies."""
+    compile_update: bool = False
+    """Compile the minibatch loss (network forward and PPO loss, hence their backward)
+    with :func:`torch.compile`: about 1.8x faster updates for small networks on a
+    CPU. Single process only; the first update compiles (seconds); needs a C++
+    compiler on CPUs. Results match the eager update to floating-point rounding,
+    not bit for bit. Runtime shape checking (jaxtyping's import hook) cannot be
+    traced by the compiler: leave it off for compiled runs."""
     seed: int = 0
     """Seed of the run, in ``[0, 2**32 - 1]`` (each rank derives its own seeds from it)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -193,6 +200,7 @@ class PPOConfig:
             "normalize_advantages",
             "normalize_observations",
             "normalize_rewards",
+            "compile_update",
         ):
             choices[name] = (True, False)
         for name, valid in choices.items():

@@ -1,6 +1,7 @@
 """Proximal policy optimisation on Lightning Fabric."""
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
@@ -88,6 +89,15 @@ def _sum_where(x: Tensor, mask: Tensor) -> Tensor:
     )
 
 
+def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
+    """Refuse ``compile_update`` with DDP, which must see the model's forward."""
+    if config.compile_update and world_size > 1:
+        raise ConfigError(
+            "PPOConfig.compile_update is single-process only (DDP must see the model's "
+            f"forward to synchronise gradients); got {world_size} ranks"
+        )
+
+
 def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     # sum(x[mask]) / max(1, count(mask)); torch.where, not a product, so that a
     # non-finite value in a masked (ghost) sample cannot leak into the result.
@@ -169,6 +179,7 @@ class PPOAgent(BaseAgent):
                 f"the env runs on {env.device} but Fabric on {self.device}; "
                 "create the env on fabric.device"
             )
+        _require_single_process_compile(config, self.dist.world_size)
         # Checked before any other collective: a mismatch would deadlock the update.
         self.num_minibatches = agree_on_batch_plan(
             num_envs=env.num_envs,
@@ -235,6 +246,11 @@ class PPOAgent(BaseAgent):
         # process has nothing to synchronise and calls the model directly.
         self._evaluate = (
             self.model.evaluate_tensors if self.dist.world_size > 1 else model.evaluate_tensors
+        )
+        # compile_update fuses the network forward and the loss (and so their backward);
+        # checked to be single-process in __init__.
+        self._loss: Callable[[_EpochData], tuple[Tensor, Tensor]] = (
+            torch.compile(self._loss_terms) if config.compile_update else self._loss_terms
         )
         self.buffer = ExperienceBuffer(
             num_envs=env.num_envs, num_steps=config.num_steps, device=self.device
@@ -454,15 +470,47 @@ class PPOAgent(BaseAgent):
 
     def _minibatch_step(self, batch: "_EpochData") -> bool:
         """One PPO update on a minibatch; returns whether to stop the epoch (target KL)."""
+        loss, stats = self._loss(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.fabric.backward(loss)
+        grad_norm = self._clip_gradients()
+        with torch.no_grad():
+            # The finiteness decision syncs once per minibatch; every rank sees the same
+            # all-reduced gradient, so every rank decides alike.
+            finite = bool(torch.isfinite(grad_norm))
+            if finite:
+                self.optimizer.step()
+            elif self.config.nonfinite_gradients == "raise":
+                raise NonFiniteError(
+                    f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch {self.epoch}"
+                )
+            skipped = torch.zeros(1, dtype=stats.dtype, device=stats.device) + (not finite)
+            self.metrics.add_vector(
+                _MINIBATCH_METRICS,
+                torch.cat((stats.detach(), grad_norm.reshape(1).to(stats.dtype), skipped)),
+            )
+        return self._adapt(stats[4])
+
+    def _loss_terms(self, batch: "_EpochData") -> tuple[Tensor, Tensor]:
+        """The PPO loss of a minibatch and its statistics, without side effects.
+
+        Returns the loss and ``[policy loss, value loss, entropy, loss, approx KL,
+        clip fraction]``. Pure, so that ``compile_update`` can hand it to
+        :func:`torch.compile` as it is.
+        """
         config = self.config
-        valid = batch.valid
+        valid, advantages, returns, old_value = (
+            batch.valid,
+            batch.advantage,
+            batch.returns,
+            batch.value,
+        )
         count = valid.sum().clamp(min=1)
         new_log_prob, new_entropy, value = self._evaluate(batch.obs, batch.action)
         # log r = log pi(a|s) - log pi_old(a|s), zeroed on ghost samples with torch.where
         # (not a product), so neither their values nor their gradients can be non-finite.
         log_ratio = torch.where(valid, new_log_prob - batch.log_prob, 0.0)
         ratio = log_ratio.exp()
-        advantages = batch.advantage
         if config.normalize_advantages:
             # A_hat = (A - mean(A)) / (std(A) + 1e-8), over the valid samples
             mean = _sum_where(advantages, valid) / count
@@ -473,48 +521,23 @@ class PPOAgent(BaseAgent):
         clipped = ratio.clamp(1.0 - config.clip_range, 1.0 + config.clip_range) * advantages
         policy_loss = -_sum_where(torch.minimum(surrogate, clipped), valid) / count
         # Value loss: (V - R)^2, optionally clipped around the old value V_old
-        value_error = (value - batch.returns).square()
+        value_error = (value - returns).square()
         if config.clip_value_loss:
-            clipped_value = batch.value + (value - batch.value).clamp(
+            clipped_value = old_value + (value - old_value).clamp(
                 -config.clip_range, config.clip_range
             )
-            value_error = torch.maximum(value_error, (clipped_value - batch.returns).square())
+            value_error = torch.maximum(value_error, (clipped_value - returns).square())
         value_loss = 0.5 * _sum_where(value_error, valid) / count
         entropy = _sum_where(new_entropy, valid) / count
         loss = policy_loss + config.value_loss_coef * value_loss - config.entropy_coef * entropy
-
-        self.optimizer.zero_grad(set_to_none=True)
-        self.fabric.backward(loss)
-        grad_norm = self._clip_gradients()
         with torch.no_grad():
             # Approximate KL(old || new) = E[(r - 1) - log r] (Schulman's k3 estimator)
             approx_kl = _sum_where((ratio - 1.0) - log_ratio, valid) / count
             clip_fraction = _sum_where((ratio - 1.0).abs() > config.clip_range, valid) / count
-            # The finiteness decision syncs once per minibatch; every rank sees the same
-            # all-reduced gradient, so every rank decides alike.
-            finite = bool(torch.isfinite(grad_norm))
-            if finite:
-                self.optimizer.step()
-            elif config.nonfinite_gradients == "raise":
-                raise NonFiniteError(
-                    f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch {self.epoch}"
-                )
-            self.metrics.add_vector(
-                _MINIBATCH_METRICS,
-                torch.stack(
-                    (
-                        policy_loss,
-                        value_loss,
-                        entropy,
-                        loss,
-                        approx_kl,
-                        clip_fraction,
-                        grad_norm.to(loss.dtype),
-                        torch.tensor(0.0 if finite else 1.0, device=loss.device),
-                    )
-                ),
-            )
-        return self._adapt(approx_kl)
+        stats = torch.stack(
+            (policy_loss, value_loss, entropy, loss, approx_kl, clip_fraction)
+        ).detach()
+        return loss, stats
 
     def _clip_gradients(self) -> Tensor:
         parameters = self._parameters
