@@ -1,7 +1,5 @@
 """Tests for typedrl.distributed: the three implementations and agree_on."""
 
-import multiprocessing
-import socket
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -14,23 +12,16 @@ from lightning.fabric import Fabric
 from lightning.fabric.strategies.ddp import DDPStrategy
 from torch import Tensor
 
+from tests.multiprocess import free_port, run_two_ranks
 from typedrl.distributed import (
     Distributed,
     FabricDistributed,
     SingleProcess,
     TorchDistributed,
     agree_on,
+    raise_together,
 )
-from typedrl.errors import DistributedError
-
-JOIN_TIMEOUT_S = 120.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from typedrl.errors import ConfigError, DistributedError
 
 
 class _CannedWorld:
@@ -62,6 +53,9 @@ class _CannedWorld:
     def all_gather(self, tensor: Tensor) -> Tensor:
         rows = self._gathers.pop(0)
         return torch.tensor(rows, dtype=tensor.dtype).reshape(len(rows), *tensor.shape)
+
+    def all_gather_object(self, obj: object) -> list[Any]:
+        return [obj] * self.world_size
 
     def broadcast(self, tensor: Tensor, src: int = 0) -> Tensor:
         return tensor.clone()
@@ -273,32 +267,6 @@ def _torch_worker(rank: int, port: int, out_dir: str) -> None:
         torch_dist.destroy_process_group()
 
 
-def run_two_ranks(target: Any, *args: Any) -> None:
-    """Run ``target(rank, port, *args)`` on two spawned processes; fail on error or timeout."""
-    context = multiprocessing.get_context("spawn")
-    port = free_port()
-    processes = [
-        context.Process(target=target, args=(rank, port, *args), daemon=True) for rank in (0, 1)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        for process in processes:
-            process.join(JOIN_TIMEOUT_S)
-        hung = [rank for rank, process in enumerate(processes) if process.is_alive()]
-        if hung:
-            pytest.fail(f"ranks {hung} did not finish within {JOIN_TIMEOUT_S} s")
-        codes = [process.exitcode for process in processes]
-        if codes != [0, 0]:
-            pytest.fail(f"ranks exited with codes {codes}")
-    finally:
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-            process.join(5.0)
-            process.close()
-
-
 @pytest.mark.distributed
 def test_torch_distributed_on_two_gloo_ranks(tmp_path: Path) -> None:
     """Real collectives on 2 ranks; agree_on raises the same error on both, without a hang."""
@@ -321,3 +289,18 @@ def test_torch_distributed_on_two_gloo_ranks(tmp_path: Path) -> None:
         "ranks disagree on obs shape (rank 0: (4,), rank 1: (4, 4)); "
         "it must be identical on every rank",
     ]
+
+
+def test_raise_together_raises_on_every_rank() -> None:
+    """A failure on one rank raises there and as a DistributedError on the others."""
+    raise_together(None, "check", _CannedWorld([[[0], [0]]]))
+    with pytest.raises(DistributedError, match=r"check failed on rank\(s\) \[1\]"):
+        raise_together(None, "check", _CannedWorld([[[0], [1]]]))
+    own = ConfigError("bad numbers")
+    with pytest.raises(ConfigError, match="bad numbers"):
+        raise_together(own, "check", _CannedWorld([[[1], [0]]]))
+
+
+def test_all_gather_object_single_process() -> None:
+    """One rank gathers a one-item list."""
+    assert SingleProcess().all_gather_object({"a": 1}) == [{"a": 1}]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from typedrl.envs import GymnasiumVecEnv, make
-from typedrl.errors import ConfigError, EnvContractError
+from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.protocols import Evaluator
 from typedrl.testing import ConstantPolicy, CountingVecEnv, LinearActorCritic, RandomEndsVectorEnv
@@ -98,3 +98,35 @@ def test_errors() -> None:
     evaluator = EpisodeEvaluator(CountingVecEnv(num_envs=1), num_episodes=1, max_steps=16)
     with pytest.raises(EnvContractError, match="only 0 of 1 episodes"):
         evaluator.evaluate(ConstantPolicy(torch.zeros(1)))
+
+
+def test_completion_is_checked_before_giving_up() -> None:
+    """Episodes that all end just before max_steps are not reported as missing."""
+    env = CountingVecEnv(num_envs=1, truncate_after=3)
+    result = EpisodeEvaluator(env, num_episodes=1, max_steps=5).evaluate(
+        ConstantPolicy(torch.zeros(1))
+    )
+    assert result.num_items == 1
+
+
+def test_non_finite_returns_raise_non_finite_error() -> None:
+    """An eval env with NaN rewards raises NonFiniteError naming the metric."""
+
+    class _NaNEnv(gym.Env[np.ndarray, np.int64]):
+        def __init__(self) -> None:
+            self.observation_space = gym.spaces.Box(-1, 1, (1,))
+            self.action_space = gym.spaces.Discrete(2)
+
+        def reset(
+            self, *, seed: int | None = None, options: dict[str, object] | None = None
+        ) -> tuple[np.ndarray, dict[str, object]]:
+            super().reset(seed=seed)
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, object]]:
+            return np.zeros(1, np.float32), float("nan"), True, False, {}
+
+    raw = gym.vector.SyncVectorEnv([_NaNEnv], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    evaluator = EpisodeEvaluator(GymnasiumVecEnv(raw), num_episodes=1)
+    with pytest.raises(NonFiniteError, match="return_mean"):
+        evaluator.evaluate(ConstantPolicy(torch.tensor(0)))

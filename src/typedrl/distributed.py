@@ -38,7 +38,7 @@ initialised by the caller) and :class:`FabricDistributed` (a launched
 """
 
 from collections.abc import Sequence
-from typing import Protocol, final, runtime_checkable
+from typing import Any, Protocol, final, runtime_checkable
 
 import torch
 import torch.distributed as torch_dist
@@ -46,7 +46,7 @@ from jaxtyping import Shaped
 from lightning.fabric import Fabric
 from torch import Tensor
 
-from typedrl.errors import DistributedError
+from typedrl.errors import DistributedError, TypedRLError
 
 __all__ = [
     "Distributed",
@@ -54,6 +54,7 @@ __all__ = [
     "SingleProcess",
     "TorchDistributed",
     "agree_on",
+    "raise_together",
 ]
 
 _Any = Shaped[Tensor, "*shape"]
@@ -101,6 +102,10 @@ class Distributed(Protocol):
 
     def barrier(self) -> None:
         """Block until every rank has called :meth:`barrier`."""
+        ...
+
+    def all_gather_object(self, obj: object) -> list[Any]:
+        """Every rank's picklable ``obj``, in rank order (per-rank state, not hot loops)."""
         ...
 
 
@@ -170,6 +175,10 @@ class SingleProcess:
 
     def barrier(self) -> None:
         """Return at once."""
+
+    def all_gather_object(self, obj: object) -> list[Any]:
+        """``[obj]``."""
+        return [obj]
 
 
 @final
@@ -246,6 +255,12 @@ class TorchDistributed:
     def barrier(self) -> None:
         """Wait for every rank of the default group."""
         torch_dist.barrier()
+
+    def all_gather_object(self, obj: object) -> list[Any]:
+        """Every rank's ``obj`` through :func:`torch.distributed.all_gather_object`."""
+        gathered: list[Any] = [None] * self.world_size
+        torch_dist.all_gather_object(gathered, obj)
+        return gathered
 
 
 @final
@@ -325,6 +340,14 @@ class FabricDistributed:
         """Wait for every rank."""
         self._fabric.barrier()
 
+    def all_gather_object(self, obj: object) -> list[Any]:
+        """Every rank's ``obj`` through the process group Fabric launched."""
+        if self.world_size == 1 or not torch_dist.is_initialized():
+            return [obj]
+        gathered: list[Any] = [None] * self.world_size
+        torch_dist.all_gather_object(gathered, obj)
+        return gathered
+
 
 def _expect_tensor(result: object, operation: str) -> Tensor:
     if not isinstance(result, Tensor):
@@ -332,6 +355,28 @@ def _expect_tensor(result: object, operation: str) -> Tensor:
             f"Fabric's {operation} returned {type(result).__name__}, expected a torch.Tensor"
         )
     return result
+
+
+def raise_together(error: TypedRLError | None, what: str, dist: Distributed) -> None:
+    """Collective: if any rank failed, raise on every rank instead of leaving some waiting.
+
+    Every rank calls it after a step that may fail on some ranks only (a check
+    of its own data, a file write on rank 0). A rank that failed raises its own
+    ``error``; every other rank raises :class:`~typedrl.errors.DistributedError`
+    naming the failed ranks. When no rank failed, it returns on every rank.
+
+    Example:
+        >>> raise_together(None, "the rollout check", SingleProcess())
+    """
+    flag = torch.tensor([0 if error is None else 1], dtype=torch.int64, device=dist.device)
+    flags = [int(f) for f in dist.all_gather(flag).reshape(-1).tolist()]
+    if error is not None:
+        raise error
+    failed = [rank for rank, f in enumerate(flags) if f]
+    if failed:
+        raise DistributedError(
+            f"{what} failed on rank(s) {failed}; every rank stops (the error is on those ranks)"
+        )
 
 
 def agree_on(name: str, value: int | Sequence[int], dist: Distributed) -> None:

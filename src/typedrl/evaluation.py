@@ -1,5 +1,6 @@
 """Episode evaluation on a dedicated env, for both trainer families."""
 
+import math
 from typing import Any, final
 
 import numpy as np
@@ -9,7 +10,7 @@ from torch import Tensor
 from typedrl import _validation
 from typedrl._validation import positive_int
 from typedrl._values import EvaluationResult, StepResult
-from typedrl.errors import ConfigError, EnvContractError
+from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.protocols import Policy, VecEnv
 
 __all__ = ["EpisodeEvaluator"]
@@ -120,6 +121,12 @@ class EpisodeEvaluator:
         }
         if successes is not None:
             metrics["success_rate"] = float(successes.mean())
+        bad = [name for name, value in metrics.items() if not math.isfinite(value)]
+        if bad:
+            raise NonFiniteError(
+                f"EpisodeEvaluator: the evaluation env produced non-finite {bad} "
+                f"({ {name: metrics[name] for name in bad} }); check its rewards"
+            )
         return EvaluationResult(
             metrics=metrics, score=metrics["return_mean"], num_items=returns.numel()
         )
@@ -160,11 +167,12 @@ class EpisodeEvaluator:
             if step % check_every == 0 and bool((done_count >= quota).all()):
                 break
         else:
-            finished = int(torch.minimum(done_count, quota).sum())
-            raise EnvContractError(
-                f"EpisodeEvaluator: only {finished} of {self.num_episodes} episodes ended within "
-                f"max_steps={self.max_steps}; does the env ever end its episodes?"
-            )
+            if not bool((done_count >= quota).all()):
+                finished = int(torch.minimum(done_count, quota).sum())
+                raise EnvContractError(
+                    f"EpisodeEvaluator: only {finished} of {self.num_episodes} episodes ended "
+                    f"within max_steps={self.max_steps}; does the env ever end its episodes?"
+                )
         mask = torch.arange(width, device=device).unsqueeze(0) < quota.unsqueeze(1)
         selected_success = successes[mask] if saw_success else None
         return returns[mask], lengths[mask], selected_success

@@ -15,7 +15,8 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from tests.agents._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
-from tests.agents.test_fabric import launch_two_rank_fabric, run_two_ranks
+from tests.agents.test_fabric import launch_two_rank_fabric
+from tests.multiprocess import run_two_ranks
 from typedrl._values import EvaluationResult, StepResult
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.checkpoint import load_checkpoint

@@ -101,3 +101,30 @@ def test_observation_normalisation_lives_in_the_model() -> None:
     assert torch.allclose(normalizer.mean, expected_mean)
     assert "obs_normalizers.obs.running_mean" in model.state_dict()
     assert not torch.equal(model.act(obs, deterministic=True)["action"], before)
+
+
+def test_critic_reads_the_actor_keys_without_a_critic_group() -> None:
+    """A Dict without "critic" (and without "obs"/"policy"): both networks read every key."""
+    space = gym.spaces.Dict(
+        {"pos": gym.spaces.Box(-1, 1, (2,)), "vel": gym.spaces.Box(-1, 1, (3,))}
+    )
+    model = MLPActorCritic(space, gym.spaces.Discrete(2))
+    assert model.actor_keys == ("pos", "vel")
+    assert model.critic_keys == ("pos", "vel")
+
+
+def test_float64_observations_meet_float32_networks() -> None:
+    """float64 observations are cast to the networks' dtype instead of failing in a matmul."""
+    model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2))
+    obs = TensorDict({"obs": torch.zeros(4, 3, dtype=torch.float64)}, batch_size=[4])
+    assert model.act(obs)["value"].dtype == torch.float32
+
+
+def test_discrete_spaces_with_a_start_offset() -> None:
+    """Discrete(n, start=s) actions are sampled in s .. s+n-1 and scored consistently."""
+    model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(3, start=5))
+    obs = _obs(64, obs=3)
+    out = model.act(obs)
+    assert bool(((out["action"] >= 5) & (out["action"] <= 7)).all())
+    scored = model.evaluate(obs, out["action"])
+    assert torch.allclose(scored["log_prob"], out["log_prob"])

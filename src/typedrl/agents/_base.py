@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as torch_dist
 from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
 
+from typedrl._values import EvaluationResult
 from typedrl.agents._fabric import default_fabric
 from typedrl.agents._signals import StopRequest
 from typedrl.checkpoint import (
@@ -24,8 +24,8 @@ from typedrl.checkpoint import (
     restore_rng_state,
     save_checkpoint,
 )
-from typedrl.distributed import Distributed, FabricDistributed
-from typedrl.errors import CheckpointError, ConfigError
+from typedrl.distributed import Distributed, FabricDistributed, raise_together
+from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.logging import ProgressDisplay, build_loggers
 from typedrl.protocols import Policy, VecEnv
@@ -216,7 +216,16 @@ class BaseAgent(ABC):
         if self.evaluator is None:
             return {}
         self.setup()
-        result = self.evaluator.evaluate(self.policy)
+        error: TypedRLError | None = None
+        result: EvaluationResult | None = None
+        try:
+            result = self.evaluator.evaluate(self.policy)
+        except TypedRLError as failure:
+            error = failure
+        # An evaluation that fails on one rank must stop every rank, not leave them waiting.
+        raise_together(error, "evaluation", self.dist)
+        if result is None:  # evaluation failed here, and raise_together has raised
+            return {}
         self._evaluated_at = self.env_steps
         pooled = torch.tensor(
             [result.score * result.num_items, float(result.num_items)],
@@ -259,11 +268,7 @@ class BaseAgent(ABC):
 
     def _gather(self, value: Any) -> list[Any]:
         """Every rank's ``value``, in rank order (pickled through the process group)."""
-        if self.dist.world_size == 1:
-            return [value]
-        gathered: list[Any] = [None] * self.dist.world_size
-        torch_dist.all_gather_object(gathered, value)
-        return gathered
+        return self.dist.all_gather_object(value)
 
     def save(self, path: str | Path | None) -> Path | None:
         """Write a full checkpoint to ``path`` on rank 0 (every rank must call it).
@@ -276,25 +281,29 @@ class BaseAgent(ABC):
         per_rank = self._gather(
             {name: _to_cpu(state) for name, state in self._rank_state().items()}
         )
-        if path is None or not self.dist.is_main:
-            self.dist.barrier()
-            return None
-        modules, optimizers = self._state()
-        for rank, states in enumerate(per_rank):
-            for name, state in states.items():
-                modules[f"{name}.rank{rank}"] = state
-        checkpoint = Checkpoint(
-            kind=self.kind,
-            modules=modules,
-            optimizers=optimizers,
-            counters={"epoch": self.epoch, "env_steps": self.env_steps},
-            best_score=self.best_score,
-            config=self._config_dict(),
-            rng=rng,
-            metadata=CheckpointMetadata.now(world_size=self.dist.world_size),
-        )
-        written = save_checkpoint(path, checkpoint)
-        self.dist.barrier()
+        written: Path | None = None
+        error: TypedRLError | None = None
+        if path is not None and self.dist.is_main:
+            modules, optimizers = self._state()
+            for rank, states in enumerate(per_rank):
+                for name, state in states.items():
+                    modules[f"{name}.rank{rank}"] = state
+            try:
+                checkpoint = Checkpoint(
+                    kind=self.kind,
+                    modules=modules,
+                    optimizers=optimizers,
+                    counters={"epoch": self.epoch, "env_steps": self.env_steps},
+                    best_score=self.best_score,
+                    config=self._config_dict(),
+                    rng=rng,
+                    metadata=CheckpointMetadata.now(world_size=self.dist.world_size),
+                )
+                written = save_checkpoint(path, checkpoint)
+            except TypedRLError as failure:
+                error = failure
+        # A failed write on rank 0 stops every rank instead of leaving them in a barrier.
+        raise_together(error, f"writing the checkpoint {path}", self.dist)
         return written
 
     def load(self, path: str | Path) -> None:

@@ -19,7 +19,8 @@ from typedrl.agents._config import PPOConfig
 from typedrl.agents._fabric import setup_module_and_optimizer
 from typedrl.buffers import ExperienceBuffer, minibatch_indices
 from typedrl.checkpoint import Checkpoint, load_into
-from typedrl.errors import ConfigError, NonFiniteError
+from typedrl.distributed import raise_together
+from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
 from typedrl.logging import MetricAggregator
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
@@ -115,7 +116,8 @@ class PPOAgent(BaseAgent):
     (termination zeroes the bootstrap; truncation bootstraps from
     ``V(final_obs)``; ghost transitions are masked out everywhere), then runs
     exactly ``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``
-    minibatch updates. That count is checked to be identical on every rank at
+    minibatch updates (fewer only when ``target_kl`` stops an epoch early, on
+    every rank alike). That count is checked to be identical on every rank at
     start-up, because a mismatch would deadlock DDP's gradient all-reduce.
 
     Envs that cannot provide terminal observations (``provides_final_obs ==
@@ -174,11 +176,16 @@ class PPOAgent(BaseAgent):
         )
         self.config = config
         self.device = self.fabric.device
-        if env.device != self.device:
-            raise ConfigError(
+        device_error = (
+            ConfigError(
                 f"the env runs on {env.device} but Fabric on {self.device}; "
                 "create the env on fabric.device"
             )
+            if env.device != self.device
+            else None
+        )
+        # A rank with the wrong device stops every rank, before any other collective.
+        raise_together(device_error, "the env device check", self.dist)
         _require_single_process_compile(config, self.dist.world_size)
         # Checked before any other collective: a mismatch would deadlock the update.
         self.num_minibatches = agree_on_batch_plan(
@@ -384,7 +391,9 @@ class PPOAgent(BaseAgent):
             "bootstrap value": step_ok(torch.where(data["truncated"], data["final_value"], 0.0)),
         }
         ok = torch.stack(list(checks.values()))
+        # Every rank takes part, so that a bad rollout on one rank stops all of them.
         if bool(ok.all()) and bool(torch.isfinite(self._last_values).all()):
+            raise_together(None, "the finite check of the rollout", self.dist)
             return
         first = {
             kind: int(torch.argmin(flags.to(torch.int8)))
@@ -394,11 +403,12 @@ class PPOAgent(BaseAgent):
         if not first:
             first["policy output"] = steps
         kind, step = min(first.items(), key=lambda item: item[1])
-        raise NonFiniteError(
+        error = NonFiniteError(
             f"PPOAgent: expected finite rewards, observations and policy outputs, got a "
             f"non-finite {kind} at step {step} of epoch {self.epoch} (first step per kind: "
             f"{first}); nothing was updated. Check the env and the learning rate"
         )
+        raise_together(error, "the finite check of the rollout", self.dist)
 
     def _track_episodes(self, reward: Tensor, done: Tensor, valid: Tensor) -> None:
         self._episode_return += torch.where(valid, reward.to(torch.float64), 0.0)
@@ -597,6 +607,10 @@ class PPOAgent(BaseAgent):
     ) -> None:
         modules = checkpoint.modules
         load_into(self.model_unwrapped, modules["policy"], name="policy", path=path)
+        if "policy" not in checkpoint.optimizers:
+            raise CheckpointError(
+                f"{path}: no optimizer state under 'policy'; not a PPO checkpoint"
+            )
         load_into(self.optimizer, checkpoint.optimizers["policy"], name="optimizer", path=path)
         if "learning_rate" in modules.get("agent", {}):
             self.learning_rate = float(modules["agent"]["learning_rate"])
@@ -611,7 +625,9 @@ class PPOAgent(BaseAgent):
             )
         if "env" in rank_state and isinstance(self.env, SupportsStateDict):
             load_into(self.env, rank_state["env"], name="env", path=path)
-            collector = rank_state["collector"]
+            collector = rank_state.get("collector")
+            if collector is None:
+                raise CheckpointError(f"{path}: env state without the collector state beside it")
             self._episode_return = collector["episode_return"].to(self.device)
             self._episode_length = collector["episode_length"].to(self.device)
             obs = collector.get("obs")

@@ -179,11 +179,13 @@ def run_train(args: argparse.Namespace) -> int:
         checkpoint_every_epochs=args.checkpoint_every,
         progress=not args.no_progress,
     )
-    if args.resume is not None:
-        agent.load(args.resume)
-    result = agent.fit()
-    env.close()
-    eval_env.close()
+    try:
+        if args.resume is not None:
+            agent.load(args.resume)
+        result = agent.fit()
+    finally:
+        env.close()
+        eval_env.close()
     if fabric.is_global_zero:
         metrics = result["metrics"]
         print(f"run directory   {run_dir}")
@@ -207,22 +209,23 @@ def run_evaluate(args: argparse.Namespace) -> int:
     checkpoint = load_checkpoint(args.checkpoint)
     config = PPOConfig.from_dict(checkpoint.config)
     env = make(args.env_id, num_envs=args.num_envs, seed=args.seed)
-    if config.normalize_observations:
-        raise ConfigError(
-            "typedrl evaluate does not yet apply observation normalisation; evaluate this run "
-            "with PPOAgent.evaluate"
+    try:
+        # The observation normalisers are part of the model and of its saved state.
+        model = MLPActorCritic(
+            env.single_observation_space,
+            env.single_action_space,
+            actor_hidden=config.actor_hidden,
+            critic_hidden=config.critic_hidden,
+            activation=config.activation,
+            log_std_init=config.log_std_init,
+            normalize_observations=config.normalize_observations,
+            observation_clip=config.observation_clip,
         )
-    model = MLPActorCritic(
-        env.single_observation_space,
-        env.single_action_space,
-        actor_hidden=config.actor_hidden,
-        critic_hidden=config.critic_hidden,
-        activation=config.activation,
-        log_std_init=config.log_std_init,
-    )
-    load_into(model, checkpoint.modules["policy"], name="policy", path=args.checkpoint)
-    with torch.no_grad():
-        result = EpisodeEvaluator(env, num_episodes=args.episodes, seed=args.seed).evaluate(model)
-    env.close()
+        load_into(model, checkpoint.modules["policy"], name="policy", path=args.checkpoint)
+        evaluator = EpisodeEvaluator(env, num_episodes=args.episodes, seed=args.seed)
+        with torch.no_grad():
+            result = evaluator.evaluate(model)
+    finally:
+        env.close()
     print(json.dumps({"score": result.score, "episodes": result.num_items, **result.metrics}))
     return 0

@@ -194,7 +194,12 @@ class GymnasiumVecEnv:
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
-        """Reset every row; ``seed`` seeds row ``i`` with ``seed + i`` (Gymnasium's rule)."""
+        """Reset every row with ``seed``, passed to the wrapped env's ``reset``.
+
+        Sync and Async vector envs seed row ``i`` with ``seed + i``; a
+        ``vector_entry_point`` env applies its own rule (Gymnasium's NumPy
+        ``CartPoleVectorEnv`` seeds one generator for all rows).
+        """
         if seed is None:
             seed, self._default_seed = self._default_seed, None
         else:

@@ -107,12 +107,16 @@ class MLPActorCritic(nn.Module):
         super().__init__()
         where = "MLPActorCritic"
         self.actor_keys = tuple(actor_keys or _default_keys(observation_space, ("obs", "policy")))
+        has_critic_group = (
+            isinstance(observation_space, gym.spaces.Dict) and "critic" in observation_space.spaces
+        )
         self.critic_keys = tuple(
-            critic_keys or _default_keys(observation_space, ("critic", *self.actor_keys))
+            critic_keys or (("critic",) if has_critic_group else self.actor_keys)
         )
         actor_in = _flat_size(observation_space, self.actor_keys, where)
         critic_in = _flat_size(observation_space, self.critic_keys, where)
         self.action_shape: tuple[int, ...]
+        self.action_start = 0
         if isinstance(action_space, gym.spaces.Box):
             self.action_shape = tuple(action_space.shape)
             num_outputs = math.prod(self.action_shape)
@@ -121,6 +125,8 @@ class MLPActorCritic(nn.Module):
             self.action_shape = ()
             num_outputs = int(action_space.n)
             self.discrete = True
+            # Discrete(n, start=s) codes actions s .. s + n - 1; the head samples 0 .. n - 1.
+            self.action_start = int(action_space.start)
         else:
             raise ConfigError(
                 f"{where} supports Box and Discrete action spaces, got {describe(action_space)}"
@@ -159,7 +165,14 @@ class MLPActorCritic(nn.Module):
                 f"MLPActorCritic: observation lacks keys {missing}; it has {sorted(obs.keys())}"
             )
         parts = [self._normalized(key, obs[key]).reshape(batch, -1) for key in keys]
-        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+        features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+        # Observations of any dtype (float64 envs, integer images) meet the networks' dtype.
+        return features.to(self._dtype)
+
+    @property
+    def _dtype(self) -> torch.dtype:
+        first: Tensor = next(iter(self.critic.parameters()))
+        return first.dtype
 
     def _normalized(self, key: str, value: Tensor) -> Tensor:
         if self.obs_normalizers is None:
@@ -195,7 +208,9 @@ class MLPActorCritic(nn.Module):
         return DiagonalGaussian(out, self.log_std)
 
     def _to_env_shape(self, flat: Tensor) -> Tensor:
-        return flat if self.discrete else flat.reshape(flat.shape[0], *self.action_shape)
+        if self.discrete:
+            return flat + self.action_start if self.action_start else flat
+        return flat.reshape(flat.shape[0], *self.action_shape)
 
     def act(self, obs: Obs, *, deterministic: bool = False) -> Obs:
         """Sample (or take the mode of) the policy; also return log-prob, value, entropy."""
@@ -230,7 +245,10 @@ class MLPActorCritic(nn.Module):
         the small minibatches PPO often uses.
         """
         dist = self._distribution(obs)
-        flat = action if self.discrete else action.reshape(action.shape[0], -1)
+        if self.discrete:
+            flat = action - self.action_start if self.action_start else action
+        else:
+            flat = action.reshape(action.shape[0], -1)
         return dist.log_prob(flat), dist.entropy(), self.value(obs)
 
     def value(self, obs: Obs) -> EnvScalar:

@@ -387,6 +387,15 @@ class BaseTorchVecEnv(abc.ABC):
                 f"{owner}: 'state' must be a {self._dtype} tensor with {self._num_envs} rows, "
                 f"got {describe(state)}"
             )
+        pool = state_dict["pool"]
+        if not isinstance(pool, Tensor) or not pool.is_floating_point() or pool.ndim != 2:
+            raise CheckpointError(
+                f"{owner}: 'pool' must be a 2-D float tensor, got {describe(pool)}"
+            )
+        if not isinstance(state_dict["has_reset"], bool):
+            raise CheckpointError(
+                f"{owner}: 'has_reset' must be a bool, got {describe(state_dict['has_reset'])}"
+            )
         for key in ("steps", "pool_age"):
             if isinstance(state_dict[key], bool) or not isinstance(state_dict[key], int):
                 raise CheckpointError(

@@ -1,0 +1,72 @@
+"""Helpers for tests that run two real gloo ranks in spawned processes."""
+
+import multiprocessing
+import os
+import socket
+import sys
+import traceback
+from typing import Any
+
+import pytest
+import torch
+
+__all__ = ["JOIN_TIMEOUT_S", "free_port", "run_two_ranks"]
+
+JOIN_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _run_and_tear_down(target: Any, rank: int, port: int, *args: Any) -> None:
+    """Run ``target`` on this rank, tear the process group down and leave at once.
+
+    The workers report through files written by ``target``. Leaving with
+    ``os._exit`` skips the interpreter's shutdown, during which gloo's
+    background threads can abort the process ("terminate called without an
+    active exception") after the work is done and reported.
+    """
+    code = 0
+    try:
+        target(rank, port, *args)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def run_two_ranks(target: Any, *args: Any) -> None:
+    """Run ``target(rank, port, *args)`` on two spawned processes; fail on error or timeout."""
+    context = multiprocessing.get_context("spawn")
+    port = free_port()
+    processes = [
+        context.Process(target=_run_and_tear_down, args=(target, rank, port, *args), daemon=True)
+        for rank in (0, 1)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        for process in processes:
+            process.join(JOIN_TIMEOUT_S)
+        hung = [rank for rank, process in enumerate(processes) if process.is_alive()]
+        if hung:
+            pytest.fail(f"ranks {hung} did not finish within {JOIN_TIMEOUT_S} s")
+        codes = [process.exitcode for process in processes]
+        if codes != [0, 0]:
+            pytest.fail(f"ranks exited with codes {codes}")
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+            process.join(5.0)
+            process.close()
