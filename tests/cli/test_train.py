@@ -75,3 +75,17 @@ def test_presets_are_valid_configs() -> None:
 
     for preset in PRESETS.values():
         PPOConfig.from_dict(dict(preset["config"]))
+
+
+def test_evaluate_a_run_with_observation_normalisation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The normalisers live in the saved model, so `typedrl evaluate` restores them too."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "--total-timesteps", "256", "--num-envs", "4", "--run-dir", str(run_dir)]
+    options = ["--no-progress", "--set", "num_steps=16", "--set", "batch_size=32"]
+    assert main([*argv, *options, "--set", "normalize_observations=true"]) == 0
+    capsys.readouterr()
+    last = run_dir / "checkpoints" / "last.ckpt"
+    assert main(["evaluate", str(last), "--episodes", "2", "--num-envs", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2
