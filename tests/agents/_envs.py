@@ -116,14 +116,11 @@ class RandomWalkEnv:
         self._t = state_dict["t"].clone()
 
 
-@final
-class NaNRewardEnv:
-    """Wraps a VecEnv and returns a NaN reward in row 0 at step ``nan_at`` (counted from 0)."""
+class BaseEnvWrapper:
+    """Delegates every VecEnv member to ``env``; subclasses override what they change."""
 
-    def __init__(self, env: VecEnv, *, nan_at: int) -> None:
+    def __init__(self, env: VecEnv) -> None:
         self.env = env
-        self.nan_at = nan_at
-        self.steps_taken = 0
 
     @property
     def num_envs(self) -> int:
@@ -157,6 +154,24 @@ class NaNRewardEnv:
         return self.env.reset(seed=seed, options=options)
 
     def step(self, action: Action) -> StepResult:
+        """Step the wrapped env."""
+        return self.env.step(action)
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        self.env.close()
+
+
+@final
+class NaNRewardEnv(BaseEnvWrapper):
+    """Wraps a VecEnv and returns a NaN reward in row 0 at step ``nan_at`` (counted from 0)."""
+
+    def __init__(self, env: VecEnv, *, nan_at: int) -> None:
+        super().__init__(env)
+        self.nan_at = nan_at
+        self.steps_taken = 0
+
+    def step(self, action: Action) -> StepResult:
         """Step the wrapped env, spoiling one reward at ``nan_at``."""
         result = self.env.step(action)
         reward = result.reward.clone()
@@ -173,44 +188,15 @@ class NaNRewardEnv:
             valid=result.valid,
         )
 
-    def close(self) -> None:
-        """Close the wrapped env."""
-        self.env.close()
-
 
 @final
-class StepCounter:
+class StepCounter(BaseEnvWrapper):
     """Wraps a VecEnv and counts its steps and resets (to show evaluation leaves it alone)."""
 
     def __init__(self, env: VecEnv) -> None:
-        self.env = env
+        super().__init__(env)
         self.steps_taken = 0
         self.resets = 0
-
-    @property
-    def num_envs(self) -> int:
-        """The wrapped env's rows."""
-        return self.env.num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """The wrapped env's device."""
-        return self.env.device
-
-    @property
-    def single_observation_space(self) -> gym.Space[Any]:
-        """The wrapped env's observation space."""
-        return self.env.single_observation_space
-
-    @property
-    def single_action_space(self) -> gym.Space[Any]:
-        """The wrapped env's action space."""
-        return self.env.single_action_space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """As the wrapped env."""
-        return self.env.provides_final_obs
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -223,7 +209,3 @@ class StepCounter:
         """Step the wrapped env and count it."""
         self.steps_taken += 1
         return self.env.step(action)
-
-    def close(self) -> None:
-        """Close the wrapped env."""
-        self.env.close()
