@@ -108,3 +108,20 @@ def test_terminates_beyond_twelve_degrees(angle: float) -> None:
     assert result.final_obs is not None
     assert abs(float(result.final_obs["obs"][0, 2])) > 12 * 2 * math.pi / 360
     assert float(result.obs["obs"].abs().max()) <= 0.05
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8])
+def test_discrete_push_side_for_any_integer_dtype_and_value(dtype: torch.dtype) -> None:
+    """Any action above 0 pushes right and any other pushes left, whatever the integer dtype."""
+    values = [0, 1, 7, 0] if dtype == torch.uint8 else [0, 1, 7, -3]
+    reference = CartPole(num_envs=4, dtype="float64")
+    env = CartPole(num_envs=4, dtype="float64")
+    reference.reset(seed=2)
+    env.reset(seed=2)
+    expected = reference.step(torch.tensor([0, 1, 1, 0])).obs["obs"]
+    assert torch.equal(env.step(torch.tensor(values, dtype=dtype)).obs["obs"], expected)
+    # Every row would differ had it been pushed the other way.
+    flipped = CartPole(num_envs=4, dtype="float64")
+    flipped.reset(seed=2)
+    other_side = flipped.step(torch.tensor([1, 0, 0, 1])).obs["obs"]
+    assert bool((other_side != expected).any(dim=1).all())

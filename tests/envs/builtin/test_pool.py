@@ -1,11 +1,15 @@
 """The per-row pool of initial states of BaseTorchVecEnv, and steps with and without a graph."""
 
+from typing import Any
+
+import jaxtyping
 import pytest
 import torch
 
 from tests.envs.builtin._factories import FACTORIES, random_actions
 from typedrl.envs.builtin import CartPole, _counter_rng
 from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.errors import SpecError
 
 ALL = list(FACTORIES)
 
@@ -122,3 +126,121 @@ def test_gradients_flow_after_steps_without_a_graph() -> None:
     weight = torch.ones(4, dtype=torch.float64, requires_grad=True)
     (weight_grad,) = torch.autograd.grad((result.obs["obs"] @ weight).sum(), weight)
     assert torch.equal(weight_grad, result.obs["obs"].sum(0))
+
+
+def _masked_twin(name: str, **options: Any) -> tuple[BaseTorchVecEnv, BaseTorchVecEnv]:
+    """The same env twice: the CPU's listed restarts, and the accelerators' masked ones."""
+    listed = FACTORIES[name](**options)
+    masked = FACTORIES[name](**options)
+    masked._host_indexing = False
+    assert listed._host_indexing
+    return listed, masked
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_listed_and_masked_restarts_are_bit_identical(name: str) -> None:
+    """Listed restarts with refills on demand equal masked restarts with scheduled refills."""
+    listed, masked = _masked_twin(name, num_envs=7, max_episode_steps=6, dtype="float64")
+    generator = torch.Generator().manual_seed(3)
+    for env in (listed, masked):
+        env.reset(seed=4)
+    steps = 5 * listed._pool_size + 3
+    for step in range(steps):
+        action = random_actions(listed, generator)
+        left, right = listed.step(action), masked.step(action)
+        assert left.final_obs is not None
+        assert right.final_obs is not None
+        assert torch.equal(left.obs["obs"], right.obs["obs"])
+        assert torch.equal(left.final_obs["obs"], right.final_obs["obs"])
+        assert torch.equal(left.reward, right.reward)
+        assert torch.equal(left.terminated, right.terminated)
+        assert torch.equal(left.truncated, right.truncated)
+        if step == steps // 2:
+            # An unseeded reset in the middle starts every row's next episode.
+            assert torch.equal(listed.reset()[0]["obs"], masked.reset()[0]["obs"])
+    # Either schedule resumes from the other's state.
+    listed.load_state_dict(masked.state_dict())
+    for _ in range(2 * listed._pool_size):
+        action = random_actions(listed, generator)
+        assert torch.equal(listed.step(action).obs["obs"], masked.step(action).obs["obs"])
+
+
+def test_listed_and_masked_restarts_have_the_same_gradients() -> None:
+    """Rows that restart carry no gradient on either path; the others carry the same one."""
+    listed, masked = _masked_twin(
+        "CartPoleContinuous", num_envs=6, max_episode_steps=3, dtype="float64"
+    )
+    grads = []
+    for env in (listed, masked):
+        env.reset(seed=2)
+        action = torch.full((6, 1), 0.3, dtype=torch.float64, requires_grad=True)
+        total = sum(env.step(action * (k + 1)).reward.sum() for k in range(4))
+        assert isinstance(total, torch.Tensor)
+        (grad,) = torch.autograd.grad(total, action)
+        grads.append(grad)
+    assert torch.equal(grads[0], grads[1])
+    assert float(grads[0].abs().sum()) > 0
+
+
+def test_cpu_refills_the_pool_only_when_a_row_used_it_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each refill happens once some row has taken its whole pool, and not before."""
+    env = CartPole(num_envs=16, max_episode_steps=40)
+    refills: list[int] = []
+    refill = env._refill_pool
+
+    def spy() -> None:
+        if env._pool.numel():
+            # Some row has taken every entry of its pool (column index past the end).
+            refills.append(int(env._pool_index.max()) // env.num_envs)
+        refill()
+
+    monkeypatch.setattr(env, "_refill_pool", spy)
+    env.reset(seed=0)
+    generator = torch.Generator().manual_seed(1)
+    steps = 20 * env._pool_size
+    for _ in range(steps):
+        env.step(random_actions(env, generator))
+    # A scheduled refill would happen every pool_size steps, 20 times.
+    assert 1 <= len(refills) < 20 // 2
+    assert all(taken == env._pool_size for taken in refills)
+
+
+class _WrongRewardShape(BaseTorchVecEnv):
+    """A one-dimensional drift whose reward hook returns a wrong shape."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            num_envs=3,
+            max_episode_steps=5,
+            observation_high=(1.0,),
+            observation_normalize_mask=(True,),
+            action_space=(1.0,),
+            num_initial_draws=1,
+        )
+
+    def _initial_state(self, uniform: torch.Tensor) -> torch.Tensor:
+        return uniform
+
+    def _dynamics(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return state + action
+
+    def _reward(
+        self, state: torch.Tensor, action: torch.Tensor, next_state: torch.Tensor
+    ) -> torch.Tensor:
+        return next_state  # [num_envs, 1], not [num_envs]
+
+    def _terminated(self, next_state: torch.Tensor) -> torch.Tensor:
+        return next_state[:, 0] > 1
+
+    def _observe(self, state: torch.Tensor) -> torch.Tensor:
+        return state.clone()
+
+
+def test_first_step_validates_what_the_hooks_return(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subclass hook with a wrong shape fails on the first step with SpecError."""
+    # What users get: the test suites' runtime shape checks would catch it first.
+    monkeypatch.setattr(jaxtyping.config, "jaxtyping_disable", True)
+    env = _WrongRewardShape()
+    env.reset(seed=0)
+    with pytest.raises(SpecError, match="reward"):
+        env.step(torch.zeros(3, 1))

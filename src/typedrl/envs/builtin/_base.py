@@ -47,7 +47,9 @@ class BaseTorchVecEnv(abc.ABC):
     - :meth:`step` validates the action (shape, dtype, device; metadata only),
       optionally clips Box actions to their bounds with a differentiable
       :func:`torch.clamp` (the gradient is zero where an action lies outside the
-      bounds), then advances the physics;
+      bounds), then advances the physics; the first step also validates what
+      the subclass hooks return (row shapes, dtypes, devices), which later
+      steps, running the same tensor code, are trusted to repeat;
     - episodes end by termination (the subclass decides) or by truncation after
       :attr:`max_episode_steps` steps; as with Gymnasium's ``TimeLimit`` both
       flags can be set on the same step;
@@ -59,14 +61,17 @@ class BaseTorchVecEnv(abc.ABC):
       (counted from 0 at the last seeded reset) is a pure function of
       ``(seed, i, k)``, whatever ``num_envs`` is and whatever other rows do.
 
-    A step never synchronises with the device and never loops over rows in
-    Python. Initial states come from a per-row pool: every ``pool_size`` steps
-    (and after each :meth:`reset`) the env computes, in one batch, the initial
-    states of each row's next ``pool_size`` episodes (a counter-based hash of
-    ``(seed, row, episode)``, so a value does not depend on when it is
-    computed); a row that ends takes the next entry of its pool. A row ends at
-    most once per step, so the pool never runs dry, and batching amortises the
-    per-op overhead of the hash.
+    A step never synchronises with an accelerator and never loops over rows in
+    Python. Initial states come from a per-row pool: the env computes, in one
+    batch, the initial states of each row's next ``pool_size`` episodes (a
+    counter-based hash of ``(seed, row, episode)``, so a value does not depend
+    on when it is computed); a row that ends takes the next entry of its pool.
+    On an accelerator the pool is refilled every ``pool_size`` steps (and after
+    each :meth:`reset`): a row ends at most once per step, so the pool never
+    runs dry, and no step needs to know which rows ended. On the CPU, where
+    reading a tensor costs no device synchronisation, the pool is refilled only
+    when some row has used it up, which with episodes longer than one step is
+    many times less often. Both schedules give bit-identical results.
 
     Subclasses pass their spaces to ``__init__`` and implement
     :meth:`_initial_state`, :meth:`_dynamics`, :meth:`_reward`,
@@ -169,13 +174,24 @@ class BaseTorchVecEnv(abc.ABC):
             1, min(_MAX_POOL_SIZE, _POOL_ELEMENTS // (num_envs * self._num_initial_draws))
         )
         self._rows = torch.arange(num_envs, dtype=torch.int64, device=self._device)
-        self._pool = torch.zeros(0, dtype=self._dtype, device=self._device)
+        self._pool = torch.zeros(0, 0, dtype=self._dtype, device=self._device)
         self._pool_first = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
         self._pool_index = self._rows.clone()
         self._pool_age = self._pool_size
         self._pool_work: _counter_rng.BlockWork | None = None
+        # On the CPU, reading tensors costs no device synchronisation: restart
+        # just the rows that ended, and refill the pool only once a row has used
+        # it up (see the class docstring). Accelerators take the masked path.
+        self._host_indexing = self._device.type == "cpu"
+        # The pool age at which _pool_used_up() is asked next (not state: a
+        # restored env asks at its next step).
+        self._pool_check_age = 0
         self._has_reset = False
         self._closed = False
+        # Every row of a built-in env is always valid (no ghost steps); shared by
+        # every StepResult, which never modifies it.
+        self._all_valid = torch.ones(num_envs, dtype=torch.bool, device=self._device)
+        self._result_checked = False
 
     # ------------------------------------------------------------------ hooks
 
@@ -280,7 +296,9 @@ class BaseTorchVecEnv(abc.ABC):
         # An empty pool at this episode: the first step refills it from the next one.
         self._pool_first = episode + 1
         self._pool_index = self._rows.clone()
+        self._pool = self._pool.new_zeros(0, 0)
         self._pool_age = self._pool_size
+        self._pool_check_age = 0
         self._state = self._initial_state(self._draws(episode, 1))
         self._started = torch.zeros_like(self._started)
         self._steps = 0
@@ -318,11 +336,19 @@ class BaseTorchVecEnv(abc.ABC):
             if self._clip_bounds is not None:
                 action = torch.clamp(action, *self._clip_bounds)
         next_state, reward, terminated, truncated = self._advance(action)
-        final_obs = self._observe(next_state)
-        obs = self._observe(self._state)
-        return StepResult(
-            self._wrap(obs), reward, terminated, truncated, {}, final_obs=self._wrap(final_obs)
+        obs = self._wrap(self._observe(self._state))
+        final_obs = self._wrap(self._observe(next_state))
+        if self._result_checked:
+            return StepResult.from_trusted(
+                obs, reward, terminated, truncated, {}, final_obs=final_obs, valid=self._all_valid
+            )
+        # The first step checks what the hooks return (row shapes, dtypes,
+        # devices); later steps run the same tensor code and are trusted.
+        result = StepResult(
+            obs, reward, terminated, truncated, {}, final_obs=final_obs, valid=self._all_valid
         )
+        self._result_checked = True
+        return result
 
     def detach_state(self) -> Obs:
         """Detach the state from the autograd graph; return the (graph-free) observation."""
@@ -404,6 +430,7 @@ class BaseTorchVecEnv(abc.ABC):
         self._state = state.to(self._device).clone()
         self._steps = state_dict["steps"]
         self._pool_age = state_dict["pool_age"]
+        self._pool_check_age = 0
         self._has_reset = bool(state_dict["has_reset"])
         self._pool = state_dict["pool"].to(self._device, self._dtype).clone()
         for key in rows:
@@ -419,12 +446,10 @@ class BaseTorchVecEnv(abc.ABC):
 
     def _advance(self, action: Action) -> tuple[_State, Reward, Done, Done]:
         """One step of every row, with autoreset; returns the pre-reset state and flags."""
-        if self._pool_age == self._pool_size:
+        if self._pool_age >= self._pool_check_age and self._pool_used_up():
             self._refill_pool()
         self._pool_age += 1
         self._steps += 1
-        # Each row's next initial state, from its pool (graph-free).
-        fresh = self._pool.index_select(1, self._pool_index).T
         state = self._state
         next_state = self._dynamics(state, action)
         reward = self._reward(state, action, next_state)
@@ -432,12 +457,51 @@ class BaseTorchVecEnv(abc.ABC):
         # A row started at step s is truncated when steps - s reaches the limit.
         truncated = self._started <= self._steps - self._max_episode_steps
         done = terminated | truncated
+        if self._host_indexing:
+            self._state = self._restart_listed_rows(next_state, done)
+        else:
+            self._state = self._restart_masked_rows(next_state, done)
+        return next_state, reward, terminated, truncated
+
+    def _restart_masked_rows(self, next_state: _State, done: Done) -> _State:
+        """Autoreset without reading ``done``: every row gathers a fresh state, one ``where``."""
+        fresh = self._pool.index_select(1, self._pool_index).T
         # Internal counters, never part of a graph: updated in place.
         self._pool_index.add_(done, alpha=self._num_envs)
         self._started.masked_fill_(done, self._steps)
         # Rows that ended restart graph-free; the others keep the graph of next_state.
-        self._state = torch.where(done.unsqueeze(-1), fresh, next_state)
-        return next_state, reward, terminated, truncated
+        return torch.where(done.unsqueeze(-1), fresh, next_state)
+
+    def _restart_listed_rows(self, next_state: _State, done: Done) -> _State:
+        """Autoreset of just the rows that ended, listed with ``nonzero`` (host memory only).
+
+        The same values as :meth:`_restart_masked_rows`; on the CPU listing the
+        rows costs no synchronisation, and the few rows that end in a step are
+        cheaper to index than every row is to blend.
+        """
+        rows = torch.nonzero(done).squeeze(1)
+        if rows.numel() == 0:
+            return next_state
+        columns = self._pool_index.index_select(0, rows)
+        fresh = self._pool.index_select(1, columns).T
+        self._pool_index.index_put_((rows,), columns + self._num_envs)
+        self._started.index_fill_(0, rows, self._steps)
+        # Out of place: the rows that ended restart graph-free, the others keep
+        # the graph of next_state (whose memory layout the copy keeps).
+        return next_state.index_put((rows,), fresh)
+
+    def _pool_used_up(self) -> bool:
+        """Whether a row may have taken every entry of its pool (asked once one can have)."""
+        if not self._host_indexing:
+            # Without reading the counters, assume the worst: a reset at every step.
+            return True
+        # Row i's next entry is column i + k * num_envs after k resets since the
+        # refill, so the largest index tells the most resets any row has taken.
+        most_taken = int(self._pool_index.max()) // self._num_envs
+        left = self._pool.shape[1] // self._num_envs - most_taken
+        # A row takes at most one entry per step: no need to ask again sooner.
+        self._pool_check_age = self._pool_age + left
+        return left <= 0
 
     def _current_episode(self) -> Tensor:
         """Each row's current episode number (``int64 [num_envs]``)."""
@@ -462,11 +526,15 @@ class BaseTorchVecEnv(abc.ABC):
         self._pool_first = self._current_episode() + 1
         self._pool_index = self._rows.clone()
         self._pool_age = 0
+        self._pool_check_age = self._pool_size
         with torch.no_grad():
             self._pool = self._initial_state(self._draws(self._pool_first, self._pool_size)).T
 
     def _wrap(self, obs: ObsVector) -> Obs:
-        return TensorDict({"obs": obs}, batch_size=[self._num_envs], device=self._device)
+        # The tensor is already on the device: non_blocking skips a redundant sync check.
+        return TensorDict(
+            {"obs": obs}, batch_size=[self._num_envs], device=self._device, non_blocking=True
+        )
 
 
 def _check_seed(owner: str, name: str, seed: object) -> int | None:

@@ -19,6 +19,8 @@ __all__ = ["CartPole"]
 
 _State = Float[Tensor, "num_envs 4"]
 _ACTION_MODES = ("discrete", "continuous")
+# Integer dtypes index_select takes as indices.
+_INDEX_DTYPES = (torch.int32, torch.int64)
 
 
 @final
@@ -101,10 +103,12 @@ class CartPole(BaseTorchVecEnv):
             dtype=dtype,
             device=device,
         )
-        # Push right or left, divided by the total mass (what the equations use).
+        # Push left (action 0) or right (action 1), divided by the total mass
+        # (what the equations use).
         specific_push = physics.FORCE_MAG / physics.TOTAL_MASS
-        self._push = torch.tensor(specific_push, dtype=self.dtype, device=self.device)
-        self._pull = -self._push
+        self._pushes = torch.tensor(
+            (-specific_push, specific_push), dtype=self.dtype, device=self.device
+        )
         # Termination bounds of |x| and |theta| (state columns 0 and 2).
         self._bounds = torch.tensor(
             (physics.X_THRESHOLD, physics.THETA_THRESHOLD), dtype=self.dtype, device=self.device
@@ -123,7 +127,11 @@ class CartPole(BaseTorchVecEnv):
         if self._continuous:
             specific_force = action[:, 0] * (physics.FORCE_MAG / physics.TOTAL_MASS)
         else:
-            specific_force = torch.where(action > 0, self._push, self._pull)
+            # clamp: any action > 0 pushes right, any action <= 0 left.
+            side = action.clamp(0, 1)
+            if side.dtype not in _INDEX_DTYPES:
+                side = side.to(torch.int64)
+            specific_force = self._pushes.index_select(0, side)
         x_acc, theta_acc = physics.specific_accelerations(
             specific_force, torch.cos(theta), torch.sin(theta), theta_dot
         )
