@@ -128,3 +128,41 @@ def test_discrete_spaces_with_a_start_offset() -> None:
     assert bool(((out["action"] >= 5) & (out["action"] <= 7)).all())
     scored = model.evaluate(obs, out["action"])
     assert torch.allclose(scored["log_prob"], out["log_prob"])
+
+
+@pytest.mark.parametrize(
+    ("observation_space", "action_space", "obs"),
+    [
+        (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(4, start=2), {"obs": 3}),
+        (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)), {"obs": 3}),
+        (
+            gym.spaces.Dict(
+                {"policy": gym.spaces.Box(-1, 1, (3,)), "critic": gym.spaces.Box(-1, 1, (5,))}
+            ),
+            gym.spaces.Box(-1, 1, (2,)),
+            {"policy": 3, "critic": 5},
+        ),
+    ],
+)
+def test_tensor_fast_paths_equal_the_tensordict_methods(
+    observation_space: gym.Space[object], action_space: gym.Space[object], obs: dict[str, int]
+) -> None:
+    """act_tensors and evaluate_tensors return exactly what act and evaluate do."""
+    model = MLPActorCritic(observation_space, action_space)
+    batch = _obs(5, **obs)
+    for deterministic in (False, True):
+        torch.manual_seed(3)
+        out = model.act(batch, deterministic=deterministic)
+        torch.manual_seed(3)
+        action, log_prob, value = model.act_tensors(batch, deterministic=deterministic)
+        assert torch.equal(action, out["action"])
+        assert torch.equal(log_prob, out["log_prob"])
+        assert torch.equal(value, out["value"])
+        # The value is the critic's, on the critic's keys.
+        assert torch.equal(value, model.value(batch))
+    action = model.act(batch)["action"]
+    scored = model.evaluate(batch, action)
+    log_prob, entropy, value = model.evaluate_tensors(batch, action)
+    assert torch.equal(log_prob, scored["log_prob"])
+    assert torch.equal(entropy, scored["entropy"])
+    assert torch.equal(value, model.value(batch))

@@ -16,6 +16,7 @@ from typedrl.advantages import compute_gae
 from typedrl.agents._base import BaseAgent
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._config import PPOConfig
+from typedrl.agents._episodes import epoch_episodes
 from typedrl.agents._fabric import setup_module_and_optimizer
 from typedrl.buffers import ExperienceBuffer, minibatch_indices
 from typedrl.checkpoint import Checkpoint, load_into
@@ -326,15 +327,22 @@ class PPOAgent(BaseAgent):
         buffer.reset_epoch()
         model.eval()
         approximate = not env.provides_final_obs
+        # On the CPU, reading a flag costs no device synchronisation.
+        host_reads = self.device.type == "cpu"
         for t in range(config.num_steps):
-            out = model.act(obs)
-            result = env.step(out["action"])
+            action, log_prob, value = model.act_tensors(obs)
+            result = env.step(action)
             # V(final_obs) bootstraps truncated rows exactly; when the env returns its
             # next observation as final_obs (no row ended), V(obs_{t+1}) is reused later.
             if approximate:
                 # Documented approximation: bootstrap a time-out with V(obs_t).
-                final_values: Tensor | None = out["value"]
-            elif result.final_obs is not None and result.final_obs is not result.obs:
+                final_values: Tensor | None = value
+            elif (
+                result.final_obs is not None
+                and result.final_obs is not result.obs
+                # Only truncated rows read V(final_obs): on the CPU, skip steps without one.
+                and not (host_reads and not bool(result.truncated.any()))
+            ):
                 final_values = model.value(result.final_obs)
             else:
                 final_values = None
@@ -344,23 +352,22 @@ class PPOAgent(BaseAgent):
             buffer.write(
                 t,
                 {
-                    "action": out["action"],
-                    "log_prob": out["log_prob"],
-                    "value": out["value"],
+                    "action": action,
+                    "log_prob": log_prob,
+                    "value": value,
                     "reward": reward,
                     "terminated": result.terminated,
                     "truncated": result.truncated,
                     "valid": result.valid,
-                    "final_value": (
-                        final_values if final_values is not None else out["value"]
-                    ).float(),
+                    "final_value": (final_values if final_values is not None else value).float(),
                 },
             )
-            self._track_episodes(reward, result.done, result.valid)
             obs = result.obs
         self._obs = obs
         self._last_values = model.value(obs).float()
-        self._check_finite(self.buffer.stacked())
+        stacked = self.buffer.stacked()
+        self._check_finite(stacked)
+        self._track_episodes(stacked)
         if approximate:
             self.metrics.add("train/approximate_bootstrap", 1.0)
 
@@ -410,14 +417,20 @@ class PPOAgent(BaseAgent):
         )
         raise_together(error, "the finite check of the rollout", self.dist)
 
-    def _track_episodes(self, reward: Tensor, done: Tensor, valid: Tensor) -> None:
-        self._episode_return += torch.where(valid, reward.to(torch.float64), 0.0)
-        self._episode_length += valid.to(torch.int64)
-        ended = done & valid
-        self.metrics.add_many("episode/return", self._episode_return, ended)
-        self.metrics.add_many("episode/length", self._episode_length.double(), ended)
-        self._episode_return = torch.where(done, 0.0, self._episode_return)
-        self._episode_length = torch.where(done, 0, self._episode_length)
+    def _track_episodes(self, data: TensorDict) -> None:
+        """Record the returns and lengths of the episodes that ended in this epoch."""
+        episodes = epoch_episodes(
+            data["reward"],
+            data["terminated"] | data["truncated"],
+            data["valid"],
+            self._episode_return,
+            self._episode_length,
+        )
+        ended = episodes.ended.reshape(-1)
+        self.metrics.add_many("episode/return", episodes.returns.reshape(-1), ended)
+        self.metrics.add_many("episode/length", episodes.lengths.reshape(-1), ended)
+        self._episode_return = episodes.return_so_far
+        self._episode_length = episodes.length_so_far
 
     def _advantages(self, data: TensorDict) -> tuple[Tensor, Tensor]:
         """GAE over the epoch, ``[num_steps, num_envs]``, in unnormalised value space."""

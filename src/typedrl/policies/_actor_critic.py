@@ -201,11 +201,22 @@ class MLPActorCritic(nn.Module):
                 raise SpecError(f"obs_normalizers[{key!r}] is not a RunningMeanStd")
             normalizer.update(obs[key].float(), dist=dist, mask=mask)
 
-    def _distribution(self, obs: Obs) -> DiagonalGaussian | Categorical:
-        out: Tensor = self.actor(self._features(obs, self.actor_keys))
+    def _head(self, actor_features: Tensor) -> DiagonalGaussian | Categorical:
+        out: Tensor = self.actor(actor_features)
         if self.discrete:
             return Categorical(out)
         return DiagonalGaussian(out, self.log_std)
+
+    def _distribution_and_value(self, obs: Obs) -> tuple[DiagonalGaussian | Categorical, Tensor]:
+        """The policy and ``V(obs)``, reading and normalising shared keys once."""
+        actor_features = self._features(obs, self.actor_keys)
+        critic_features = (
+            actor_features
+            if self.critic_keys == self.actor_keys
+            else self._features(obs, self.critic_keys)
+        )
+        value: Tensor = self.critic(critic_features).squeeze(-1)
+        return self._head(actor_features), value
 
     def _to_env_shape(self, flat: Tensor) -> Tensor:
         if self.discrete:
@@ -214,18 +225,30 @@ class MLPActorCritic(nn.Module):
 
     def act(self, obs: Obs, *, deterministic: bool = False) -> Obs:
         """Sample (or take the mode of) the policy; also return log-prob, value, entropy."""
-        dist = self._distribution(obs)
+        dist, value = self._distribution_and_value(obs)
         flat = dist.mode() if deterministic else dist.sample()
         return TensorDict(
             {
                 "action": self._to_env_shape(flat),
                 "log_prob": dist.log_prob(flat),
-                "value": self.value(obs),
+                "value": value,
                 "entropy": dist.entropy(),
             },
             batch_size=obs.batch_size,
             device=obs.device,
         )
+
+    def act_tensors(
+        self, obs: Obs, *, deterministic: bool = False
+    ) -> tuple[BatchAction, BatchScalar, BatchScalar]:
+        """:meth:`act` as an ``(action, log_prob, value)`` tuple, for collection loops.
+
+        Skips the entropy and the TensorDict, which cost more than the
+        arithmetic for the few rows of a small vector env.
+        """
+        dist, value = self._distribution_and_value(obs)
+        flat = dist.mode() if deterministic else dist.sample()
+        return self._to_env_shape(flat), dist.log_prob(flat), value
 
     def evaluate(self, obs: Obs, action: BatchAction) -> Obs:
         """Log-probability, entropy and value of given actions, with gradients."""
@@ -244,12 +267,12 @@ class MLPActorCritic(nn.Module):
         Skips building a TensorDict, which costs more than the arithmetic for
         the small minibatches PPO often uses.
         """
-        dist = self._distribution(obs)
+        dist, value = self._distribution_and_value(obs)
         if self.discrete:
             flat = action - self.action_start if self.action_start else action
         else:
             flat = action.reshape(action.shape[0], -1)
-        return dist.log_prob(flat), dist.entropy(), self.value(obs)
+        return dist.log_prob(flat), dist.entropy(), value
 
     def value(self, obs: Obs) -> EnvScalar:
         """State value ``V(obs)`` from the critic, ``[batch]``."""

@@ -1,0 +1,85 @@
+"""Returns and lengths of the episodes that ended during an epoch, computed once per epoch."""
+
+from typing import NamedTuple
+
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+
+__all__ = ["EpochEpisodes", "epoch_episodes"]
+
+_Steps = Float[Tensor, "num_steps num_envs"]
+_Flags = Bool[Tensor, "num_steps num_envs"]
+
+
+class EpochEpisodes(NamedTuple):
+    """What :func:`epoch_episodes` returns.
+
+    Attributes:
+        returns: At each step where a row's episode ended, the episode's
+            undiscounted return (other entries are meaningless).
+        lengths: Likewise, the episode's length in valid steps.
+        ended: Where an episode ended on a valid step (the entries to record).
+        return_so_far: Per row, the return of the episode still running at
+            the end of the epoch, carried into the next one.
+        length_so_far: Per row, that episode's length so far.
+    """
+
+    returns: Float[Tensor, "num_steps num_envs"]
+    lengths: Int[Tensor, "num_steps num_envs"]
+    ended: Bool[Tensor, "num_steps num_envs"]
+    return_so_far: Float[Tensor, " num_envs"]
+    length_so_far: Int[Tensor, " num_envs"]
+
+
+def epoch_episodes(
+    reward: _Steps,
+    done: _Flags,
+    valid: _Flags,
+    return_so_far: Float[Tensor, " num_envs"],
+    length_so_far: Int[Tensor, " num_envs"],
+) -> EpochEpisodes:
+    """Episode returns and lengths of an epoch, with no loop over steps.
+
+    Equivalent to accumulating, step by step, ``return += reward`` and
+    ``length += 1`` on valid steps, recording both where ``done & valid``, and
+    zeroing them where ``done`` (ghost steps add nothing and are not recorded).
+    Computed in float64 from running sums: an episode's return is the
+    difference of the row's running total at its last step and at the end of
+    the row's previous episode.
+
+    Args:
+        reward: The epoch's rewards.
+        done: Where an episode ended (terminated or truncated).
+        valid: ``False`` on ghost steps.
+        return_so_far: Per row, the return of the episode running when the
+            epoch began (float64).
+        length_so_far: Per row, that episode's length so far (int64).
+    """
+    num_steps = reward.shape[0]
+    step_reward = torch.where(valid, reward.to(torch.float64), 0.0)
+    # Running totals of each row since the start of its episode running at step 0.
+    total_return = step_reward.cumsum(0) + return_so_far
+    total_length = valid.to(torch.int64).cumsum(0) + length_so_far
+    # Per step, the last step <= t at which the row's episode ended (-1: none yet).
+    steps = torch.arange(num_steps, device=reward.device).unsqueeze(1)
+    last_end = torch.where(done, steps, -1).cummax(0).values
+    # The episode that ends at t began after the previous end, strictly before t.
+    previous_end = torch.cat((torch.full_like(last_end[:1], -1), last_end[:-1]))
+    returns = total_return - _total_at(total_return, previous_end)
+    lengths = total_length - _total_at(total_length, previous_end)
+    # The episode still running at the end carries what it gathered since the last end.
+    final_end = last_end[-1:]
+    return EpochEpisodes(
+        returns=returns,
+        lengths=lengths,
+        ended=done & valid,
+        return_so_far=(total_return[-1:] - _total_at(total_return, final_end))[0],
+        length_so_far=(total_length[-1:] - _total_at(total_length, final_end))[0],
+    )
+
+
+def _total_at(totals: Tensor, end: Tensor) -> Tensor:
+    """``totals[end[t, i], i]``, and 0 where ``end`` is -1 (no end before)."""
+    gathered = totals.gather(0, end.clamp(min=0))
+    return torch.where(end >= 0, gathered, torch.zeros_like(gathered))
