@@ -66,7 +66,8 @@ class _EpochData:
     action: Tensor
     log_prob: Tensor
     value: Tensor
-    valid: Tensor
+    valid: Tensor | None
+    """``None`` when every sample of the epoch is valid (the loss then takes plain means)."""
     advantage: Tensor
     returns: Tensor
 
@@ -77,10 +78,17 @@ class _EpochData:
             action=self.action[indices],
             log_prob=self.log_prob[indices],
             value=self.value[indices],
-            valid=self.valid[indices],
+            valid=None if self.valid is None else self.valid[indices],
             advantage=self.advantage[indices],
             returns=self.returns[indices],
         )
+
+
+def _mean(x: Tensor, valid: Tensor | None, count: Tensor | None) -> Tensor:
+    """Mean of ``x`` over the valid samples (``valid=None``: over all; no host sync)."""
+    if valid is None or count is None:
+        return x.mean(dtype=None if x.is_floating_point() else torch.float32)
+    return _sum_where(x, valid) / count
 
 
 def _sum_where(x: Tensor, mask: Tensor) -> Tensor:
@@ -463,18 +471,20 @@ class PPOAgent(BaseAgent):
         stacked = self.buffer.stacked()
         advantages, returns = self._advantages(stacked)
         flat = stacked.reshape(-1)
+        valid: Tensor = flat["valid"]
         epoch = _EpochData(
             obs=flat[_OBS],
             action=flat["action"],
             log_prob=flat["log_prob"],
             value=flat["value"],
-            valid=flat["valid"],
+            # One host read per epoch: without ghost samples the loss skips its masks.
+            valid=None if bool(valid.all()) else valid,
             advantage=advantages.reshape(-1),
             returns=returns.reshape(-1),
         )
         # Explained variance of the value predictions over this rank's valid samples.
-        residual_var = _masked_var(epoch.returns - epoch.value, epoch.valid)
-        return_var = _masked_var(epoch.returns, epoch.valid)
+        residual_var = _masked_var(epoch.returns - epoch.value, valid)
+        return_var = _masked_var(epoch.returns, valid)
         self.metrics.add(
             "train/explained_variance", 1.0 - residual_var / return_var.clamp(min=1e-8)
         )
@@ -489,7 +499,7 @@ class PPOAgent(BaseAgent):
                 break
         # The statistics change only after the update, so that every log-probability of
         # this epoch (collection and update alike) saw the same normalisation.
-        self.model_unwrapped.update_normalizers(epoch.obs, dist=self.dist, mask=epoch.valid)
+        self.model_unwrapped.update_normalizers(epoch.obs, dist=self.dist, mask=valid)
 
     def _minibatch_step(self, batch: "_EpochData") -> bool:
         """One PPO update on a minibatch; returns whether to stop the epoch (target KL)."""
@@ -528,21 +538,24 @@ class PPOAgent(BaseAgent):
             batch.returns,
             batch.value,
         )
-        count = valid.sum().clamp(min=1)
+        # Means run over the valid samples; valid is None when all are (no masks needed).
+        count = None if valid is None else valid.sum().clamp(min=1)
         new_log_prob, new_entropy, value = self._evaluate(batch.obs, batch.action)
         # log r = log pi(a|s) - log pi_old(a|s), zeroed on ghost samples with torch.where
         # (not a product), so neither their values nor their gradients can be non-finite.
-        log_ratio = torch.where(valid, new_log_prob - batch.log_prob, 0.0)
+        log_ratio = new_log_prob - batch.log_prob
+        if valid is not None:
+            log_ratio = torch.where(valid, log_ratio, 0.0)
         ratio = log_ratio.exp()
         if config.normalize_advantages:
             # A_hat = (A - mean(A)) / (std(A) + 1e-8), over the valid samples
-            mean = _sum_where(advantages, valid) / count
-            std = (_sum_where((advantages - mean).square(), valid) / count).sqrt()
+            mean = _mean(advantages, valid, count)
+            std = _mean((advantages - mean).square(), valid, count).sqrt()
             advantages = (advantages - mean) / (std + 1e-8)
         # Clipped surrogate: L_clip = E[min(r A, clip(r, 1 - eps, 1 + eps) A)]
         surrogate = ratio * advantages
         clipped = ratio.clamp(1.0 - config.clip_range, 1.0 + config.clip_range) * advantages
-        policy_loss = -_sum_where(torch.minimum(surrogate, clipped), valid) / count
+        policy_loss = -_mean(torch.minimum(surrogate, clipped), valid, count)
         # Value loss: (V - R)^2, optionally clipped around the old value V_old
         value_error = (value - returns).square()
         if config.clip_value_loss:
@@ -550,13 +563,13 @@ class PPOAgent(BaseAgent):
                 -config.clip_range, config.clip_range
             )
             value_error = torch.maximum(value_error, (clipped_value - returns).square())
-        value_loss = 0.5 * _sum_where(value_error, valid) / count
-        entropy = _sum_where(new_entropy, valid) / count
+        value_loss = 0.5 * _mean(value_error, valid, count)
+        entropy = _mean(new_entropy, valid, count)
         loss = policy_loss + config.value_loss_coef * value_loss - config.entropy_coef * entropy
         with torch.no_grad():
             # Approximate KL(old || new) = E[(r - 1) - log r] (Schulman's k3 estimator)
-            approx_kl = _sum_where((ratio - 1.0) - log_ratio, valid) / count
-            clip_fraction = _sum_where((ratio - 1.0).abs() > config.clip_range, valid) / count
+            approx_kl = _mean((ratio - 1.0) - log_ratio, valid, count)
+            clip_fraction = _mean((ratio - 1.0).abs() > config.clip_range, valid, count)
         stats = torch.stack(
             (policy_loss, value_loss, entropy, loss, approx_kl, clip_fraction)
         ).detach()
