@@ -18,6 +18,7 @@ pulls in tensorboard):
     python benchmarks/ppo_vs_rsl_rl.py --iterations 20 --rounds 3
     python benchmarks/ppo_vs_rsl_rl.py --interleave --iterations 30  # paired, per iteration
     python benchmarks/ppo_vs_rsl_rl.py --profile --iterations 5   # cProfile both
+    python benchmarks/ppo_vs_rsl_rl.py --interleave --compile     # typedrl's compile_update
 """
 
 import argparse
@@ -136,7 +137,9 @@ def _rsl_rl_train_cfg() -> dict[str, Any]:
     }
 
 
-def typedrl_config(num_envs: int, iterations: int, seed: int) -> PPOConfig:
+def typedrl_config(
+    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
+) -> PPOConfig:
     """The PPOConfig equivalent to :func:`_rsl_rl_train_cfg`."""
     return PPOConfig(
         total_timesteps=iterations * NUM_STEPS * num_envs,
@@ -157,6 +160,7 @@ def typedrl_config(num_envs: int, iterations: int, seed: int) -> PPOConfig:
         critic_hidden=HIDDEN,
         activation="elu",
         log_std_init=0.0,
+        compile_update=compile_update,
         seed=seed,
     )
 
@@ -171,9 +175,12 @@ def _import_rsl_rl() -> Any:
         ) from error
 
 
-def _typedrl_agent(num_envs: int, iterations: int, seed: int) -> PPOAgent:
+def _typedrl_agent(
+    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
+) -> PPOAgent:
     env = _continuous_cartpole(num_envs, seed)
-    agent = PPOAgent(env=env, config=typedrl_config(num_envs, iterations, seed), progress=False)
+    config = typedrl_config(num_envs, iterations, seed, compile_update=compile_update)
+    agent = PPOAgent(env=env, config=config, progress=False)
     agent.setup()
     return agent
 
@@ -187,9 +194,11 @@ def _rsl_rl_runner(num_envs: int, seed: int) -> tuple[Any, RslRlCartPole]:
     return runner, env
 
 
-def typedrl_rate(num_envs: int, iterations: int, seed: int) -> float:
-    """Env steps per second of ``PPOAgent.fit`` (set-up excluded)."""
-    agent = _typedrl_agent(num_envs, iterations, seed)
+def typedrl_rate(
+    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
+) -> float:
+    """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling is not)."""
+    agent = _typedrl_agent(num_envs, iterations, seed, compile_update=compile_update)
     start = time.perf_counter()
     result = agent.fit()
     elapsed = time.perf_counter() - start
@@ -208,7 +217,7 @@ def rsl_rl_rate(num_envs: int, iterations: int, seed: int) -> float:
 
 
 def interleaved_rates(
-    num_envs: int, iterations: int, seed: int
+    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
 ) -> tuple[float, float, list[float]]:
     """Both trainers alive at once, one iteration each in turn: robust on a loaded machine.
 
@@ -217,7 +226,7 @@ def interleaved_rates(
     typedrl side runs the body of ``fit``'s loop (``_train_epoch``) without its
     logging and progress bookkeeping, which costs microseconds per epoch.
     """
-    agent = _typedrl_agent(num_envs, iterations + 1, seed)
+    agent = _typedrl_agent(num_envs, iterations + 1, seed, compile_update=compile_update)
     runner, env = _rsl_rl_runner(num_envs, seed)
     steps = NUM_STEPS * num_envs
     ours: list[float] = []
@@ -272,10 +281,13 @@ def profile(num_envs: int, iterations: int, top: int) -> None:
 
 
 def _report_interleaved(args: argparse.Namespace) -> None:
-    ours, theirs, ratios = interleaved_rates(args.num_envs, args.iterations, seed=0)
+    ours, theirs, ratios = interleaved_rates(
+        args.num_envs, args.iterations, seed=0, compile_update=args.compile
+    )
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios
     result = {
         "mode": "interleaved",
+        "compile_update": args.compile,
         "num_envs": args.num_envs,
         "iterations": args.iterations,
         "threads": args.threads,
@@ -307,6 +319,9 @@ def main() -> None:
         action="store_true",
         help="alternate single iterations of both trainers (paired; for loaded machines)",
     )
+    parser.add_argument(
+        "--compile", action="store_true", help="PPOConfig(compile_update=True) for typedrl"
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile both and exit")
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     args = parser.parse_args()
@@ -324,11 +339,15 @@ def main() -> None:
     for round_index in range(args.rounds):
         # Swap the order every round, so that a drift in machine load cancels out.
         if round_index % 2 == 0:
-            typedrl_sps = typedrl_rate(args.num_envs, args.iterations, round_index)
+            typedrl_sps = typedrl_rate(
+                args.num_envs, args.iterations, round_index, compile_update=args.compile
+            )
             rsl_rl_sps = rsl_rl_rate(args.num_envs, args.iterations, round_index)
         else:
             rsl_rl_sps = rsl_rl_rate(args.num_envs, args.iterations, round_index)
-            typedrl_sps = typedrl_rate(args.num_envs, args.iterations, round_index)
+            typedrl_sps = typedrl_rate(
+                args.num_envs, args.iterations, round_index, compile_update=args.compile
+            )
         ours.append(typedrl_sps)
         theirs.append(rsl_rl_sps)
         ratios.append(typedrl_sps / rsl_rl_sps)
@@ -342,6 +361,7 @@ def main() -> None:
         "iterations": args.iterations,
         "env_steps_per_run": args.iterations * NUM_STEPS * args.num_envs,
         "threads": args.threads,
+        "compile_update": args.compile,
         "rsl_rl_version": importlib.metadata.version("rsl-rl-lib"),
         "typedrl_env_steps_per_s": statistics.median(ours),
         "rsl_rl_env_steps_per_s": statistics.median(theirs),
