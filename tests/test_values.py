@@ -184,3 +184,17 @@ def test_evaluation_result_rejects(kwargs: dict[str, object], message: str) -> N
     base.update(kwargs)
     with pytest.raises(ConfigError, match=message):
         EvaluationResult(**base)  # type: ignore[arg-type]
+
+
+def test_from_trusted_keeps_extras_and_stays_immutable() -> None:
+    """from_trusted stores final_obs and valid as given, with the same immutability."""
+    obs, final, valid = _obs(), _obs(), torch.tensor([True, False, True])
+    result = StepResult.from_trusted(
+        obs, torch.ones(3), _flags(), _flags(), {"k": 1}, final_obs=final, valid=valid
+    )
+    assert result.obs is obs
+    assert result.final_obs is final
+    assert result.valid is valid
+    assert result.info == {"k": 1}
+    with pytest.raises(AttributeError, match="immutable"):
+        result.valid = valid  # type: ignore[misc]

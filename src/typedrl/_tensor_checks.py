@@ -4,7 +4,7 @@ None of these functions reads tensor values, so none synchronises with the
 device: they are cheap enough for every step of a hot loop.
 """
 
-from typing import Any
+from typing import Any, final
 
 import gymnasium as gym
 import torch
@@ -13,7 +13,7 @@ from torch import Tensor
 from typedrl._validation import describe
 from typedrl.errors import SpecError
 
-__all__ = ["action_dtype_for", "check_action"]
+__all__ = ["ActionChecker", "action_dtype_for", "check_action"]
 
 _INTEGER_DTYPES = frozenset(
     {torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32}
@@ -82,3 +82,64 @@ def check_action(
     if action.device != device:
         raise SpecError(f"{where}: action is on {action.device}, but the env runs on {device}")
     return action
+
+
+@final
+class ActionChecker:
+    """:func:`check_action` bound to one env, for the hot path of its ``step``.
+
+    The expected shape, accepted dtypes and device are worked out once, so a
+    well-formed action costs a handful of attribute reads. Anything the fast
+    test does not accept goes through :func:`check_action`, which raises the
+    same :class:`~typedrl.errors.SpecError` (or accepts the action) exactly as
+    a direct call would.
+
+    Args:
+        num_envs: Expected leading dimension.
+        space: The single-row action space.
+        device: Expected device.
+        where: Who is checking, for the message.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> check = ActionChecker(
+        ...     num_envs=2, space=gym.spaces.Discrete(3), device=torch.device("cpu"), where="t"
+        ... )
+        >>> check(torch.zeros(2, dtype=torch.int64)).shape
+        torch.Size([2])
+    """
+
+    def __init__(
+        self, *, num_envs: int, space: gym.Space[Any], device: torch.device, where: str
+    ) -> None:
+        self._num_envs = num_envs
+        self._space = space
+        self._device = device
+        self._where = where
+        self._shape = torch.Size((num_envs, *(space.shape or ())))
+        self._floating = isinstance(space, gym.spaces.Box)
+        integer = _INTEGER_DTYPES
+        if isinstance(space, gym.spaces.MultiBinary):
+            integer = integer | {torch.bool}
+        self._integer_dtypes = integer
+
+    def __call__(self, action: object) -> Tensor:
+        """Return ``action`` if it is a valid action batch; raise :class:`SpecError` if not."""
+        if (
+            isinstance(action, Tensor)
+            and action.shape == self._shape
+            and (
+                action.is_floating_point()
+                if self._floating
+                else action.dtype in self._integer_dtypes
+            )
+            and action.device == self._device
+        ):
+            return action
+        return check_action(
+            action,
+            num_envs=self._num_envs,
+            space=self._space,
+            device=self._device,
+            where=self._where,
+        )

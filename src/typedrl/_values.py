@@ -118,8 +118,11 @@ class StepResult(_StepTuple):
         validating constructor.
         """
         self = tuple.__new__(cls, (obs, reward, terminated, truncated, info))
-        object.__setattr__(self, "_final_obs", final_obs)
-        object.__setattr__(self, "_valid", valid)
+        # Writing the instance dict directly is about twice as fast as two
+        # object.__setattr__ calls, and bypasses __setattr__ just the same.
+        attributes = self.__dict__
+        attributes["_final_obs"] = final_obs
+        attributes["_valid"] = valid
         return self
 
     @property

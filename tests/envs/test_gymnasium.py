@@ -6,8 +6,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
+from typedrl import StepResult
 from typedrl.envs._gymnasium import GymnasiumVecEnv
 from typedrl.errors import ConfigError, SpecError
 from typedrl.protocols import VecEnv
@@ -143,9 +144,9 @@ def test_wrong_actions_are_rejected() -> None:
         env.step(torch.zeros(2))
 
 
-def _random_ends(mode: AutoresetMode) -> GymnasiumVecEnv:
+def _random_ends(mode: AutoresetMode, *, copy: bool = True) -> GymnasiumVecEnv:
     factory = lambda: RandomEndsEnv(terminate_prob=0.3, max_steps=4)  # noqa: E731
-    return GymnasiumVecEnv(SyncVectorEnv([factory] * 3, autoreset_mode=mode))
+    return GymnasiumVecEnv(SyncVectorEnv([factory] * 3, autoreset_mode=mode, copy=copy))
 
 
 @pytest.mark.parametrize("mode", list(AutoresetMode))
@@ -167,10 +168,11 @@ def test_seeding_reproduces_a_run(mode: AutoresetMode) -> None:
         assert torch.equal(first, second)
 
 
+@pytest.mark.parametrize("copy", [True, False])
 @pytest.mark.parametrize("mode", list(AutoresetMode))
-def test_same_step_contract_in_every_mode(mode: AutoresetMode) -> None:
+def test_same_step_contract_in_every_mode(mode: AutoresetMode, copy: bool) -> None:
     """Rows that end come back reset (t = 0) while final_obs keeps the terminal step count."""
-    env = _random_ends(mode)
+    env = _random_ends(mode, copy=copy)
     assert isinstance(env, VecEnv)
     assert env.autoreset_mode is mode
     assert not env.emits_ghost_steps
@@ -276,3 +278,146 @@ def test_same_step_env_without_final_obs_is_reported() -> None:
     env.reset()
     with pytest.raises(SpecError, match=r"without info\['final_obs'\]"):
         env.step(torch.zeros(1, dtype=torch.int64))
+
+
+def _assert_owns_memory(result: StepResult, env_arrays: list[np.ndarray]) -> None:
+    assert result.final_obs is not None
+    tensors = [result.obs["obs"], result.final_obs["obs"], result.reward]
+    tensors += [result.terminated, result.truncated]
+    for tensor in tensors:
+        for array in env_arrays:
+            assert not np.shares_memory(tensor.numpy(), array)
+
+
+@pytest.mark.parametrize("copy", [True, False])
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_results_never_alias_the_envs_buffers(mode: AutoresetMode, copy: bool) -> None:
+    """With or without SyncVectorEnv's copy, results own their memory and keep their values."""
+    env = _random_ends(mode, copy=copy)
+    raw = env.env
+    assert isinstance(raw, SyncVectorEnv)
+    env.reset(seed=3)
+    kept: list[tuple[StepResult, list[torch.Tensor]]] = []
+    for _ in range(12):
+        result = env.step(torch.ones(3, dtype=torch.int64))
+        assert isinstance(raw._observations, np.ndarray)
+        _assert_owns_memory(result, [raw._observations])
+        kept.append((result, [tensor.clone() for tensor in _parts(result)]))
+    for result, snapshot in kept:
+        for tensor, expected in zip(_parts(result), snapshot, strict=True):
+            assert torch.equal(tensor, expected)
+
+
+def _parts(result: StepResult) -> list[torch.Tensor]:
+    assert result.final_obs is not None
+    return [result.obs["obs"], result.final_obs["obs"], result.reward, *result[2:4]]
+
+
+class _ReusingVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
+    """A same-step vector env that returns the same arrays, rewritten, from every call."""
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}  # noqa: RUF012
+
+    def __init__(self) -> None:
+        self.num_envs = 2
+        self.single_observation_space = gym.spaces.Box(-9, 9, (1,), np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.obs = np.zeros((2, 1), np.float32)
+        self.reward = np.zeros(2, np.float32)
+        self.terminated = np.zeros(2, np.bool_)
+        self.truncated = np.zeros(2, np.bool_)
+        self.copy = True  # same attribute name as Sync/Async envs, no such promise
+
+    def reset(self, **_: Any) -> tuple[Any, dict[str, Any]]:
+        self.obs[:] = 0.0
+        return self.obs, {}
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        self.obs += 1.0
+        self.reward[:] = self.obs[:, 0]
+        self.terminated[:] = self.obs[:, 0] % 2 == 0
+        self.truncated[:] = ~self.terminated
+        final_obs = np.empty(2, dtype=object)
+        final_obs[:] = list(self.obs)  # views of the reused buffer
+        info = {"final_obs": final_obs, "_final_obs": np.ones(2, np.bool_)}
+        return self.obs, self.reward, self.terminated, self.truncated, info
+
+
+def test_results_never_alias_a_reusing_env() -> None:
+    """Arrays of an env that rewrites its buffers in place are copied on every step."""
+    raw = _ReusingVectorEnv()
+    env = GymnasiumVecEnv(raw, partial_reset=False)
+    env.reset()
+    first = env.step(torch.zeros(2, dtype=torch.int64))
+    second = env.step(torch.zeros(2, dtype=torch.int64))
+    assert first.obs["obs"][:, 0].tolist() == [1.0, 1.0]
+    assert first.final_obs is not None
+    assert first.final_obs["obs"][:, 0].tolist() == [1.0, 1.0]
+    assert first.reward.tolist() == [1.0, 1.0]
+    assert first.terminated.tolist() == [False, False]
+    assert first.truncated.tolist() == [True, True]
+    assert second.terminated.tolist() == [True, True]
+    _assert_owns_memory(second, [raw.obs, raw.reward, raw.terminated, raw.truncated])
+
+
+class _UncopiedSyncVectorEnv(SyncVectorEnv):
+    """A SyncVectorEnv subclass that hands out its own buffers despite ``copy=True``."""
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        result = super().step(actions)
+        return self._observations, self._rewards, self._terminations, self._truncations, result[4]
+
+
+def test_subclasses_of_sync_envs_are_copied() -> None:
+    """Only Gymnasium's own classes are trusted to return fresh arrays."""
+    factory = lambda: RandomEndsEnv(terminate_prob=0.3, max_steps=4)  # noqa: E731
+    raw = _UncopiedSyncVectorEnv([factory] * 3, autoreset_mode=AutoresetMode.SAME_STEP)
+    env = GymnasiumVecEnv(raw)
+    env.reset(seed=0)
+    for _ in range(6):
+        result = env.step(torch.zeros(3, dtype=torch.int64))
+        buffers = [raw._observations, raw._rewards, raw._terminations, raw._truncations]
+        _assert_owns_memory(result, buffers)
+
+
+def test_turning_copy_off_later_is_honoured() -> None:
+    """copy is read on every step: switching it off makes the adapter copy again."""
+    env = _random_ends(AutoresetMode.SAME_STEP)
+    raw = env.env
+    assert isinstance(raw, SyncVectorEnv)
+    env.reset(seed=0)
+    raw.copy = False
+    result = env.step(torch.zeros(3, dtype=torch.int64))
+    assert isinstance(raw._observations, np.ndarray)
+    _assert_owns_memory(result, [raw._observations])
+
+
+def test_actions_that_require_grad_are_detached() -> None:
+    """A Box action that requires grad reaches the env as plain values."""
+    raw = _sync(gym.spaces.Box(-1, 1, (1,)), BOX_ACTION)
+    env = GymnasiumVecEnv(raw)
+    env.reset(seed=0)
+    action = torch.tensor([[0.5, -0.5], [0.25, 0.0]], requires_grad=True)
+    env.step(action)
+    received = raw.envs[1].unwrapped.last_action  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(received, np.array([0.25, 0.0], dtype=np.float32))
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_async_results_keep_their_values(copy: bool) -> None:
+    """AsyncVectorEnv's shared-memory observations are never aliased by results."""
+    factory = lambda: RandomEndsEnv(terminate_prob=0.3, max_steps=4)  # noqa: E731
+    raw = AsyncVectorEnv(
+        [factory] * 2, autoreset_mode=AutoresetMode.SAME_STEP, copy=copy, context="fork"
+    )
+    env = GymnasiumVecEnv(raw)
+    try:
+        env.reset(seed=0)
+        kept = [env.step(torch.zeros(2, dtype=torch.int64)) for _ in range(8)]
+        assert isinstance(raw.observations, np.ndarray)
+        for result in kept:
+            _assert_owns_memory(result, [raw.observations])
+        counts = [result.obs["obs"][:, 0].tolist() for result in kept]
+        assert counts != [counts[-1]] * len(counts)
+    finally:
+        env.close()

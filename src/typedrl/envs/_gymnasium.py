@@ -8,7 +8,7 @@ import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from typedrl import _validation
-from typedrl._tensor_checks import action_dtype_for, check_action
+from typedrl._tensor_checks import ActionChecker, action_dtype_for
 from typedrl._types import Action, Obs
 from typedrl._validation import describe
 from typedrl._values import StepResult
@@ -130,6 +130,12 @@ class GymnasiumVecEnv:
         )
         self._action_space = env.single_action_space
         self._action_dtype = action_dtype_for(self._action_space, self._float_dtype)
+        self._check_action = ActionChecker(
+            num_envs=self._num_envs,
+            space=self._action_space,
+            device=self._device,
+            where="GymnasiumVecEnv.step",
+        )
         self._clip: tuple[torch.Tensor, torch.Tensor] | None = None
         if clip_actions:
             if not isinstance(self._action_space, gym.spaces.Box):
@@ -144,6 +150,12 @@ class GymnasiumVecEnv:
             self._action_space.dtype if self._action_space.dtype is not None else np.int64
         )
         self._numpy_float_dtype = np.float32 if float_dtype == "float32" else np.float64
+        # Exactly these classes (not subclasses, not wrappers) are known to return
+        # arrays that nothing else holds: see _returns_fresh_arrays.
+        self._known_env: SyncVectorEnv | AsyncVectorEnv | None = None
+        if type(env) is SyncVectorEnv or type(env) is AsyncVectorEnv:
+            self._known_env = env
+        self._same_step = self._mode is AutoresetMode.SAME_STEP
         self._default_seed = default_seed
         self._pending_ghosts = np.zeros(env.num_envs, dtype=np.bool_)
         self._all_valid = torch.ones(env.num_envs, dtype=torch.bool, device=self._device)
@@ -210,55 +222,71 @@ class GymnasiumVecEnv:
 
     def step(self, action: Action) -> StepResult:
         """Step every row; rows that end are reset before this returns (see the class)."""
-        check_action(
-            action,
-            num_envs=self._num_envs,
-            space=self._action_space,
-            device=self._device,
-            where="GymnasiumVecEnv.step",
-        )
+        self._check_action(action)
         if self._clip is not None:
             action = torch.clamp(action, self._clip[0], self._clip[1])
-        raw_action = (action.detach() if self._on_cpu else action.detach().cpu()).numpy()
+        if not self._on_cpu:
+            action = action.detach().cpu()
+        elif action.requires_grad:
+            action = action.detach()
         raw_obs, raw_reward, raw_terminated, raw_truncated, info = self._env.step(
-            raw_action.astype(self._numpy_action_dtype, copy=False)
+            action.numpy().astype(self._numpy_action_dtype, copy=False)
         )
-        # Copies: the tensors must not alias arrays the env may reuse.
-        terminated = np.array(raw_terminated, dtype=np.bool_)
-        truncated = np.array(raw_truncated, dtype=np.bool_)
+        known = self._known_env
+        fresh = known is not None and known.copy is True  # see _returns_fresh_arrays
+        # Unless the arrays are known to be fresh, copy them: the tensors must not
+        # alias arrays the env may reuse.
+        terminated = _owned_flags(raw_terminated, fresh)
+        truncated = _owned_flags(raw_truncated, fresh)
         done = terminated | truncated
-        any_done = bool(done.any())  # NumPy on the host: no device synchronisation
+        # NumPy on the host, so no device synchronisation; on a few rows,
+        # count_nonzero costs a fraction of ndarray.any().
+        any_done = np.count_nonzero(done) > 0
 
         valid = self._all_valid
         if self._ghosts:
             if self._pending_ghosts.any():
                 valid = self._to_device(torch.from_numpy(~self._pending_ghosts))
             self._pending_ghosts = done
+        obs = self._observations.batch(raw_obs, copy=not fresh)
         if not any_done:
-            obs = final_obs = self._observations.batch(raw_obs)
-        elif self._mode is AutoresetMode.SAME_STEP:
-            obs = self._observations.batch(raw_obs)
+            final_obs = obs
+        elif self._same_step:
             final_obs = self._same_step_final_obs(raw_obs, info, done)
         elif self._partial_reset:
             # Reset just the rows that ended, so their next step is a real step.
-            final_obs = self._observations.batch(raw_obs)
+            final_obs = obs
             reset_obs, reset_info = self._env.reset(options={"reset_mask": done.copy()})
-            obs = self._observations.batch(reset_obs)
+            obs = self._observations.batch(reset_obs, copy=not self._returns_fresh_arrays())
             if reset_info:
                 info = {**info, "reset_info": reset_info}
         else:
             # Ghost handling: the env resets these rows inside the next step.
-            obs = final_obs = self._observations.batch(raw_obs)
-        reward = np.asarray(raw_reward).astype(self._numpy_float_dtype)
+            final_obs = obs
+        # astype copies, so the reward never aliases the env's array.
+        reward = torch.from_numpy(np.asarray(raw_reward).astype(self._numpy_float_dtype))
+        terminated_t, truncated_t = torch.from_numpy(terminated), torch.from_numpy(truncated)
+        if not self._on_cpu:
+            reward, terminated_t, truncated_t = (
+                self._to_device(reward),
+                self._to_device(terminated_t),
+                self._to_device(truncated_t),
+            )
         return StepResult.from_trusted(
-            obs,
-            self._to_device(torch.from_numpy(reward)),
-            self._to_device(torch.from_numpy(terminated)),
-            self._to_device(torch.from_numpy(truncated)),
-            info,
-            final_obs=final_obs,
-            valid=valid,
+            obs, reward, terminated_t, truncated_t, info, final_obs=final_obs, valid=valid
         )
+
+    def _returns_fresh_arrays(self) -> bool:
+        """Whether the env's latest ``step``/``reset`` arrays are copies nothing else holds.
+
+        Gymnasium's ``SyncVectorEnv`` and ``AsyncVectorEnv`` always return new
+        reward and flag arrays and, with ``copy=True`` (their default), a
+        ``copy.deepcopy`` of their observation buffers: the adapter then
+        converts them without copying them again. ``copy`` is read on every
+        call because it is a public attribute that may change.
+        """
+        known = self._known_env
+        return known is not None and known.copy is True
 
     def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor if self._on_cpu else tensor.to(self._device, non_blocking=True)
@@ -268,9 +296,9 @@ class GymnasiumVecEnv:
         if "final_obs" not in info:
             raise SpecError(
                 "GymnasiumVecEnv.step: a same-step autoreset env ended rows "
-                f"{np.flatnonzero(done).tolist()} without info['final_obs']"
+                f"{done.nonzero()[0].tolist()} without info['final_obs']"
             )
-        rows = np.flatnonzero(done).tolist()
+        rows: list[int] = done.nonzero()[0].tolist()
         terminal = info.pop("final_obs")
         info.pop("_final_obs", None)
         return self._observations.batch_with_rows(raw_obs, rows, [terminal[i] for i in rows])
@@ -280,3 +308,15 @@ class GymnasiumVecEnv:
         if not self._closed:
             self._env.close()
             self._closed = True
+
+
+_BOOL = np.dtype(np.bool_)
+
+
+def _owned_flags(flags: Any, fresh: bool) -> np.ndarray:
+    """``flags`` as a boolean array that nothing else holds (a copy unless ``fresh``)."""
+    # An identity test is enough: a boolean dtype that is not the canonical
+    # instance only costs the copy.
+    if fresh and type(flags) is np.ndarray and flags.dtype is _BOOL:
+        return flags
+    return np.array(flags, dtype=np.bool_)
