@@ -134,8 +134,10 @@ class PPOConfig:
     """Initial log standard deviation of Gaussian policies."""
     compile_update: bool = False
     """Compile the minibatch loss (network forward and PPO loss, hence their backward)
-    with :func:`torch.compile`: about 1.8x faster updates for small networks on a
-    CPU. Single process only; the first update compiles (seconds); needs a C++
+    with :func:`torch.compile`: on a CPU, minibatch steps of small networks run about
+    1.4x faster ([64, 64] tanh, batches of 64), and large batches gain from fused
+    activations (about 1.2x for PPO overall with [32, 32] ELU and batches of 16,384).
+    Single process only; the first update compiles (seconds); needs a C++
     compiler on CPUs. Results match the eager update to floating-point rounding,
     not bit for bit. Runtime shape checking (jaxtyping's import hook) cannot be
     traced by the compiler: leave it off for compiled runs."""
