@@ -54,14 +54,20 @@ class MetricAggregator:
         self._sums[0, i] += value_t.reshape(()) * weight_t
         self._sums[1, i] += weight_t
 
-    def add_vector(self, names: tuple[str, ...], values: Tensor) -> None:
-        """Record one scalar per name (``values[i]`` for ``names[i]``) with weight 1, in one op."""
+    def add_rows(self, names: tuple[str, ...], rows: Tensor) -> None:
+        """Record every row of ``rows`` (``[n, len(names)]``): ``rows[k, i]`` for ``names[i]``."""
         index = self._vector_index.get(names)
         if index is None:
             index = torch.tensor([self._index[n] for n in names], device=self._sums.device)
             self._vector_index[names] = index
-        self._sums[0].index_add_(0, index, values.to(torch.float64))
-        self._sums[1].index_add_(0, index, torch.ones_like(values, dtype=torch.float64))
+        self._sums[0].index_add_(0, index, rows.to(torch.float64).sum(0))
+        self._sums[1].index_add_(
+            0,
+            index,
+            torch.full(
+                (len(names),), float(rows.shape[0]), dtype=torch.float64, device=self._sums.device
+            ),
+        )
 
     def add_many(self, name: str, values: Tensor, mask: Tensor) -> None:
         """Record every ``values[mask]`` entry with weight 1 (no host sync)."""

@@ -489,22 +489,36 @@ class PPOAgent(BaseAgent):
             "train/explained_variance", 1.0 - residual_var / return_var.clamp(min=1e-8)
         )
         self.model.train()
-        for indices in minibatch_indices(
+        batches = minibatch_indices(
             num_samples=flat.batch_size[0],
             batch_size=config.batch_size,
             num_mini_epochs=config.num_mini_epochs,
             generator=self._generator,
-        ):
-            if self._minibatch_step(epoch.select(indices)):
+        )
+        # One row of statistics per minibatch, recorded in one go after the loop.
+        stats = torch.zeros(
+            len(batches), len(_MINIBATCH_METRICS), dtype=torch.float32, device=self.device
+        )
+        done = 0
+        for indices in batches:
+            stop = self._minibatch_step(epoch.select(indices), stats[done])
+            done += 1
+            if stop:
                 break
+        self.metrics.add_rows(_MINIBATCH_METRICS, stats[:done])
         # The statistics change only after the update, so that every log-probability of
         # this epoch (collection and update alike) saw the same normalisation.
         self.model_unwrapped.update_normalizers(epoch.obs, dist=self.dist, mask=valid)
 
-    def _minibatch_step(self, batch: "_EpochData") -> bool:
-        """One PPO update on a minibatch; returns whether to stop the epoch (target KL)."""
+    def _minibatch_step(self, batch: "_EpochData", stats_row: Tensor) -> bool:
+        """One PPO update on a minibatch; returns whether to stop the epoch (target KL).
+
+        Writes the minibatch's statistics (``_MINIBATCH_METRICS``) into ``stats_row``.
+        """
         loss, stats = self._loss(batch)
-        self.optimizer.zero_grad(set_to_none=True)
+        # zero_grad(set_to_none=True) without the optimizer's per-call bookkeeping.
+        for parameter in self._parameters:
+            parameter.grad = None
         self.fabric.backward(loss)
         grad_norm = self._clip_gradients()
         with torch.no_grad():
@@ -517,11 +531,9 @@ class PPOAgent(BaseAgent):
                 raise NonFiniteError(
                     f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch {self.epoch}"
                 )
-            skipped = torch.zeros(1, dtype=stats.dtype, device=stats.device) + (not finite)
-            self.metrics.add_vector(
-                _MINIBATCH_METRICS,
-                torch.cat((stats.detach(), grad_norm.reshape(1).to(stats.dtype), skipped)),
-            )
+            stats_row[:-2].copy_(stats)
+            stats_row[-2].copy_(grad_norm)
+            stats_row[-1] = float(not finite)
         return self._adapt(stats[4])
 
     def _loss_terms(self, batch: "_EpochData") -> tuple[Tensor, Tensor]:
@@ -576,15 +588,19 @@ class PPOAgent(BaseAgent):
         return loss, stats
 
     def _clip_gradients(self) -> Tensor:
-        parameters = self._parameters
-        if self.config.max_grad_norm is None:
-            grads = [p.grad.detach().reshape(-1) for p in parameters if p.grad is not None]
-            total: Tensor = torch.linalg.vector_norm(torch.cat(grads))
-            return total
-        norm: Tensor = torch.nn.utils.clip_grad_norm_(
-            parameters, self.config.max_grad_norm, foreach=True
-        )
-        return norm
+        """The global gradient norm; gradients scaled to ``max_grad_norm`` when it is set.
+
+        As :func:`torch.nn.utils.clip_grad_norm_`, without its per-call grouping
+        of tensors by device and dtype (the parameters share both).
+        """
+        grads = [p.grad for p in self._parameters if p.grad is not None]
+        # ||g|| = sqrt(sum_i ||g_i||^2) over every parameter's gradient g_i
+        total: Tensor = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+        max_norm = self.config.max_grad_norm
+        if max_norm is not None:
+            # g <- g * min(1, max_norm / (||g|| + 1e-6))
+            torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp(max=1.0))
+        return total
 
     def _adapt(self, approx_kl: Tensor) -> bool:
         """Adaptive learning rate and target-KL stop, on the KL averaged over ranks."""
