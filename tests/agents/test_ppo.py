@@ -648,6 +648,30 @@ def test_load_refuses_a_checkpoint_of_another_architecture(tmp_path: Path) -> No
         agent.load(tmp_path / "checkpoints" / "last.ckpt")
 
 
+def test_load_refuses_a_checkpoint_of_another_config(tmp_path: Path) -> None:
+    """Changed hyper-parameters are refused before anything is loaded, unless asked for."""
+    config = PPOConfig(total_timesteps=8, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
+    PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, run_dir=tmp_path, progress=False).fit()
+    checkpoint = tmp_path / "checkpoints" / "last.ckpt"
+    changed = PPOConfig.from_dict({**config.to_dict(), "gamma": 0.5, "clip_range": 0.3})
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=changed, progress=False)
+    with pytest.raises(CheckpointError, match=r"clip_range: saved 0\.2, now 0\.3; gamma") as info:
+        agent.load(checkpoint)
+    assert "strict_config=False" in str(info.value)
+    assert agent.epoch == 0
+    # On purpose: the weights and counters are restored, the new config kept.
+    agent.load(checkpoint, strict_config=False)
+    assert agent.epoch == 1
+    assert agent.config.gamma == 0.5
+    # The budget, compilation and bookkeeping may change freely.
+    longer = PPOConfig.from_dict(
+        {**config.to_dict(), "total_timesteps": 16, "extra": {"note": "resumed"}}
+    )
+    resumed = PPOAgent(env=RandomWalkEnv(num_envs=2), config=longer, progress=False)
+    resumed.load(checkpoint)
+    assert resumed.fit()["env_steps"] == 16
+
+
 RESUME_CONFIG: dict[str, Any] = {
     "num_steps": 8,
     "batch_size": 6,
@@ -874,6 +898,30 @@ def _ddp_resume_worker(rank: int, port: int, out_dir: str, epochs: int, resume: 
     torch.save(result, Path(out_dir) / f"rank{rank}.pt")
 
 
+def _ddp_changed_config_worker(rank: int, port: int, out_dir: str, resume: str) -> None:
+    """Resume with a changed gamma on rank 0 only; record what each rank raised."""
+    fabric = launch_two_rank_fabric(rank, port)
+    result: dict[str, Any] = {}
+    try:
+        config = PPOConfig(total_timesteps=4 * 8 * 5, **RESUME_CONFIG)
+        changes = {"batch_size": (4, 6)[rank], "gamma": (0.9, config.gamma)[rank]}
+        env = make("typedrl/Pendulum-v0", num_envs=(2, 3)[rank], seed=40 + rank)
+        agent = PPOAgent(
+            env=env,
+            config=PPOConfig.from_dict({**config.to_dict(), **changes}),
+            fabric=fabric,
+            progress=False,
+            loggers=[],
+        )
+        agent.load(resume)
+        result = {"loaded": True}
+    except CheckpointError as error:
+        result = {"checkpoint_error": str(error)}
+    except Exception as error:
+        result = {"error": f"{type(error).__name__}: {error}"}
+    torch.save(result, Path(out_dir) / f"rank{rank}.pt")
+
+
 @pytest.mark.distributed
 def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
     """2 ranks: 4 epochs vs 2 epochs, save, resume on 2 fresh ranks, 2 more: same weights."""
@@ -896,6 +944,18 @@ def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
             runs["whole"][rank]["parameters"], runs["resumed"][rank]["parameters"]
         )
     assert runs["resumed"][0]["env_steps"] == 4 * 8 * 5
+    # A config changed on rank 0 stops both ranks (rank 1's own config matches): no hang.
+    folder = tmp_path / "changed"
+    folder.mkdir()
+    run_two_ranks(
+        _ddp_changed_config_worker,
+        str(folder),
+        str(tmp_path / "half" / "run" / "checkpoints" / "last.ckpt"),
+    )
+    changed = list(_results(folder))
+    assert "gamma: saved 0.99, now 0.9" in changed[0]["checkpoint_error"]
+    # Rank 1 learns of it and stops too, naming the rank that failed.
+    assert changed[1]["error"].startswith("DistributedError: the config check of the checkpoint")
 
 
 def _compare_compiled_update(out: str) -> None:

@@ -63,6 +63,8 @@ class BaseAgent(ABC):
 
     kind: CheckpointKind = "ppo"
     """The checkpoint kind this agent writes and accepts."""
+    resumable_changes: frozenset[str] = frozenset()
+    """Config fields that may differ between a checkpoint and the agent resuming it."""
 
     def __init__(
         self,
@@ -306,12 +308,38 @@ class BaseAgent(ABC):
         raise_together(error, f"writing the checkpoint {path}", self.dist)
         return written
 
-    def load(self, path: str | Path) -> None:
-        """Resume from a checkpoint written by :meth:`save` (call before :meth:`fit`)."""
+    def load(self, path: str | Path, *, strict_config: bool = True) -> None:
+        """Resume from a checkpoint written by :meth:`save` (call before :meth:`fit`).
+
+        Args:
+            path: The checkpoint file.
+            strict_config: Refuse a checkpoint whose config differs from this
+                agent's in any field but :attr:`resumable_changes` (for PPO
+                ``total_timesteps``, ``compile_update`` and ``extra``). The
+                checkpoint holds rank 0's config, so rank 0 compares its own
+                (per-rank fields such as ``batch_size`` may differ on other
+                ranks) and a mismatch stops every rank. Pass
+                ``False`` to resume with changed hyper-parameters on purpose;
+                the run then no longer equals an uninterrupted one.
+
+        Raises:
+            CheckpointError: If the file is missing, corrupt, of another kind,
+                saved by another number of ranks, of another architecture, or
+                (with ``strict_config``) saved with another config. Nothing of
+                the agent is changed before the checks pass.
+        """
+        checkpoint = load_checkpoint(path, expected_kind=self.kind)
+        # The checkpoint holds rank 0's config (ranks may differ, in batch_size for
+        # one): rank 0 compares, and a mismatch stops every rank.
+        mismatch = (
+            self._config_mismatch(checkpoint.config, path)
+            if strict_config and self.dist.is_main
+            else None
+        )
+        raise_together(mismatch, "the config check of the checkpoint", self.dist)
         if not self._is_setup:
             self._build()
             self._is_setup = True
-        checkpoint = load_checkpoint(path, expected_kind=self.kind)
         if len(checkpoint.rng) != self.dist.world_size:
             raise CheckpointError(
                 f"{path}: saved by {len(checkpoint.rng)} rank(s), resumed on "
@@ -330,6 +358,32 @@ class BaseAgent(ABC):
         }
         self._load_state(checkpoint, Path(path), rank_state)
         restore_rng_state(checkpoint.rng_state(self.dist.rank))
+
+    def _config_mismatch(self, saved: dict[str, Any], path: str | Path) -> CheckpointError | None:
+        current = self._config_dict()
+        missing = object()
+        changed = [
+            f"{name}: saved {saved.get(name, '(absent)')!r}, now {current.get(name, '(absent)')!r}"
+            for name in sorted(saved.keys() | current.keys())
+            if name not in self.resumable_changes
+            and _plain(saved.get(name, missing)) != _plain(current.get(name, missing))
+        ]
+        if not changed:
+            return None
+        return CheckpointError(
+            f"{path}: saved with another config ({'; '.join(changed)}). Resume with the "
+            "saved config (the checkpoint's config field), or pass strict_config=False to "
+            "change hyper-parameters on purpose"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with tuples as lists, recursively (configs compare by content)."""
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def _to_cpu(value: Any) -> Any:

@@ -156,6 +156,9 @@ class PPOAgent(BaseAgent):
         (512, 2)
     """
 
+    resumable_changes = frozenset({"total_timesteps", "compile_update", "extra"})
+    """Config fields a resumed run may change: the budget, compilation, user bookkeeping."""
+
     def __init__(
         self,
         *,
