@@ -132,7 +132,11 @@ class StepResult(_StepTuple):
 
     @property
     def valid(self) -> Valid:
-        """``False`` on ghost rows that must never be trained on."""
+        """``False`` on ghost rows that must never be trained on.
+
+        Read-only: envs may return one shared all-``True`` tensor on every
+        step, so copy it before changing it in place.
+        """
         return self._valid
 
     @property

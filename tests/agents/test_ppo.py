@@ -19,7 +19,7 @@ from tests.agents.test_fabric import launch_two_rank_fabric
 from tests.multiprocess import run_two_ranks
 from typedrl._values import EvaluationResult, StepResult
 from typedrl.agents import PPOAgent, PPOConfig
-from typedrl.checkpoint import load_checkpoint
+from typedrl.checkpoint import load_checkpoint, save_checkpoint
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
 from typedrl.normalization import RunningMeanStd
@@ -663,6 +663,13 @@ def test_load_refuses_a_checkpoint_of_another_config(tmp_path: Path) -> None:
     agent.load(checkpoint, strict_config=False)
     assert agent.epoch == 1
     assert agent.config.gamma == 0.5
+    # A field the checkpoint lacks (added to the config later) is not compared.
+    saved = load_checkpoint(checkpoint)
+    del saved.config["entropy_coef"]
+    save_checkpoint(tmp_path / "older.ckpt", saved)
+    PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False).load(
+        tmp_path / "older.ckpt"
+    )
     # The budget, compilation and bookkeeping may change freely.
     longer = PPOConfig.from_dict(
         {**config.to_dict(), "total_timesteps": 16, "extra": {"note": "resumed"}}
@@ -898,13 +905,17 @@ def _ddp_resume_worker(rank: int, port: int, out_dir: str, epochs: int, resume: 
     torch.save(result, Path(out_dir) / f"rank{rank}.pt")
 
 
-def _ddp_changed_config_worker(rank: int, port: int, out_dir: str, resume: str) -> None:
-    """Resume with a changed gamma on rank 0 only; record what each rank raised."""
+def _ddp_failed_load_worker(rank: int, port: int, out_dir: str, resume: str, case: str) -> None:
+    """Resume with a changed gamma on rank 0 only (``case="config"``) or with a file
+    missing on rank 1 only (``case="missing"``); record what each rank raised."""
     fabric = launch_two_rank_fabric(rank, port)
     result: dict[str, Any] = {}
     try:
         config = PPOConfig(total_timesteps=4 * 8 * 5, **RESUME_CONFIG)
-        changes = {"batch_size": (4, 6)[rank], "gamma": (0.9, config.gamma)[rank]}
+        gamma = 0.9 if case == "config" and rank == 0 else config.gamma
+        changes = {"batch_size": (4, 6)[rank], "gamma": gamma}
+        if case == "missing" and rank == 1:
+            resume += ".missing"
         env = make("typedrl/Pendulum-v0", num_envs=(2, 3)[rank], seed=40 + rank)
         agent = PPOAgent(
             env=env,
@@ -944,18 +955,24 @@ def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
             runs["whole"][rank]["parameters"], runs["resumed"][rank]["parameters"]
         )
     assert runs["resumed"][0]["env_steps"] == 4 * 8 * 5
-    # A config changed on rank 0 stops both ranks (rank 1's own config matches): no hang.
-    folder = tmp_path / "changed"
-    folder.mkdir()
-    run_two_ranks(
-        _ddp_changed_config_worker,
-        str(folder),
-        str(tmp_path / "half" / "run" / "checkpoints" / "last.ckpt"),
-    )
-    changed = list(_results(folder))
-    assert "gamma: saved 0.99, now 0.9" in changed[0]["checkpoint_error"]
-    # Rank 1 learns of it and stops too, naming the rank that failed.
-    assert changed[1]["error"].startswith("DistributedError: the config check of the checkpoint")
+    # A config changed on rank 0, or a file rank 1 cannot read, stops both ranks: no hang.
+    for case, failing in (("config", 0), ("missing", 1)):
+        folder = tmp_path / case
+        folder.mkdir()
+        run_two_ranks(
+            _ddp_failed_load_worker,
+            str(folder),
+            str(tmp_path / "half" / "run" / "checkpoints" / "last.ckpt"),
+            case,
+        )
+        results = list(_results(folder))
+        assert "checkpoint_error" in results[failing], results[failing]
+        # The other rank learns of it and stops too, naming the rank that failed.
+        other = results[1 - failing]["error"]
+        assert other.startswith("DistributedError: reading the checkpoint"), other
+        assert f"rank(s) [{failing}]" in other
+    rank0 = next(_results(tmp_path / "config"))
+    assert "gamma: saved 0.99, now 0.9" in rank0["checkpoint_error"]
 
 
 def _compare_compiled_update(out: str) -> None:

@@ -325,18 +325,21 @@ class BaseAgent(ABC):
         Raises:
             CheckpointError: If the file is missing, corrupt, of another kind,
                 saved by another number of ranks, of another architecture, or
-                (with ``strict_config``) saved with another config. Nothing of
-                the agent is changed before the checks pass.
+                (with ``strict_config``) saved with another config. The file,
+                kind and config are checked before the agent is touched; a
+                failure on one rank raises on every rank.
         """
-        checkpoint = load_checkpoint(path, expected_kind=self.kind)
-        # The checkpoint holds rank 0's config (ranks may differ, in batch_size for
-        # one): rank 0 compares, and a mismatch stops every rank.
-        mismatch = (
-            self._config_mismatch(checkpoint.config, path)
-            if strict_config and self.dist.is_main
-            else None
-        )
-        raise_together(mismatch, "the config check of the checkpoint", self.dist)
+        failure: TypedRLError | None = None
+        try:
+            checkpoint = load_checkpoint(path, expected_kind=self.kind)
+        except TypedRLError as error:  # a file one rank cannot read stops every rank
+            failure = error
+        else:
+            # The checkpoint holds rank 0's config (ranks may differ, in batch_size
+            # for one): rank 0 compares, and a mismatch stops every rank.
+            if strict_config and self.dist.is_main:
+                failure = self._config_mismatch(checkpoint.config, path)
+        raise_together(failure, f"reading the checkpoint {path}", self.dist)
         if not self._is_setup:
             self._build()
             self._is_setup = True
@@ -362,11 +365,13 @@ class BaseAgent(ABC):
     def _config_mismatch(self, saved: dict[str, Any], path: str | Path) -> CheckpointError | None:
         current = self._config_dict()
         missing = object()
+        # Fields the checkpoint lacks (added to the config after it was written) are
+        # not compared; fields it has that the config no longer has are.
         changed = [
-            f"{name}: saved {saved.get(name, '(absent)')!r}, now {current.get(name, '(absent)')!r}"
-            for name in sorted(saved.keys() | current.keys())
+            f"{name}: saved {saved[name]!r}, now {current.get(name, '(absent)')!r}"
+            for name in sorted(saved)
             if name not in self.resumable_changes
-            and _plain(saved.get(name, missing)) != _plain(current.get(name, missing))
+            and _plain(saved[name]) != _plain(current.get(name, missing))
         ]
         if not changed:
             return None

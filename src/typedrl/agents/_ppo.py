@@ -597,6 +597,8 @@ class PPOAgent(BaseAgent):
         of tensors by device and dtype (the parameters share both).
         """
         grads = [p.grad for p in self._parameters if p.grad is not None]
+        if not grads:
+            return torch.zeros((), device=self.device)
         # ||g|| = sqrt(sum_i ||g_i||^2) over every parameter's gradient g_i
         total: Tensor = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
         max_norm = self.config.max_grad_norm

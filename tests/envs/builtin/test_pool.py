@@ -244,3 +244,25 @@ def test_first_step_validates_what_the_hooks_return(monkeypatch: pytest.MonkeyPa
     env.reset(seed=0)
     with pytest.raises(SpecError, match="reward"):
         env.step(torch.zeros(3, 1))
+
+
+def test_a_state_saved_right_after_a_reset_never_reuses_a_stale_pool() -> None:
+    """A reset state that still carries an earlier pool (as older versions saved) refills."""
+    generator = torch.Generator().manual_seed(6)
+    env = CartPole(num_envs=5, max_episode_steps=3, dtype="float64")
+    env.reset(seed=1)
+    for _ in range(4):
+        env.step(random_actions(env, generator))
+    stale_pool = env.state_dict()["pool"]
+    assert stale_pool.numel() > 0
+    env.reset(seed=2)
+    state = env.state_dict()
+    state["pool"] = stale_pool  # what a version keeping the pool across resets saved
+    listed, masked = _masked_twin("CartPole", num_envs=5, max_episode_steps=3, dtype="float64")
+    listed.load_state_dict(state)
+    masked.load_state_dict(state)
+    for _ in range(8):
+        action = random_actions(listed, generator)
+        expected = env.step(action).obs["obs"]
+        assert torch.equal(listed.step(action).obs["obs"], expected)
+        assert torch.equal(masked.step(action).obs["obs"], expected)

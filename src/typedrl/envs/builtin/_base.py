@@ -492,8 +492,10 @@ class BaseTorchVecEnv(abc.ABC):
 
     def _pool_used_up(self) -> bool:
         """Whether a row may have taken every entry of its pool (asked once one can have)."""
-        if not self._host_indexing:
+        if not self._host_indexing or self._steps == 0:
             # Without reading the counters, assume the worst: a reset at every step.
+            # Right after a reset the pool is stale or empty (also in states saved
+            # by versions that kept the previous pool across resets).
             return True
         # Row i's next entry is column i + k * num_envs after k resets since the
         # refill, so the largest index tells the most resets any row has taken.
