@@ -330,16 +330,18 @@ class BaseAgent(ABC):
                 failure on one rank raises on every rank.
         """
         failure: TypedRLError | None = None
+        checkpoint: Checkpoint | None = None
         try:
             checkpoint = load_checkpoint(path, expected_kind=self.kind)
         except TypedRLError as error:  # a file one rank cannot read stops every rank
             failure = error
-        else:
-            # The checkpoint holds rank 0's config (ranks may differ, in batch_size
-            # for one): rank 0 compares, and a mismatch stops every rank.
-            if strict_config and self.dist.is_main:
-                failure = self._config_mismatch(checkpoint.config, path)
+        # The checkpoint holds rank 0's config (ranks may differ, in batch_size for
+        # one): rank 0 compares, and a mismatch stops every rank.
+        if checkpoint is not None and strict_config and self.dist.is_main:
+            failure = self._config_mismatch(checkpoint.config, path)
         raise_together(failure, f"reading the checkpoint {path}", self.dist)
+        if checkpoint is None:  # not reached: raise_together raised this rank's error
+            raise CheckpointError(f"{path}: the checkpoint could not be read")
         if not self._is_setup:
             self._build()
             self._is_setup = True

@@ -1,5 +1,6 @@
 """Proximal policy optimisation on Lightning Fabric."""
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -527,7 +528,7 @@ class PPOAgent(BaseAgent):
         with torch.no_grad():
             # The finiteness decision syncs once per minibatch; every rank sees the same
             # all-reduced gradient, so every rank decides alike.
-            finite = bool(torch.isfinite(grad_norm))
+            finite = math.isfinite(float(grad_norm))
             if finite:
                 self.optimizer.step()
             elif self.config.nonfinite_gradients == "raise":
