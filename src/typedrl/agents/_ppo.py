@@ -3,7 +3,6 @@
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
@@ -19,6 +18,7 @@ from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._episodes import epoch_episodes
 from typedrl.agents._fabric import setup_module_and_optimizer
+from typedrl.agents._loss import LOSS_STATISTICS, EpochData, ppo_loss
 from typedrl.buffers import ExperienceBuffer, minibatch_indices
 from typedrl.checkpoint import Checkpoint, load_into
 from typedrl.distributed import raise_together
@@ -47,57 +47,7 @@ _METRICS = [
 ]
 
 
-_MINIBATCH_METRICS = (
-    "loss/policy",
-    "loss/value",
-    "loss/entropy",
-    "loss/total",
-    "train/approx_kl",
-    "train/clip_fraction",
-    "train/grad_norm",
-    "train/skipped_updates",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _EpochData:
-    """One epoch's flattened samples, as plain tensors plus the observation TensorDict."""
-
-    obs: TensorDict
-    action: Tensor
-    log_prob: Tensor
-    value: Tensor
-    valid: Tensor | None
-    """``None`` when every sample of the epoch is valid (the loss then takes plain means)."""
-    advantage: Tensor
-    returns: Tensor
-
-    def select(self, indices: Tensor) -> "_EpochData":
-        """The samples at ``indices`` (one index operation per field)."""
-        return _EpochData(
-            obs=self.obs[indices],
-            action=self.action[indices],
-            log_prob=self.log_prob[indices],
-            value=self.value[indices],
-            valid=None if self.valid is None else self.valid[indices],
-            advantage=self.advantage[indices],
-            returns=self.returns[indices],
-        )
-
-
-def _mean(x: Tensor, valid: Tensor | None, count: Tensor | None) -> Tensor:
-    """Mean of ``x`` over the valid samples (``valid=None``: over all; no host sync)."""
-    if valid is None or count is None:
-        return x.mean(dtype=None if x.is_floating_point() else torch.float32)
-    return _sum_where(x, valid) / count
-
-
-def _sum_where(x: Tensor, mask: Tensor) -> Tensor:
-    # sum(x[mask]) without a host sync; torch.where, not a product, so that a
-    # non-finite value in a masked (ghost) sample cannot leak into the result.
-    return torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device)).sum(
-        dtype=torch.float32 if not x.is_floating_point() else None
-    )
+_MINIBATCH_METRICS = (*LOSS_STATISTICS, "train/grad_norm", "train/skipped_updates")
 
 
 def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
@@ -269,7 +219,7 @@ class PPOAgent(BaseAgent):
         )
         # compile_update fuses the network forward and the loss (and so their backward);
         # checked to be single-process in __init__.
-        self._loss: Callable[[_EpochData], tuple[Tensor, Tensor]] = (
+        self._loss: Callable[[EpochData], tuple[Tensor, Tensor]] = (
             torch.compile(self._loss_terms) if config.compile_update else self._loss_terms
         )
         self.buffer = ExperienceBuffer(
@@ -476,7 +426,7 @@ class PPOAgent(BaseAgent):
         advantages, returns = self._advantages(stacked)
         flat = stacked.reshape(-1)
         valid: Tensor = flat["valid"]
-        epoch = _EpochData(
+        epoch = EpochData(
             obs=flat[_OBS],
             action=flat["action"],
             log_prob=flat["log_prob"],
@@ -514,7 +464,7 @@ class PPOAgent(BaseAgent):
         # this epoch (collection and update alike) saw the same normalisation.
         self.model_unwrapped.update_normalizers(epoch.obs, dist=self.dist, mask=valid)
 
-    def _minibatch_step(self, batch: "_EpochData", stats_row: Tensor) -> bool:
+    def _minibatch_step(self, batch: EpochData, stats_row: Tensor) -> bool:
         """One PPO update on a minibatch; returns whether to stop the epoch (target KL).
 
         Writes the minibatch's statistics (``_MINIBATCH_METRICS``) into ``stats_row``.
@@ -540,56 +490,9 @@ class PPOAgent(BaseAgent):
             stats_row[-1] = float(not finite)
         return self._adapt(stats[4])
 
-    def _loss_terms(self, batch: "_EpochData") -> tuple[Tensor, Tensor]:
-        """The PPO loss of a minibatch and its statistics, without side effects.
-
-        Returns the loss and ``[policy loss, value loss, entropy, loss, approx KL,
-        clip fraction]``. Pure, so that ``compile_update`` can hand it to
-        :func:`torch.compile` as it is.
-        """
-        config = self.config
-        valid, advantages, returns, old_value = (
-            batch.valid,
-            batch.advantage,
-            batch.returns,
-            batch.value,
-        )
-        # Means run over the valid samples; valid is None when all are (no masks needed).
-        count = None if valid is None else valid.sum().clamp(min=1)
-        new_log_prob, new_entropy, value = self._evaluate(batch.obs, batch.action)
-        # log r = log pi(a|s) - log pi_old(a|s), zeroed on ghost samples with torch.where
-        # (not a product), so neither their values nor their gradients can be non-finite.
-        log_ratio = new_log_prob - batch.log_prob
-        if valid is not None:
-            log_ratio = torch.where(valid, log_ratio, 0.0)
-        ratio = log_ratio.exp()
-        if config.normalize_advantages:
-            # A_hat = (A - mean(A)) / (std(A) + 1e-8), over the valid samples
-            mean = _mean(advantages, valid, count)
-            std = _mean((advantages - mean).square(), valid, count).sqrt()
-            advantages = (advantages - mean) / (std + 1e-8)
-        # Clipped surrogate: L_clip = E[min(r A, clip(r, 1 - eps, 1 + eps) A)]
-        surrogate = ratio * advantages
-        clipped = ratio.clamp(1.0 - config.clip_range, 1.0 + config.clip_range) * advantages
-        policy_loss = -_mean(torch.minimum(surrogate, clipped), valid, count)
-        # Value loss: (V - R)^2, optionally clipped around the old value V_old
-        value_error = (value - returns).square()
-        if config.clip_value_loss:
-            clipped_value = old_value + (value - old_value).clamp(
-                -config.clip_range, config.clip_range
-            )
-            value_error = torch.maximum(value_error, (clipped_value - returns).square())
-        value_loss = 0.5 * _mean(value_error, valid, count)
-        entropy = _mean(new_entropy, valid, count)
-        loss = policy_loss + config.value_loss_coef * value_loss - config.entropy_coef * entropy
-        with torch.no_grad():
-            # Approximate KL(old || new) = E[(r - 1) - log r] (Schulman's k3 estimator)
-            approx_kl = _mean((ratio - 1.0) - log_ratio, valid, count)
-            clip_fraction = _mean((ratio - 1.0).abs() > config.clip_range, valid, count)
-        stats = torch.stack(
-            (policy_loss, value_loss, entropy, loss, approx_kl, clip_fraction)
-        ).detach()
-        return loss, stats
+    def _loss_terms(self, batch: EpochData) -> tuple[Tensor, Tensor]:
+        """The PPO loss of a minibatch and its statistics (:func:`ppo_loss`)."""
+        return ppo_loss(self.config, batch, self._evaluate)
 
     def _clip_gradients(self) -> Tensor:
         """The global gradient norm; gradients scaled to ``max_grad_norm`` when it is set.
