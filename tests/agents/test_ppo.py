@@ -1,5 +1,6 @@
 """Tests for typedrl.agents._ppo: PPOAgent end to end, on tiny runs."""
 
+import copy
 import math
 import multiprocessing
 import os
@@ -19,6 +20,7 @@ from tests.agents.test_fabric import launch_two_rank_fabric
 from tests.multiprocess import run_two_ranks
 from typedrl._values import EvaluationResult, StepResult
 from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.agents._loss import EpochData
 from typedrl.checkpoint import load_checkpoint, save_checkpoint
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
@@ -1018,11 +1020,122 @@ def test_compile_update_trains_like_the_eager_update(tmp_path: Path) -> None:
         torch.testing.assert_close(compiled["parameters"][name], value, rtol=1e-4, atol=1e-5)
 
 
-def test_compile_update_is_single_process_only() -> None:
-    """compile_update with more than one rank is refused before anything is built."""
+def test_compile_update_is_single_process_with_plain_precision_only() -> None:
+    """compile_update with several ranks or a mixed-precision plugin is refused up front."""
+    from lightning.fabric import Fabric
+
     from typedrl.agents._ppo import _require_single_process_compile
 
     config = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile_update=True)
-    _require_single_process_compile(config, 1)
+    plain = Fabric(accelerator="cpu", devices=1)
+    _require_single_process_compile(config, plain, 1)
+    _require_single_process_compile(config, Fabric(accelerator="cpu", precision="64-true"), 1)
     with pytest.raises(ConfigError, match="compile_update is single-process only"):
-        _require_single_process_compile(config, 2)
+        _require_single_process_compile(config, plain, 2)
+    mixed = Fabric(accelerator="cpu", devices=1, precision="bf16-mixed")
+    with pytest.raises(ConfigError, match="32-true and 64-true precision only"):
+        _require_single_process_compile(config, mixed, 1)
+
+
+def _check_compiled_minibatch(out: str) -> None:
+    """One minibatch through the compiled update and the eager one, from the same state."""
+    agents = []
+    for compile_update in (False, True):
+        torch.manual_seed(0)
+        config = PPOConfig(
+            total_timesteps=64,
+            num_steps=16,
+            batch_size=32,
+            num_mini_epochs=1,
+            max_grad_norm=0.05,  # small: the clipping is exercised
+            compile_update=compile_update,
+            **SMALL,
+        )
+        agent = PPOAgent(env=make("CartPole-v1", num_envs=4, seed=0), config=config, loggers=[])
+        agent.setup()
+        agent._collect()
+        agents.append(agent)
+    # Both collected the same data (same seeds); the eager agent's advantages serve both.
+    advantages, returns = agents[0]._advantages(agents[0].buffer.stacked())
+    results: dict[str, Any] = {}
+    rows = []
+    for agent in agents:
+        data = agent.buffer.stacked().reshape(-1)
+        epoch = EpochData(
+            obs=data["obs"],
+            action=data["action"],
+            log_prob=data["log_prob"],
+            value=data["value"],
+            valid=None,
+            advantage=advantages.reshape(-1),
+            returns=returns.reshape(-1),
+        )
+        row = torch.zeros(8)
+        for _ in range(3):
+            agent._minibatch_step(epoch.select(torch.arange(32)), row)
+        rows.append(row)
+    results["rows"] = rows
+    results["parameters"] = [parameters(agent) for agent in agents]
+    results["optimizer"] = [agent.optimizer.state_dict() for agent in agents]
+    # A non-finite minibatch changes nothing in the compiled update.
+    compiled = agents[1]
+    before = parameters(compiled)
+    state_before = copy.deepcopy(compiled.optimizer.state_dict())
+    data = compiled.buffer.stacked().reshape(-1)
+    poisoned = EpochData(
+        obs=data["obs"],
+        action=data["action"],
+        log_prob=data["log_prob"],
+        value=data["value"],
+        valid=None,
+        advantage=torch.full_like(advantages.reshape(-1), math.nan),
+        returns=returns.reshape(-1),
+    )
+    row = torch.zeros(8)
+    compiled._minibatch_step(poisoned.select(torch.arange(32)), row)
+    results["skipped_row"] = row
+    results["unchanged"] = all(
+        torch.equal(before[name], value) for name, value in parameters(compiled).items()
+    ) and all(
+        torch.equal(state_before["state"][index][key], value)
+        for index, entry in compiled.optimizer.state_dict()["state"].items()
+        for key, value in entry.items()
+    )
+    # The compiled update's optimizer state loads into an eager agent.
+    agents[0].optimizer.load_state_dict(compiled.optimizer.state_dict())
+    torch.save(results, out)
+
+
+def test_compiled_minibatch_matches_the_eager_one_and_skips_non_finite(tmp_path: Path) -> None:
+    """Loss, gradients, clipping and Adam: the compiled update equals eager to rounding.
+
+    A minibatch whose gradient norm is not finite leaves parameters and
+    optimizer state untouched, and the optimizer state is the eager Adam's.
+    In a fresh process, as above.
+    """
+    out = tmp_path / "minibatch.pt"
+    process = multiprocessing.get_context("spawn").Process(
+        target=_check_compiled_minibatch, args=(str(out),)
+    )
+    process.start()
+    process.join(JOIN_TIMEOUT_S)
+    if process.is_alive():
+        process.kill()
+        pytest.fail(f"the compiled run did not finish within {JOIN_TIMEOUT_S} s")
+    assert process.exitcode == 0
+    results = torch.load(out, weights_only=False)
+    eager_row, compiled_row = results["rows"]
+    torch.testing.assert_close(compiled_row, eager_row, rtol=1e-4, atol=1e-6)
+    eager, compiled = results["parameters"]
+    for name, value in eager.items():
+        torch.testing.assert_close(compiled[name], value, rtol=1e-5, atol=1e-6)
+    eager_state, compiled_state = (entry["state"] for entry in results["optimizer"])
+    assert eager_state.keys() == compiled_state.keys()
+    for index, entry in eager_state.items():
+        assert entry.keys() == compiled_state[index].keys()
+        for key, value in entry.items():
+            assert compiled_state[index][key].dtype == value.dtype
+            torch.testing.assert_close(compiled_state[index][key], value, rtol=1e-5, atol=1e-7)
+    assert results["skipped_row"][-1] == 1.0
+    assert not math.isfinite(float(results["skipped_row"][-2]))
+    assert results["unchanged"]

@@ -2,19 +2,20 @@
 
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, final
 
 import torch
 from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
+from lightning.fabric.plugins.precision import DoublePrecision, Precision
 from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl.advantages import compute_gae
 from typedrl.agents._base import BaseAgent
 from typedrl.agents._batch_plan import agree_on_batch_plan
+from typedrl.agents._compiled_update import CompiledUpdate
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._episodes import epoch_episodes
 from typedrl.agents._fabric import setup_module_and_optimizer
@@ -50,12 +51,21 @@ _METRICS = [
 _MINIBATCH_METRICS = (*LOSS_STATISTICS, "train/grad_norm", "train/skipped_updates")
 
 
-def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
-    """Refuse ``compile_update`` with DDP, which must see the model's forward."""
-    if config.compile_update and world_size > 1:
+def _require_single_process_compile(config: PPOConfig, fabric: Fabric, world_size: int) -> None:
+    """Refuse ``compile_update`` with DDP or a precision plugin it would bypass."""
+    if not config.compile_update:
+        return
+    if world_size > 1:
         raise ConfigError(
             "PPOConfig.compile_update is single-process only (DDP must see the model's "
             f"forward to synchronise gradients); got {world_size} ranks"
+        )
+    precision = fabric.strategy.precision
+    if type(precision) not in (Precision, DoublePrecision):
+        raise ConfigError(
+            "PPOConfig.compile_update computes gradients and the Adam update itself and "
+            "supports Fabric's 32-true and 64-true precision only; got "
+            f"{type(precision).__name__}"
         )
 
 
@@ -149,7 +159,7 @@ class PPOAgent(BaseAgent):
         )
         # A rank with the wrong device stops every rank, before any other collective.
         raise_together(device_error, "the env device check", self.dist)
-        _require_single_process_compile(config, self.dist.world_size)
+        _require_single_process_compile(config, self.fabric, self.dist.world_size)
         # Checked before any other collective: a mismatch would deadlock the update.
         self.num_minibatches = agree_on_batch_plan(
             num_envs=env.num_envs,
@@ -217,10 +227,10 @@ class PPOAgent(BaseAgent):
         self._evaluate = (
             self.model.evaluate_tensors if self.dist.world_size > 1 else model.evaluate_tensors
         )
-        # compile_update fuses the network forward and the loss (and so their backward);
-        # checked to be single-process in __init__.
-        self._loss: Callable[[EpochData], tuple[Tensor, Tensor]] = (
-            torch.compile(self._loss_terms) if config.compile_update else self._loss_terms
+        # compile_update runs each minibatch update as one compiled function (loss,
+        # gradients, clipping, Adam); checked to be single-process in __init__.
+        self._compiled_update = (
+            CompiledUpdate(model, optimizer, config) if config.compile_update else None
         )
         self.buffer = ExperienceBuffer(
             num_envs=env.num_envs, num_steps=config.num_steps, device=self.device
@@ -469,22 +479,29 @@ class PPOAgent(BaseAgent):
 
         Writes the minibatch's statistics (``_MINIBATCH_METRICS``) into ``stats_row``.
         """
-        loss, stats = self._loss(batch)
-        # zero_grad(set_to_none=True) without the optimizer's per-call bookkeeping.
-        for parameter in self._parameters:
-            parameter.grad = None
-        self.fabric.backward(loss)
-        grad_norm = self._clip_gradients()
-        with torch.no_grad():
+        if self._compiled_update is not None:
+            # Skips a non-finite update by itself; the host read is for the metrics.
+            grad_norm, stats = self._compiled_update(batch)
+            finite = math.isfinite(float(grad_norm))
+        else:
+            loss, stats = self._loss_terms(batch)
+            # zero_grad(set_to_none=True) without the optimizer's per-call bookkeeping.
+            for parameter in self._parameters:
+                parameter.grad = None
+            self.fabric.backward(loss)
+            grad_norm = self._clip_gradients()
             # The finiteness decision syncs once per minibatch; every rank sees the same
             # all-reduced gradient, so every rank decides alike.
             finite = math.isfinite(float(grad_norm))
             if finite:
-                self.optimizer.step()
-            elif self.config.nonfinite_gradients == "raise":
-                raise NonFiniteError(
-                    f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch {self.epoch}"
-                )
+                with torch.no_grad():
+                    self.optimizer.step()
+        if not finite and self.config.nonfinite_gradients == "raise":
+            raise NonFiniteError(
+                f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch "
+                f"{self.epoch}; this minibatch updated nothing"
+            )
+        with torch.no_grad():
             stats_row[:-2].copy_(stats)
             stats_row[-2].copy_(grad_norm)
             stats_row[-1] = float(not finite)

@@ -1,0 +1,188 @@
+"""``compile_update``: a whole PPO minibatch update as one compiled function.
+
+For small networks on a CPU, a minibatch update is dominated by per-call
+overhead: the autograd engine walking the backward graph, gradient
+accumulation, the optimizer's bookkeeping around its kernel. Here the loss,
+its gradients (:func:`torch.func.grad`, traced into the same graph as the
+forward pass), the global gradient-norm clipping and Adam's update are one
+function handed to :func:`torch.compile`.
+
+The update is Adam's (Kingma and Ba, 2015) exactly as :class:`torch.optim.Adam`
+computes it without weight decay, AMSGrad or maximisation, on the optimizer's
+own state tensors (``step``, ``exp_avg``, ``exp_avg_sq``, created as the
+optimizer creates them), so checkpoints are interchangeable with eager runs;
+values agree with the eager update to floating-point rounding. A minibatch
+with a non-finite gradient norm changes nothing (parameters, moments and
+step count keep their values), without a host synchronisation.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDict
+from torch import Tensor, nn
+
+from typedrl.agents._config import PPOConfig
+from typedrl.agents._loss import EpochData, ppo_loss
+from typedrl.errors import ConfigError
+from typedrl.policies import MLPActorCritic
+
+__all__ = ["CompiledUpdate"]
+
+_AdamState = tuple[Tensor, Tensor, Tensor]
+
+
+class _Evaluator(nn.Module):
+    """The policy's ``evaluate_tensors`` as ``forward``, for :func:`torch.func.functional_call`."""
+
+    def __init__(self, policy: MLPActorCritic) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, obs: TensorDict, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return self.policy.evaluate_tensors(obs, action)
+
+
+class CompiledUpdate:
+    """One compiled PPO minibatch update: loss, gradients, clipping and Adam.
+
+    Args:
+        policy: The actor-critic (not wrapped by Fabric).
+        optimizer: The run's :class:`torch.optim.Adam` over exactly the
+            policy's trainable parameters, in one parameter group, without
+            weight decay, AMSGrad, maximisation or differentiable mode.
+        config: The run's config (loss coefficients, clip range, max grad norm).
+
+    Raises:
+        ConfigError: If the optimizer is not such an Adam.
+    """
+
+    def __init__(self, policy: MLPActorCritic, optimizer: torch.optim.Optimizer, config: PPOConfig):
+        self._evaluator = _Evaluator(policy)
+        named = [(f"policy.{name}", p) for name, p in policy.named_parameters() if p.requires_grad]
+        self._parameters = [p for _, p in named]
+        _check_adam(optimizer, self._parameters)
+        group = optimizer.param_groups[0]
+        self._optimizer = optimizer
+        self._group = group
+        # Views sharing the parameters' storage: differentiated by torch.func.grad and
+        # updated in place, which updates the parameters themselves.
+        self._values = {name: p.detach() for name, p in named}
+        device = self._parameters[0].device
+        # The learning rate is an input, not a constant: schedules change it without
+        # recompiling.
+        self._learning_rate = torch.zeros((), dtype=torch.float32, device=device)
+        self._config = config
+        self._step = torch.compile(_update)
+
+    def __call__(self, batch: EpochData) -> tuple[Tensor, Tensor]:
+        """Update the policy on ``batch``; return the gradient norm and the loss statistics.
+
+        The norm is the one before clipping; when it is not finite nothing was
+        updated.
+        """
+        self._learning_rate.fill_(float(self._group["lr"]))
+        beta1, beta2 = self._group["betas"]
+        return self._step(
+            evaluator=self._evaluator,
+            values=self._values,
+            states=[self._state(p) for p in self._parameters],
+            batch=batch,
+            learning_rate=self._learning_rate,
+            config=self._config,
+            beta1=float(beta1),
+            beta2=float(beta2),
+            eps=float(self._group["eps"]),
+        )
+
+    def _state(self, parameter: Tensor) -> _AdamState:
+        """The optimizer's state of ``parameter``, created as Adam creates it on its first step."""
+        state = self._optimizer.state[parameter]
+        if not state:
+            fused = bool(self._group.get("fused"))
+            state["step"] = torch.zeros(
+                (),
+                dtype=torch.float32 if fused else _default_scalar_dtype(),
+                device=parameter.device if fused else torch.device("cpu"),
+            )
+            state["exp_avg"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
+        return state["step"], state["exp_avg"], state["exp_avg_sq"]
+
+
+def _update(
+    *,
+    evaluator: _Evaluator,
+    values: dict[str, Tensor],
+    states: list[_AdamState],
+    batch: EpochData,
+    learning_rate: Tensor,
+    config: PPOConfig,
+    beta1: float,
+    beta2: float,
+    eps: float,
+) -> tuple[Tensor, Tensor]:
+    """The traced body of :class:`CompiledUpdate` (see the module docstring)."""
+
+    def loss_of(parameters: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        def evaluate(obs: TensorDict, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            out: tuple[Tensor, Tensor, Tensor] = torch.func.functional_call(
+                evaluator, parameters, (obs, action)
+            )
+            return out
+
+        return ppo_loss(config, batch, evaluate)
+
+    grads, stats = torch.func.grad(loss_of, has_aux=True)(values)
+    gradients = [grads[name] for name in values]
+    # ||g|| = sqrt(sum_i ||g_i||^2) over every parameter's gradient g_i
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in gradients]))
+    finite = torch.isfinite(norm)
+    if config.max_grad_norm is not None:
+        # g <- g * min(1, max_norm / (||g|| + 1e-6))
+        scale = (config.max_grad_norm / (norm + 1e-6)).clamp(max=1.0)
+        gradients = [g * scale for g in gradients]
+    with torch.no_grad():
+        for parameter, grad, (step, exp_avg, exp_avg_sq) in zip(
+            values.values(), gradients, states, strict=True
+        ):
+            # t <- t + 1; m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2
+            new_step = step + 1
+            new_exp_avg = torch.lerp(exp_avg, grad, 1.0 - beta1)
+            new_exp_avg_sq = exp_avg_sq * beta2 + (1.0 - beta2) * grad * grad
+            # theta <- theta - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+            bias_correction1 = 1.0 - beta1**new_step
+            bias_correction2_sqrt = (1.0 - beta2**new_step).sqrt()
+            denominator = new_exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
+            new_parameter = (
+                parameter - (learning_rate / bias_correction1) * new_exp_avg / denominator
+            )
+            # A non-finite norm keeps every value (no host read to decide).
+            step.copy_(torch.where(finite, new_step, step))
+            exp_avg.copy_(torch.where(finite, new_exp_avg, exp_avg))
+            exp_avg_sq.copy_(torch.where(finite, new_exp_avg_sq, exp_avg_sq))
+            parameter.copy_(torch.where(finite, new_parameter, parameter))
+    return norm, stats
+
+
+def _check_adam(optimizer: torch.optim.Optimizer, parameters: Sequence[Tensor]) -> None:
+    where = "PPOConfig.compile_update"
+    if type(optimizer) is not torch.optim.Adam:
+        raise ConfigError(f"{where} needs torch.optim.Adam, got {type(optimizer).__name__}")
+    if len(optimizer.param_groups) != 1:
+        raise ConfigError(f"{where} needs one parameter group, got {len(optimizer.param_groups)}")
+    group: dict[str, Any] = optimizer.param_groups[0]
+    unsupported = [
+        name for name in ("amsgrad", "maximize", "differentiable", "capturable") if group.get(name)
+    ]
+    if group.get("weight_decay"):
+        unsupported.append("weight_decay")
+    if unsupported:
+        raise ConfigError(f"{where} does not support Adam's {unsupported}")
+    if [id(p) for p in group["params"]] != [id(p) for p in parameters]:
+        raise ConfigError(f"{where}: the optimizer must hold exactly the policy's parameters")
+
+
+def _default_scalar_dtype() -> torch.dtype:
+    return torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
