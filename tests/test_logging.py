@@ -1,10 +1,20 @@
-"""MetricAggregator: weighted means of scalars recorded on the device."""
+"""MetricAggregator (weighted means of scalars on the device) and build_loggers."""
 
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import lightning.pytorch.loggers
 import pytest
 import torch
+from lightning.fabric.loggers.csv_logs import CSVLogger
+from lightning.fabric.loggers.logger import Logger
 
+import typedrl.logging as logging_module
 from typedrl.distributed import SingleProcess
-from typedrl.logging import MetricAggregator
+from typedrl.errors import MissingDependencyError
+from typedrl.logging import MetricAggregator, build_loggers
 
 CPU = torch.device("cpu")
 
@@ -40,3 +50,72 @@ def test_add_many_records_the_masked_entries() -> None:
     values = torch.tensor([2, 4, 8, 16])
     metrics.add_many("length", values, torch.tensor([True, False, True, False]))
     assert metrics.reduce(SingleProcess()) == {"length": pytest.approx(5.0)}
+
+
+def _pretend_installed(monkeypatch: pytest.MonkeyPatch, installed: set[str]) -> None:
+    """Make build_loggers see exactly the ``installed`` optional packages."""
+
+    def find_spec(name: str) -> object:
+        return object() if name in installed else None
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+class _FakeLogger(Logger):
+    """Records how it was built, in place of an optional third-party logger."""
+
+    built: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        _FakeLogger.built.append({"args": args, **kwargs})
+
+    @property
+    def name(self) -> str:
+        return "fake"
+
+    @property
+    def version(self) -> str:
+        return "0"
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """Nothing to record."""
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        """Nothing to record."""
+
+
+def test_build_loggers_csv_always_tensorboard_when_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pretend_installed(monkeypatch, set())
+    (csv,) = build_loggers(tmp_path)
+    assert isinstance(csv, CSVLogger)
+    assert Path(csv.root_dir) == tmp_path / "logs"
+    with pytest.raises(MissingDependencyError, match="tensorboard=True needs TensorBoard"):
+        build_loggers(tmp_path, tensorboard=True)
+    _pretend_installed(monkeypatch, {"tensorboard"})
+    monkeypatch.setattr(logging_module, "TensorBoardLogger", _FakeLogger)
+    _FakeLogger.built.clear()
+    assert [type(logger) for logger in build_loggers(tmp_path, run_name="r")] == [
+        CSVLogger,
+        _FakeLogger,
+    ]
+    assert _FakeLogger.built == [{"args": (tmp_path / "logs",), "name": "r", "version": ""}]
+    assert len(build_loggers(tmp_path, tensorboard=False)) == 1
+
+
+def test_build_loggers_adds_wandb_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _pretend_installed(monkeypatch, set())
+    with pytest.raises(MissingDependencyError, match="needs W&B"):
+        build_loggers(tmp_path, wandb_project="typedrl-tests")
+    _pretend_installed(monkeypatch, {"wandb"})
+    monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", _FakeLogger)
+    _FakeLogger.built.clear()
+    loggers = build_loggers(tmp_path, wandb_project="typedrl-tests", run_name="r")
+    assert [type(logger) for logger in loggers] == [CSVLogger, _FakeLogger]
+    assert _FakeLogger.built == [
+        {"args": (), "project": "typedrl-tests", "name": "r", "save_dir": str(tmp_path / "logs")}
+    ]

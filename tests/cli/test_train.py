@@ -1,13 +1,18 @@
 """Tests for `typedrl train` and `typedrl evaluate`."""
 
+import importlib.util
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import lightning.pytorch.loggers
 import pytest
+from lightning.fabric.loggers.logger import Logger
 
 from typedrl.cli import main
 from typedrl.cli._train import PRESETS, _parse_override
-from typedrl.errors import ConfigError
+from typedrl.errors import ConfigError, MissingDependencyError
 
 
 def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,3 +94,59 @@ def test_evaluate_a_run_with_observation_normalisation(
     last = run_dir / "checkpoints" / "last.ckpt"
     assert main(["evaluate", str(last), "--episodes", "2", "--num-envs", "2"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
+
+
+def test_train_wandb_project_needs_wandb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--wandb-project without W&B installed stops before anything is built."""
+    real_find_spec = importlib.util.find_spec
+
+    def without_wandb(name: str, *args: Any) -> Any:
+        return None if name == "wandb" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_wandb)
+    run_dir = tmp_path / "run"
+    argv = ["train", "--run-dir", str(run_dir), "--wandb-project", "p", "--no-progress"]
+    with pytest.raises(MissingDependencyError, match="--wandb-project needs W&B"):
+        main(argv)
+    assert not run_dir.exists()
+
+
+def test_train_logs_to_wandb_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--wandb-project adds a W&B logger (here a stand-in) next to the CSV one, on rank 0."""
+    real_find_spec = importlib.util.find_spec
+    built: list[dict[str, Any]] = []
+    logged: list[Mapping[str, float]] = []
+
+    def with_wandb(name: str, *args: Any) -> Any:
+        return object() if name == "wandb" else real_find_spec(name, *args)
+
+    class FakeWandbLogger(Logger):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__()
+            built.append(kwargs)
+
+        @property
+        def name(self) -> str:
+            return "wandb"
+
+        @property
+        def version(self) -> str:
+            return "0"
+
+        def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+            logged.append(metrics)
+
+        def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+            """Not used by the agent."""
+
+    monkeypatch.setattr(importlib.util, "find_spec", with_wandb)
+    monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", FakeWandbLogger)
+    run_dir = tmp_path / "run"
+    argv = ["train", "--total-timesteps", "512", "--run-dir", str(run_dir), "--no-progress"]
+    assert main([*argv, "--wandb-project", "typedrl-tests", "--set", "num_steps=16"]) == 0
+    save_dir = str(run_dir / "logs")
+    assert built == [{"project": "typedrl-tests", "name": "typedrl", "save_dir": save_dir}]
+    # Training and evaluation metrics reach it, as they reach the CSV file.
+    assert any("time/sps" in metrics for metrics in logged)
+    assert any("eval/score" in metrics for metrics in logged)
+    assert (run_dir / "logs" / "typedrl" / "metrics.csv").is_file()

@@ -1,12 +1,13 @@
 """``typedrl train`` and ``typedrl evaluate``: PPO from the command line."""
 
 import argparse
+import importlib.util
 import json
 import time
 from pathlib import Path
 from typing import Any, Literal
 
-from typedrl.errors import ConfigError
+from typedrl.errors import ConfigError, MissingDependencyError
 
 __all__ = ["DEFAULT_ENV_ID", "PRESETS", "add_evaluate_parser", "add_train_parser"]
 
@@ -99,6 +100,9 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
         metavar="KEY=VALUE",
         help="override a PPOConfig field (JSON values), e.g. --set learning_rate=3e-4",
     )
+    train.add_argument(
+        "--wandb-project", help="also log to this Weights & Biases project (needs wandb)"
+    )
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.set_defaults(handler=run_train)
 
@@ -137,8 +141,12 @@ def run_train(args: argparse.Namespace) -> int:
 
     from typedrl.agents import PPOAgent  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
+    from typedrl.logging import build_loggers  # noqa: PLC0415
 
     num_envs, config = _config_for(args.env_id, args)
+    if args.wandb_project is not None and importlib.util.find_spec("wandb") is None:
+        # Checked by every process before any starts, so that all of them stop.
+        raise MissingDependencyError("--wandb-project needs W&B: pip install 'typedrl[wandb]'")
     fabric = Fabric(
         accelerator=args.accelerator,
         devices=args.devices,
@@ -147,6 +155,13 @@ def run_train(args: argparse.Namespace) -> int:
     fabric.launch()
     run_dir = args.run_dir or Path("runs") / (
         args.env_id.replace("/", "-") + time.strftime("-%Y%m%d-%H%M%S")
+    )
+    # Built before any env (nothing to close if W&B is missing); rank 0 logs: the
+    # default loggers (CSV, TensorBoard when installed) plus W&B if asked.
+    loggers = (
+        build_loggers(run_dir, wandb_project=args.wandb_project)
+        if args.wandb_project is not None and fabric.is_global_zero
+        else None
     )
     vectorization: Literal["sync", "async"] = (
         "async"
@@ -174,6 +189,7 @@ def run_train(args: argparse.Namespace) -> int:
         fabric=fabric,
         eval_env=eval_env,
         run_dir=run_dir,
+        loggers=loggers,
         eval_every_steps=args.eval_every,
         eval_episodes=args.eval_episodes,
         checkpoint_every_epochs=args.checkpoint_every,
