@@ -116,6 +116,9 @@ def test_build_loggers_adds_wandb_when_asked(
     _FakeLogger.built.clear()
     loggers = build_loggers(tmp_path, wandb_project="typedrl-tests", run_name="r")
     assert [type(logger) for logger in loggers] == [CSVLogger, _FakeLogger]
+    build_loggers(tmp_path, wandb_project="typedrl-tests", wandb_run_name="w")
+    save_dir = str(tmp_path / "logs")
     assert _FakeLogger.built == [
-        {"args": (), "project": "typedrl-tests", "name": "r", "save_dir": str(tmp_path / "logs")}
+        {"args": (), "project": "typedrl-tests", "name": "r", "save_dir": save_dir},
+        {"args": (), "project": "typedrl-tests", "name": "w", "save_dir": save_dir},
     ]

@@ -93,6 +93,7 @@ def build_loggers(
     tensorboard: bool | None = None,
     wandb_project: str | None = None,
     run_name: str = "typedrl",
+    wandb_run_name: str | None = None,
 ) -> list[Logger]:
     """The run's loggers: CSV always, TensorBoard when installed, W&B when asked.
 
@@ -101,7 +102,8 @@ def build_loggers(
         tensorboard: ``None`` uses TensorBoard when ``tensorboard`` (or
             ``tensorboardX``) is installed; ``True`` requires it; ``False`` skips it.
         wandb_project: A Weights & Biases project name to log to (needs ``wandb``).
-        run_name: Name of the run in every logger.
+        run_name: Name of the run in every logger (and of its folder in ``logs``).
+        wandb_run_name: Name of the W&B run, when it should differ (default ``run_name``).
 
     Raises:
         MissingDependencyError: TensorBoard or W&B was asked for but is not installed.
@@ -124,7 +126,9 @@ def build_loggers(
             )
         from lightning.pytorch.loggers import WandbLogger  # noqa: PLC0415 - optional extra
 
-        wandb_logger: Any = WandbLogger(project=wandb_project, name=run_name, save_dir=str(root))
+        wandb_logger: Any = WandbLogger(
+            project=wandb_project, name=wandb_run_name or run_name, save_dir=str(root)
+        )
         loggers.append(wandb_logger)
     return loggers
 

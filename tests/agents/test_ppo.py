@@ -1106,6 +1106,57 @@ def _check_compiled_minibatch(out: str) -> None:
     torch.save(results, out)
 
 
+def _check_compiled_resume(out: str, run_dir: str) -> None:
+    """Resume a compiled run; the learning rate in force is the optimizer group's."""
+    config = PPOConfig(
+        total_timesteps=64, num_steps=16, batch_size=32, compile_update=True, **SMALL
+    )
+    PPOAgent(
+        env=make("CartPole-v1", num_envs=4, seed=0), config=config, run_dir=run_dir, loggers=[]
+    ).fit()
+    agent = PPOAgent(env=make("CartPole-v1", num_envs=4, seed=0), config=config, loggers=[])
+    agent.load(Path(run_dir) / "checkpoints" / "last.ckpt")
+    agent._collect()
+    advantages, returns = agent._advantages(agent.buffer.stacked())
+    data = agent.buffer.stacked().reshape(-1)
+    batch = EpochData(
+        obs=data["obs"],
+        action=data["action"],
+        log_prob=data["log_prob"],
+        value=data["value"],
+        valid=None,
+        advantage=advantages.reshape(-1),
+        returns=returns.reshape(-1),
+    ).select(torch.arange(32))
+    changes = []
+    for learning_rate in (0.0, 1e-3):
+        agent.optimizer.param_groups[0]["lr"] = learning_rate
+        before = parameters(agent)
+        agent._minibatch_step(batch, torch.zeros(8))
+        after = parameters(agent)
+        changes.append(
+            max(float((after[k] - before[k]).abs().max()) for k in before if before[k].numel())
+        )
+    torch.save(changes, out)
+
+
+def test_compiled_update_after_resume_follows_the_learning_rate(tmp_path: Path) -> None:
+    """After load(), the compiled update reads the loaded optimizer group's learning rate."""
+    out = tmp_path / "changes.pt"
+    process = multiprocessing.get_context("spawn").Process(
+        target=_check_compiled_resume, args=(str(out), str(tmp_path / "run"))
+    )
+    process.start()
+    process.join(JOIN_TIMEOUT_S)
+    if process.is_alive():
+        process.kill()
+        pytest.fail(f"the compiled run did not finish within {JOIN_TIMEOUT_S} s")
+    assert process.exitcode == 0
+    frozen, moved = torch.load(out, weights_only=False)
+    assert frozen == 0.0
+    assert moved > 0.0
+
+
 def test_compiled_minibatch_matches_the_eager_one_and_skips_non_finite(tmp_path: Path) -> None:
     """Loss, gradients, clipping and Adam: the compiled update equals eager to rounding.
 

@@ -145,7 +145,7 @@ def test_train_logs_to_wandb_when_asked(tmp_path: Path, monkeypatch: pytest.Monk
     argv = ["train", "--total-timesteps", "512", "--run-dir", str(run_dir), "--no-progress"]
     assert main([*argv, "--wandb-project", "typedrl-tests", "--set", "num_steps=16"]) == 0
     save_dir = str(run_dir / "logs")
-    assert built == [{"project": "typedrl-tests", "name": "typedrl", "save_dir": save_dir}]
+    assert built == [{"project": "typedrl-tests", "name": "run", "save_dir": save_dir}]
     # Training and evaluation metrics reach it, as they reach the CSV file.
     assert any("time/sps" in metrics for metrics in logged)
     assert any("eval/score" in metrics for metrics in logged)

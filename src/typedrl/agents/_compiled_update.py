@@ -63,16 +63,15 @@ class CompiledUpdate:
         named = [(f"policy.{name}", p) for name, p in policy.named_parameters() if p.requires_grad]
         self._parameters = [p for _, p in named]
         _check_adam(optimizer, self._parameters)
-        group = optimizer.param_groups[0]
         self._optimizer = optimizer
-        self._group = group
+        self._checked_group = optimizer.param_groups[0]
         # Views sharing the parameters' storage: differentiated by torch.func.grad and
         # updated in place, which updates the parameters themselves.
         self._values = {name: p.detach() for name, p in named}
         device = self._parameters[0].device
         # The learning rate is an input, not a constant: schedules change it without
         # recompiling.
-        self._learning_rate = torch.zeros((), dtype=torch.float32, device=device)
+        self._learning_rate = torch.zeros((), dtype=torch.float64, device=device)
         self._config = config
         self._step = torch.compile(_update)
 
@@ -82,25 +81,31 @@ class CompiledUpdate:
         The norm is the one before clipping; when it is not finite nothing was
         updated.
         """
-        self._learning_rate.fill_(float(self._group["lr"]))
-        beta1, beta2 = self._group["betas"]
+        # Read each time: schedules write the group's lr, and loading an optimizer
+        # state dict replaces the group (checked again when it does).
+        group = self._optimizer.param_groups[0]
+        if group is not self._checked_group:
+            _check_adam(self._optimizer, self._parameters)
+            self._checked_group = group
+        self._learning_rate.fill_(float(group["lr"]))
+        beta1, beta2 = group["betas"]
         return self._step(
             evaluator=self._evaluator,
             values=self._values,
-            states=[self._state(p) for p in self._parameters],
+            states=[self._state(p, group) for p in self._parameters],
             batch=batch,
             learning_rate=self._learning_rate,
             config=self._config,
             beta1=float(beta1),
             beta2=float(beta2),
-            eps=float(self._group["eps"]),
+            eps=float(group["eps"]),
         )
 
-    def _state(self, parameter: Tensor) -> _AdamState:
+    def _state(self, parameter: Tensor, group: dict[str, Any]) -> _AdamState:
         """The optimizer's state of ``parameter``, created as Adam creates it on its first step."""
         state = self._optimizer.state[parameter]
         if not state:
-            fused = bool(self._group.get("fused"))
+            fused = bool(group.get("fused"))
             state["step"] = torch.zeros(
                 (),
                 dtype=torch.float32 if fused else _default_scalar_dtype(),
@@ -151,15 +156,18 @@ def _update(
             new_step = step + 1
             new_exp_avg = torch.lerp(exp_avg, grad, 1.0 - beta1)
             new_exp_avg_sq = exp_avg_sq * beta2 + (1.0 - beta2) * grad * grad
-            # theta <- theta - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-            bias_correction1 = 1.0 - beta1**new_step
-            bias_correction2_sqrt = (1.0 - beta2**new_step).sqrt()
+            # theta <- theta - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps),
+            # the bias corrections in float64 as Adam's fused kernel computes them.
+            t = new_step.to(torch.float64)
+            bias_correction1 = 1.0 - beta1**t
+            bias_correction2_sqrt = (1.0 - beta2**t).sqrt()
             denominator = new_exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
             new_parameter = (
                 parameter - (learning_rate / bias_correction1) * new_exp_avg / denominator
             )
             # A non-finite norm keeps every value (no host read to decide).
-            step.copy_(torch.where(finite, new_step, step))
+            # (A step kept on the CPU, as non-fused Adam keeps it, takes the flag there.)
+            step.copy_(torch.where(finite.to(step.device), new_step, step))
             exp_avg.copy_(torch.where(finite, new_exp_avg, exp_avg))
             exp_avg_sq.copy_(torch.where(finite, new_exp_avg_sq, exp_avg_sq))
             parameter.copy_(torch.where(finite, new_parameter, parameter))

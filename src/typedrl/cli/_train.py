@@ -159,7 +159,7 @@ def run_train(args: argparse.Namespace) -> int:
     # Built before any env (nothing to close if W&B is missing); rank 0 logs: the
     # default loggers (CSV, TensorBoard when installed) plus W&B if asked.
     loggers = (
-        build_loggers(run_dir, wandb_project=args.wandb_project)
+        build_loggers(run_dir, wandb_project=args.wandb_project, wandb_run_name=run_dir.name)
         if args.wandb_project is not None and fabric.is_global_zero
         else None
     )
