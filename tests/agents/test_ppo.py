@@ -1037,6 +1037,20 @@ def test_compile_update_is_single_process_with_plain_precision_only() -> None:
         _require_single_process_compile(config, mixed, 1)
 
 
+def _collected_epoch(agent: PPOAgent, advantages: Tensor, returns: Tensor) -> EpochData:
+    """The agent's collected epoch, flattened, with the given advantages and returns."""
+    data = agent.buffer.stacked().reshape(-1)
+    return EpochData(
+        obs=data["obs"],
+        action=data["action"],
+        log_prob=data["log_prob"],
+        value=data["value"],
+        valid=None,
+        advantage=advantages.reshape(-1),
+        returns=returns.reshape(-1),
+    )
+
+
 def _check_compiled_minibatch(out: str) -> None:
     """One minibatch through the compiled update and the eager one, from the same state."""
     agents = []
@@ -1060,16 +1074,7 @@ def _check_compiled_minibatch(out: str) -> None:
     results: dict[str, Any] = {}
     rows = []
     for agent in agents:
-        data = agent.buffer.stacked().reshape(-1)
-        epoch = EpochData(
-            obs=data["obs"],
-            action=data["action"],
-            log_prob=data["log_prob"],
-            value=data["value"],
-            valid=None,
-            advantage=advantages.reshape(-1),
-            returns=returns.reshape(-1),
-        )
+        epoch = _collected_epoch(agent, advantages, returns)
         row = torch.zeros(8)
         for _ in range(3):
             agent._minibatch_step(epoch.select(torch.arange(32)), row)
@@ -1081,16 +1086,7 @@ def _check_compiled_minibatch(out: str) -> None:
     compiled = agents[1]
     before = parameters(compiled)
     state_before = copy.deepcopy(compiled.optimizer.state_dict())
-    data = compiled.buffer.stacked().reshape(-1)
-    poisoned = EpochData(
-        obs=data["obs"],
-        action=data["action"],
-        log_prob=data["log_prob"],
-        value=data["value"],
-        valid=None,
-        advantage=torch.full_like(advantages.reshape(-1), math.nan),
-        returns=returns.reshape(-1),
-    )
+    poisoned = _collected_epoch(compiled, torch.full_like(advantages, math.nan), returns)
     row = torch.zeros(8)
     compiled._minibatch_step(poisoned.select(torch.arange(32)), row)
     results["skipped_row"] = row
@@ -1118,16 +1114,7 @@ def _check_compiled_resume(out: str, run_dir: str) -> None:
     agent.load(Path(run_dir) / "checkpoints" / "last.ckpt")
     agent._collect()
     advantages, returns = agent._advantages(agent.buffer.stacked())
-    data = agent.buffer.stacked().reshape(-1)
-    batch = EpochData(
-        obs=data["obs"],
-        action=data["action"],
-        log_prob=data["log_prob"],
-        value=data["value"],
-        valid=None,
-        advantage=advantages.reshape(-1),
-        returns=returns.reshape(-1),
-    ).select(torch.arange(32))
+    batch = _collected_epoch(agent, advantages, returns).select(torch.arange(32))
     changes = []
     for learning_rate in (0.0, 1e-3):
         agent.optimizer.param_groups[0]["lr"] = learning_rate

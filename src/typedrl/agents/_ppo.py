@@ -33,22 +33,15 @@ __all__ = ["PPOAgent"]
 
 _OBS = "obs"
 _STEP_KEYS = ("action", "log_prob", "value")
+
+
+_MINIBATCH_METRICS = (*LOSS_STATISTICS, "train/grad_norm", "train/skipped_updates")
 _METRICS = [
-    "loss/policy",
-    "loss/value",
-    "loss/entropy",
-    "loss/total",
-    "train/approx_kl",
-    "train/clip_fraction",
-    "train/grad_norm",
-    "train/skipped_updates",
+    *_MINIBATCH_METRICS,
     "train/explained_variance",
     "episode/return",
     "episode/length",
 ]
-
-
-_MINIBATCH_METRICS = (*LOSS_STATISTICS, "train/grad_norm", "train/skipped_updates")
 
 
 def _require_single_process_compile(config: PPOConfig, fabric: Fabric, world_size: int) -> None:
