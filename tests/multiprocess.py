@@ -1,4 +1,4 @@
-"""Helpers for tests that run two real gloo ranks in spawned processes."""
+"""Helpers for tests that run code in spawned processes: two real gloo ranks, or one fresh one."""
 
 import multiprocessing
 import os
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-__all__ = ["JOIN_TIMEOUT_S", "free_port", "run_two_ranks"]
+__all__ = ["JOIN_TIMEOUT_S", "free_port", "run_in_fresh_process", "run_two_ranks"]
 
 JOIN_TIMEOUT_S = 120.0
 
@@ -70,3 +70,25 @@ def run_two_ranks(target: Any, *args: Any) -> None:
                 process.kill()
             process.join(5.0)
             process.close()
+
+
+def run_in_fresh_process(target: Any, *args: Any) -> None:
+    """Run ``target(*args)`` in one spawned interpreter; fail on error or timeout.
+
+    For code that must run without what the test process has loaded (the
+    test suite's runtime shape-check hook, which torch.compile cannot trace;
+    a fresh interpreter for a resume). ``target`` reports through files.
+    """
+    process = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    process.start()
+    try:
+        process.join(JOIN_TIMEOUT_S)
+        if process.is_alive():
+            pytest.fail(f"{target.__name__} did not finish within {JOIN_TIMEOUT_S} s")
+        if process.exitcode != 0:
+            pytest.fail(f"{target.__name__} exited with code {process.exitcode}")
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join(5.0)
+        process.close()

@@ -2,7 +2,6 @@
 
 import copy
 import math
-import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ from torch import Tensor, nn
 
 from tests.agents._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
 from tests.agents.test_fabric import launch_two_rank_fabric
-from tests.multiprocess import run_two_ranks
+from tests.multiprocess import run_in_fresh_process, run_two_ranks
 from typedrl._values import EvaluationResult, StepResult
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.agents._loss import EpochData
@@ -29,7 +28,6 @@ from typedrl.protocols import VecEnv
 from typedrl.testing import CountingVecEnv, RandomEndsVectorEnv
 
 SMALL: dict[str, Any] = {"actor_hidden": (8,), "critic_hidden": (8,)}
-JOIN_TIMEOUT_S = 90.0
 
 
 class RecordingLogger(Logger):
@@ -714,18 +712,13 @@ def test_resume_is_bit_exact_in_a_fresh_process(tmp_path: Path) -> None:
     uninterrupted = run(4, None)
     first_half = run(2, tmp_path)
     assert any(not torch.equal(first_half[k], uninterrupted[k]) for k in uninterrupted)
-    context = multiprocessing.get_context("spawn")
     out = tmp_path / "resumed.pt"
-    process = context.Process(
-        target=_resume_in_fresh_process,
-        args=(str(tmp_path / "checkpoints" / "last.ckpt"), 4 * epoch_steps, str(out)),
+    run_in_fresh_process(
+        _resume_in_fresh_process,
+        str(tmp_path / "checkpoints" / "last.ckpt"),
+        4 * epoch_steps,
+        str(out),
     )
-    process.start()
-    process.join(JOIN_TIMEOUT_S)
-    if process.is_alive():
-        process.kill()
-        pytest.fail(f"the resumed run did not finish within {JOIN_TIMEOUT_S} s")
-    assert process.exitcode == 0
     resumed: dict[str, Tensor] = torch.load(out, weights_only=True)
     assert_same_parameters(uninterrupted, resumed)
 
@@ -1014,15 +1007,7 @@ def test_compile_update_trains_like_the_eager_update(tmp_path: Path) -> None:
     cannot trace through them (production code has no such wrappers).
     """
     out = tmp_path / "compiled.pt"
-    process = multiprocessing.get_context("spawn").Process(
-        target=_compare_compiled_update, args=(str(out),)
-    )
-    process.start()
-    process.join(JOIN_TIMEOUT_S)
-    if process.is_alive():
-        process.kill()
-        pytest.fail(f"the compiled run did not finish within {JOIN_TIMEOUT_S} s")
-    assert process.exitcode == 0
+    run_in_fresh_process(_compare_compiled_update, str(out))
     results = torch.load(out, weights_only=False)
     tolerances = {"32-true": (1e-4, 1e-5), "64-true": (1e-10, 1e-12)}
     for precision, (rtol, atol) in tolerances.items():
@@ -1146,15 +1131,7 @@ def _check_compiled_resume(out: str, run_dir: str) -> None:
 def test_compiled_update_after_resume_follows_the_learning_rate(tmp_path: Path) -> None:
     """After load(), the compiled update reads the loaded optimizer group's learning rate."""
     out = tmp_path / "changes.pt"
-    process = multiprocessing.get_context("spawn").Process(
-        target=_check_compiled_resume, args=(str(out), str(tmp_path / "run"))
-    )
-    process.start()
-    process.join(JOIN_TIMEOUT_S)
-    if process.is_alive():
-        process.kill()
-        pytest.fail(f"the compiled run did not finish within {JOIN_TIMEOUT_S} s")
-    assert process.exitcode == 0
+    run_in_fresh_process(_check_compiled_resume, str(out), str(tmp_path / "run"))
     frozen, moved = torch.load(out, weights_only=False)
     assert frozen == 0.0
     assert moved > 0.0
@@ -1168,15 +1145,7 @@ def test_compiled_minibatch_matches_the_eager_one_and_skips_non_finite(tmp_path:
     In a fresh process, as above.
     """
     out = tmp_path / "minibatch.pt"
-    process = multiprocessing.get_context("spawn").Process(
-        target=_check_compiled_minibatch, args=(str(out),)
-    )
-    process.start()
-    process.join(JOIN_TIMEOUT_S)
-    if process.is_alive():
-        process.kill()
-        pytest.fail(f"the compiled run did not finish within {JOIN_TIMEOUT_S} s")
-    assert process.exitcode == 0
+    run_in_fresh_process(_check_compiled_minibatch, str(out))
     results = torch.load(out, weights_only=False)
     eager_row, compiled_row = results["rows"]
     torch.testing.assert_close(compiled_row, eager_row, rtol=1e-4, atol=1e-6)

@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 from typing import Any, final
 
+import gymnasium as gym
 import torch
 from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
@@ -187,19 +188,32 @@ class PPOAgent(BaseAgent):
 
     # --------------------------------------------------------------- setup
 
-    def _build(self) -> None:
-        config, env = self.config, self.env
-        torch.manual_seed(config.seed + self.dist.rank)
-        model = MLPActorCritic(
-            env.single_observation_space,
-            env.single_action_space,
+    @staticmethod
+    def build_policy(
+        config: PPOConfig, observation_space: gym.Space[Any], action_space: gym.Space[Any]
+    ) -> MLPActorCritic:
+        """The actor-critic that PPO trains with ``config`` (on the CPU, freshly initialised).
+
+        Use it to rebuild a trained policy from a checkpoint's config before
+        loading its weights.
+        """
+        return MLPActorCritic(
+            observation_space,
+            action_space,
             actor_hidden=config.actor_hidden,
             critic_hidden=config.critic_hidden,
             activation=config.activation,
             log_std_init=config.log_std_init,
             normalize_observations=config.normalize_observations,
             observation_clip=config.observation_clip,
-        ).to(self.device)
+        )
+
+    def _build(self) -> None:
+        config, env = self.config, self.env
+        torch.manual_seed(config.seed + self.dist.rank)
+        model = self.build_policy(config, env.single_observation_space, env.single_action_space).to(
+            self.device
+        )
         self.reward_normalizer = (
             RewardNormalizer(gamma=config.gamma, clip=config.reward_clip, device=self.device)
             if config.normalize_rewards
@@ -472,10 +486,11 @@ class PPOAgent(BaseAgent):
 
         Writes the minibatch's statistics (``_MINIBATCH_METRICS``) into ``stats_row``.
         """
+        raise_on_nonfinite = self.config.nonfinite_gradients == "raise"
         if self._compiled_update is not None:
-            # Skips a non-finite update by itself; the host read is for the metrics.
+            # It skips a non-finite update by itself: the norm is read only to raise.
             grad_norm, stats = self._compiled_update(batch)
-            finite = math.isfinite(float(grad_norm))
+            finite = not raise_on_nonfinite or math.isfinite(float(grad_norm))
         else:
             loss, stats = self._loss_terms(batch)
             # zero_grad(set_to_none=True) without the optimizer's per-call bookkeeping.
@@ -489,7 +504,7 @@ class PPOAgent(BaseAgent):
             if finite:
                 with torch.no_grad():
                     self.optimizer.step()
-        if not finite and self.config.nonfinite_gradients == "raise":
+        if not finite and raise_on_nonfinite:
             raise NonFiniteError(
                 f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch "
                 f"{self.epoch}; this minibatch updated nothing"
@@ -497,7 +512,7 @@ class PPOAgent(BaseAgent):
         with torch.no_grad():
             stats_row[:-2].copy_(stats)
             stats_row[-2].copy_(grad_norm)
-            stats_row[-1] = float(not finite)
+            stats_row[-1].copy_(~torch.isfinite(grad_norm))
         return self._adapt(stats[4])
 
     def _loss_terms(self, batch: EpochData) -> tuple[Tensor, Tensor]:

@@ -216,27 +216,17 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """Load a checkpoint's policy and evaluate it; print the metrics as JSON."""
     import torch  # noqa: PLC0415
 
-    from typedrl.agents import PPOConfig  # noqa: PLC0415
+    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.checkpoint import load_checkpoint, load_into  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
     from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
-    from typedrl.policies import MLPActorCritic  # noqa: PLC0415
 
     checkpoint = load_checkpoint(args.checkpoint)
     config = PPOConfig.from_dict(checkpoint.config)
     env = make(args.env_id, num_envs=args.num_envs, seed=args.seed)
     try:
         # The observation normalisers are part of the model and of its saved state.
-        model = MLPActorCritic(
-            env.single_observation_space,
-            env.single_action_space,
-            actor_hidden=config.actor_hidden,
-            critic_hidden=config.critic_hidden,
-            activation=config.activation,
-            log_std_init=config.log_std_init,
-            normalize_observations=config.normalize_observations,
-            observation_clip=config.observation_clip,
-        )
+        model = PPOAgent.build_policy(config, env.single_observation_space, env.single_action_space)
         load_into(model, checkpoint.modules["policy"], name="policy", path=args.checkpoint)
         evaluator = EpisodeEvaluator(env, num_episodes=args.episodes, seed=args.seed)
         with torch.no_grad():
