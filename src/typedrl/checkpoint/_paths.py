@@ -1,0 +1,68 @@
+"""File names of a run's checkpoint folder."""
+
+import os
+from pathlib import Path
+from typing import Final, TypeAlias, final
+
+from typedrl._validation import no_type_check, non_negative_int
+
+__all__ = ["CHECKPOINT_SUFFIX", "CheckpointPaths", "StrPath"]
+
+CHECKPOINT_SUFFIX: Final = ".ckpt"
+"""File-name suffix of the files named by :class:`CheckpointPaths`."""
+
+StrPath: TypeAlias = str | os.PathLike[str]
+"""A file-system path given as ``str`` or :class:`os.PathLike`."""
+
+_PERIODIC_DIGITS: Final = 8
+
+
+@final
+@no_type_check
+class CheckpointPaths:
+    """File names of a run's checkpoint folder.
+
+    - :attr:`last`: ``last.ckpt``, overwritten at every checkpoint (resume from it);
+    - :attr:`best`: ``best.ckpt``, overwritten when the score strictly improves;
+    - :meth:`periodic`: ``epoch_<n>.ckpt`` with ``n`` zero-padded to 8 digits
+      (``epoch_00000042.ckpt``), so that names sort in numeric order. ``n`` is
+      the trainer's progress counter (the epoch for PPO, the update for APG);
+      numbers of more than 8 digits are written in full.
+
+    Example:
+        >>> paths = CheckpointPaths("runs/cartpole/checkpoints")
+        >>> paths.last.name, paths.best.name, paths.periodic(42).name
+        ('last.ckpt', 'best.ckpt', 'epoch_00000042.ckpt')
+    """
+
+    __slots__ = ("_directory",)
+
+    def __init__(self, directory: StrPath) -> None:
+        self._directory = Path(directory)
+
+    @property
+    def directory(self) -> Path:
+        """The folder the checkpoints live in (created by the first save)."""
+        return self._directory
+
+    @property
+    def last(self) -> Path:
+        """``<directory>/last.ckpt``."""
+        return self._directory / f"last{CHECKPOINT_SUFFIX}"
+
+    @property
+    def best(self) -> Path:
+        """``<directory>/best.ckpt``."""
+        return self._directory / f"best{CHECKPOINT_SUFFIX}"
+
+    def periodic(self, index: int) -> Path:
+        """``<directory>/epoch_<index>.ckpt``, ``index`` zero-padded to 8 digits.
+
+        Raises:
+            ConfigError: ``index`` is not a non-negative ``int``.
+        """
+        non_negative_int("CheckpointPaths.periodic", "index", index)
+        return self._directory / f"epoch_{index:0{_PERIODIC_DIGITS}d}{CHECKPOINT_SUFFIX}"
+
+    def __repr__(self) -> str:
+        return f"CheckpointPaths({str(self._directory)!r})"
