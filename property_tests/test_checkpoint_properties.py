@@ -1,6 +1,7 @@
-"""Property tests: a checkpoint restores every tensor, counter and config value exactly."""
+"""Property tests: a checkpoint restores everything exactly; configs follow one JSON rule."""
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from typedrl.agents import PPOConfig
 from typedrl.checkpoint import Checkpoint, capture_rng_state, load_checkpoint, save_checkpoint
 from typedrl.errors import ConfigError
 
@@ -58,6 +60,8 @@ state_dicts = st.dictionaries(_NAMES, tensors(), max_size=4)
 non_json_leaves = st.one_of(
     st.tuples(st.integers()),
     st.builds(np.float64, _FINITE),
+    st.builds(np.int64, st.integers(-(2**63), 2**63 - 1)),
+    st.builds(np.bool_, st.booleans()),
     st.sets(st.integers(), max_size=2),
     st.binary(max_size=3),
     st.builds(torch.zeros, st.integers(0, 2)),
@@ -91,17 +95,26 @@ def _assert_json_equal(left: object, right: object) -> None:
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(config=configs, counter_values=counters, policy=state_dicts, normalizer=state_dicts)
+@given(
+    config=configs,
+    counter_values=counters,
+    policy=state_dicts,
+    normalizer=state_dicts,
+    env_id=st.none() | st.text(max_size=12),
+)
 def test_save_load_restores_everything_exactly(
     tmp_path: Path,
+    *,
     config: dict[str, Any],
     counter_values: dict[str, int | float],
     policy: dict[str, torch.Tensor],
     normalizer: dict[str, torch.Tensor],
+    env_id: str | None,
 ) -> None:
-    """Every tensor is bit-equal, every counter and config value equal and of the same type."""
+    """Every tensor is bit-equal; counters, config and env id equal and of the same type."""
     original = Checkpoint(
         kind="apg",
+        env_id=env_id,
         modules={"policy": policy, "observation_normalizer": normalizer},
         counters=counter_values,
         config=config,
@@ -117,6 +130,7 @@ def test_save_load_restores_everything_exactly(
             assert torch.equal(_bits(restored[key]), _bits(tensor))
     _assert_json_equal(loaded.counters, original.counters)
     _assert_json_equal(loaded.config, original.config)
+    assert loaded.env_id == env_id
 
 
 @given(config=configs, bad=non_json_leaves, data=st.data())
@@ -135,5 +149,31 @@ def test_any_non_json_value_in_a_config_is_refused(
     node[path[-1]] = bad
     expected = "Checkpoint.config" + "".join(f"[{key!r}]" for key in path)
     with pytest.raises(ConfigError) as error:
-        Checkpoint(kind="inference", modules={"policy": {}}, config=config)
+        Checkpoint(kind="ppo", modules={"policy": {}}, config=config)
     assert str(error.value).startswith(f"{expected} must be JSON-like")
+
+
+def _refusal(build: Callable[[], object]) -> str | None:
+    try:
+        build()
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+@given(extra=st.one_of(configs, st.dictionaries(_NAMES, non_json_leaves, min_size=1, max_size=2)))
+def test_config_and_checkpoint_apply_one_json_rule(extra: dict[str, Any]) -> None:
+    """PPOConfig.extra is refused exactly when a checkpoint would refuse it, with one message."""
+    config_error = _refusal(lambda: PPOConfig(extra=extra))
+    checkpoint_error = _refusal(
+        lambda: Checkpoint(
+            kind="ppo", modules={"policy": {}}, config=extra, rng=(capture_rng_state(),)
+        )
+    )
+    if config_error is None or checkpoint_error is None:
+        assert config_error is None
+        assert checkpoint_error is None
+    else:
+        assert config_error.removeprefix("PPOConfig.extra") == checkpoint_error.removeprefix(
+            "Checkpoint.config"
+        )

@@ -1,4 +1,4 @@
-"""Tests for typedrl.checkpoint: format, atomic write, safe load, RNG states, file names."""
+"""Tests for typedrl.checkpoint: format, schema versions, atomic write, safe load, RNG states."""
 
 import os
 import random
@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 import torch
 
+import typedrl
 from typedrl import checkpoint as checkpoint_module
 from typedrl.checkpoint import (
+    CHECKPOINT_KINDS,
+    FORMAT_MARKER,
     SCHEMA_VERSION,
     Checkpoint,
     CheckpointMetadata,
@@ -19,11 +22,9 @@ from typedrl.checkpoint import (
     RngState,
     capture_rng_state,
     load_checkpoint,
-    load_inference_checkpoint,
     load_into,
     restore_rng_state,
     save_checkpoint,
-    save_inference_checkpoint,
 )
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.testing import CounterState
@@ -51,6 +52,7 @@ def _checkpoint(**overrides: Any) -> Checkpoint:
     model, optimizer, scheduler = _trained_parts()
     fields: dict[str, Any] = {
         "kind": "ppo",
+        "env_id": "CartPole-v1",
         "modules": {
             "policy": model.state_dict(),
             "observation_normalizer": {
@@ -114,6 +116,7 @@ def test_round_trip_restores_every_field(tmp_path: Path) -> None:
     loaded = load_checkpoint(path, expected_kind="ppo")
     assert loaded.schema_version == SCHEMA_VERSION
     assert loaded.kind == "ppo"
+    assert loaded.env_id == "CartPole-v1"
     for group in ("modules", "optimizers", "schedulers", "counters", "config"):
         _assert_same(getattr(original, group), getattr(loaded, group), group)
     assert loaded.counters["big"] == INT64_MAX
@@ -317,12 +320,13 @@ def test_unstorable_state_is_refused_before_writing(tmp_path: Path) -> None:
     """A value weights-only loading could not read back is named before any file exists."""
     state = {"weight": torch.zeros(2), "extra": {"scale": np.float64(2.0)}}
     with pytest.raises(ConfigError, match=r"Checkpoint\.modules\['policy'\]\['extra'\]\['scale'\]"):
-        Checkpoint(kind="inference", modules={"policy": state})
+        Checkpoint(kind="ppo", modules={"policy": state}, rng=(capture_rng_state(),))
     with pytest.raises(ConfigError, match=r"optimizers\['policy'\]\['fn'\] holds"):
         Checkpoint(
-            kind="inference",
+            kind="ppo",
             modules={"policy": {}},
             optimizers={"policy": {"fn": len}},
+            rng=(capture_rng_state(),),
         )
     assert list(tmp_path.iterdir()) == []
 
@@ -379,8 +383,8 @@ def test_foreign_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("version", "message"),
     [
-        (2, "has schema_version 2, but this typedrl supports schema_version 1 only; upgrade"),
-        (0, "has schema_version 0, but this typedrl supports schema_version 1 only; it cannot"),
+        (3, "has schema_version 3, but this typedrl reads schema versions [1, 2] only; upgrade"),
+        (0, "has schema_version 0, but this typedrl reads schema versions [1, 2] only; it cannot"),
         (None, "has schema_version None"),
         (True, "has schema_version True"),
         (torch.ones(2), "has schema_version tensor([1., 1.])"),
@@ -392,6 +396,119 @@ def test_wrong_schema_version(tmp_path: Path, version: object, message: str) -> 
     _rewrite(path, {"schema_version": version})
     with pytest.raises(CheckpointError, match=re.escape(f"{path} {message}")):
         load_checkpoint(path)
+
+
+def _schema_1_payload() -> dict[str, Any]:
+    """A checkpoint as release files of schema version 1 hold it, built key by key."""
+    numpy_state = np.random.get_state(legacy=True)
+    assert isinstance(numpy_state, tuple)
+    _, key, pos, has_gauss, cached_gaussian = numpy_state
+    python_version, python_words, gauss_next = random.getstate()
+    return {
+        "format": "typedrl.checkpoint",
+        "schema_version": 1,
+        "kind": "apg",
+        "modules": {"policy": {"weight": torch.arange(6.0).reshape(2, 3)}},
+        "optimizers": {},
+        "schedulers": {},
+        "counters": {"updates": 40, "seconds": 1.5},
+        "best_score": -12.5,
+        "config": {"horizon": 32, "sizes": [64, 64]},
+        "rng": [
+            {
+                "torch": {"cpu": torch.get_rng_state(), "cuda": []},
+                "numpy": {
+                    "bit_generator": "MT19937",
+                    "key": torch.from_numpy(key.astype(np.int64)),
+                    "pos": int(pos),
+                    "has_gauss": int(has_gauss),
+                    "cached_gaussian": float(cached_gaussian),
+                },
+                "python": {
+                    "version": python_version,
+                    "state": torch.tensor(python_words, dtype=torch.int64),
+                    "gauss_next": gauss_next,
+                },
+            }
+        ],
+        "metadata": {
+            "typedrl_version": "0.1.0",
+            "torch_version": "2.5.0",
+            "created": "2025-01-31T12:00:00+00:00",
+            "world_size": 1,
+        },
+    }
+
+
+def test_schema_1_file_loads_without_env_id(tmp_path: Path) -> None:
+    """A schema-1 file loads as the current schema with env_id None, everything else kept."""
+    payload = _schema_1_payload()
+    path = tmp_path / "old.ckpt"
+    torch.save(payload, path)
+    first = _draws()
+    loaded = load_checkpoint(path, expected_kind="apg")
+    assert loaded.schema_version == SCHEMA_VERSION == 2
+    assert loaded.env_id is None
+    assert (loaded.counters, loaded.best_score, loaded.config) == (
+        payload["counters"],
+        payload["best_score"],
+        payload["config"],
+    )
+    _assert_same(payload["modules"], loaded.modules)
+    assert loaded.metadata == CheckpointMetadata(**payload["metadata"])
+    restore_rng_state(loaded.rng_state(0))
+    assert _draws() == first
+
+    resaved = torch.load(save_checkpoint(tmp_path / "new.ckpt", loaded), weights_only=True)
+    assert (resaved["schema_version"], resaved["env_id"]) == (2, None)
+
+
+def test_schema_keys_are_exact_per_version(tmp_path: Path) -> None:
+    """Schema 2 writes env_id after kind; schema 1 with env_id, or 2 without, is refused."""
+    path = save_checkpoint(tmp_path / "last.ckpt", _checkpoint(env_id=None))
+    payload = torch.load(path, weights_only=True)
+    assert list(payload) == [
+        "format",
+        "schema_version",
+        "kind",
+        "env_id",
+        "modules",
+        "optimizers",
+        "schedulers",
+        "counters",
+        "best_score",
+        "config",
+        "rng",
+        "metadata",
+    ]
+    assert (payload["format"], payload["env_id"]) == (FORMAT_MARKER, None)
+    assert load_checkpoint(path).env_id is None
+    _rewrite(path, {"schema_version": 1})
+    with pytest.raises(CheckpointError, match=r"malformed: .*unexpected \['env_id'\]"):
+        load_checkpoint(path)
+    old = tmp_path / "old.ckpt"
+    torch.save({**_schema_1_payload(), "schema_version": 2}, old)
+    with pytest.raises(CheckpointError, match=r"malformed: .*missing \['env_id'\]"):
+        load_checkpoint(old)
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "typedrl/Pendulum-v0", "", None])
+def test_env_id_round_trip(tmp_path: Path, env_id: str | None) -> None:
+    """Any builtin str, or None, is stored and read back as is."""
+    path = save_checkpoint(tmp_path / "last.ckpt", _checkpoint(env_id=env_id))
+    assert load_checkpoint(path).env_id == env_id
+
+
+def test_env_id_must_be_a_builtin_str_or_none() -> None:
+    """A str subclass or a non-str env id is refused, with the conversion when one exists."""
+
+    class EnvName(str):
+        __slots__ = ()
+
+    with pytest.raises(ConfigError, match=r"env_id must be .*got 'a' \(type EnvName\); convert"):
+        _checkpoint(env_id=EnvName("a"))
+    with pytest.raises(ConfigError, match=r"env_id must be a builtin str .* got 1 \(type int\)$"):
+        _checkpoint(env_id=1)
 
 
 def test_wrong_kind(tmp_path: Path) -> None:
@@ -411,10 +528,12 @@ def test_wrong_kind(tmp_path: Path) -> None:
         ({"best_score": float("nan")}, r"Checkpoint\.best_score must be a finite float"),
         ({"modules": {"critic": {}}}, r"must hold the policy's state dict under 'policy'"),
         ({"config": {"sizes": (1, 2)}}, r"Checkpoint\.config\['sizes'\] must be JSON-like"),
+        ({"env_id": 7}, r"Checkpoint\.env_id must be a builtin str .* or None"),
         ({"rng": "seed"}, r"rng must be a list"),
         ({"rng": []}, r"Checkpoint\.rng must hold one RngState per rank"),
         ({"metadata": {"world_size": 1}}, r"metadata must have the keys .* missing"),
         ({"extra": 1}, r"the checkpoint must have the keys .* unexpected \['extra'\]"),
+        ({"kind": "inference"}, r"'kind' must be one of \['ppo', 'apg'\]"),
     ],
 )
 def test_malformed_fields_are_named(tmp_path: Path, change: dict[str, Any], message: str) -> None:
@@ -452,6 +571,10 @@ def test_config_must_be_json_like() -> None:
         _checkpoint(config={"net": {"sizes": [64, (32, 32)]}})
     with pytest.raises(ConfigError, match=r"Checkpoint\.config\['lr'\] must be JSON-like"):
         _checkpoint(config={"lr": np.float32(0.1)})
+    with pytest.raises(
+        ConfigError, match=r"Checkpoint\.config\['lr'\] .*float64\); convert it with float"
+    ):
+        _checkpoint(config={"lr": np.float64(0.1)})
     with pytest.raises(ConfigError, match=r"Checkpoint\.config\['env'\] keys must be str"):
         _checkpoint(config={"env": {1: "x"}})
     with pytest.raises(ConfigError, match=r"Checkpoint\.config must be a dict"):
@@ -475,11 +598,14 @@ def test_counters_are_validated(counters: dict[Any, Any], message: str) -> None:
 
 
 def test_fields_that_must_agree() -> None:
-    """Kind, schema version, world size and inference-only rules are checked together."""
-    with pytest.raises(ConfigError, match=r"schema_version must be 1, got 2"):
-        _checkpoint(schema_version=2)
-    with pytest.raises(ConfigError, match=r"kind must be one of \['ppo', 'apg', 'inference'\]"):
+    """Kind, env id, schema version and world size are checked together."""
+    with pytest.raises(ConfigError, match=r"schema_version must be 2, got 1"):
+        _checkpoint(schema_version=1)
+    with pytest.raises(ConfigError, match=r"kind must be one of \['ppo', 'apg'\], got 'PPO'"):
         _checkpoint(kind="PPO")
+    with pytest.raises(ConfigError, match=r"kind must be one of \['ppo', 'apg'\]"):
+        _checkpoint(kind="inference")
+    assert CHECKPOINT_KINDS == ("ppo", "apg")
     with pytest.raises(ConfigError, match=r"one RngState per rank \(metadata\.world_size=2\)"):
         _checkpoint(metadata=CheckpointMetadata.now(world_size=2))
     two_ranks = _checkpoint(
@@ -487,8 +613,6 @@ def test_fields_that_must_agree() -> None:
         metadata=CheckpointMetadata.now(world_size=2),
     )
     assert isinstance(two_ranks.rng, tuple)
-    with pytest.raises(ConfigError, match=r"optimizers must be empty in an 'inference'"):
-        _checkpoint(kind="inference", rng=())
     with pytest.raises(ConfigError, match=r"world_size must be an int in \[1,"):
         CheckpointMetadata.now(world_size=0)
 
@@ -496,7 +620,9 @@ def test_fields_that_must_agree() -> None:
 def test_repr_is_a_summary() -> None:
     """The repr lists names and counters, never tensor contents."""
     text = repr(_checkpoint())
-    assert text.startswith("Checkpoint(kind='ppo', modules=['observation_normalizer', 'policy']")
+    assert text.startswith(
+        "Checkpoint(kind='ppo', env_id='CartPole-v1', modules=['observation_normalizer', 'policy']"
+    )
     assert "tensor(" not in text
     assert repr(capture_rng_state()).startswith("RngState(torch_cuda_devices=")
 
@@ -532,39 +658,6 @@ def test_load_into_restores_matching_state(tmp_path: Path) -> None:
     assert counter.steps == 41
 
 
-# ---------------------------------------------------------------------------- inference
-
-
-def test_inference_checkpoint_round_trip(tmp_path: Path) -> None:
-    """The slim file holds the policy, the normaliser and the config only."""
-    policy = torch.nn.Linear(3, 2)
-    normalizer = {"mean": torch.ones(3), "var": torch.full((3,), 2.0)}
-    path = save_inference_checkpoint(
-        tmp_path / "policy.ckpt",
-        policy_state=policy.state_dict(),
-        config={"obs_dim": 3},
-        observation_normalizer_state=normalizer,
-    )
-    loaded = load_inference_checkpoint(path)
-    assert loaded.kind == "inference"
-    assert loaded.config == {"obs_dim": 3}
-    _assert_same(dict(policy.state_dict()), dict(loaded.policy_state))
-    _assert_same(normalizer, loaded.observation_normalizer_state)
-    full = load_checkpoint(path, expected_kind="inference")
-    assert (full.optimizers, full.schedulers, full.rng) == ({}, {}, ())
-    assert "observation_normalizer=True" in repr(loaded)
-
-
-def test_inference_loader_reads_training_checkpoints(tmp_path: Path) -> None:
-    """A full training checkpoint also yields its policy and normaliser."""
-    original = _checkpoint()
-    path = save_checkpoint(tmp_path / "best.ckpt", original)
-    loaded = load_inference_checkpoint(path)
-    assert loaded.kind == "ppo"
-    _assert_same(original.modules["policy"], loaded.policy_state)
-    _assert_same(original.modules["observation_normalizer"], loaded.observation_normalizer_state)
-
-
 # ---------------------------------------------------------------------------- file names
 
 
@@ -581,35 +674,12 @@ def test_checkpoint_paths_names(tmp_path: Path) -> None:
     assert repr(paths) == f"CheckpointPaths({str(tmp_path)!r})"
 
 
-def test_latest_periodic_and_pruning(tmp_path: Path) -> None:
-    """The highest index wins numerically; temp files, last and best are ignored and kept."""
-    paths = CheckpointPaths(tmp_path / "checkpoints")
-    assert paths.latest_periodic() is None
-    assert paths.prune_periodic(keep=1) == []
-    for index in (3, 100_000_000, 20):
-        save_checkpoint(paths.periodic(index), _checkpoint(counters={"epoch": index}))
-    save_checkpoint(paths.last, _checkpoint())
-    save_checkpoint(paths.best, _checkpoint())
-    (paths.directory / ".epoch_00000999.ckpt.abc.tmp").write_bytes(b"")
-    (paths.directory / "epoch_7.ckpt.bak").write_bytes(b"")
-    assert paths.latest_periodic() == paths.periodic(100_000_000)
-    assert [index for index, _ in paths.periodic_checkpoints()] == [3, 20, 100_000_000]
-    removed = paths.prune_periodic(keep=2)
-    assert removed == [paths.periodic(3)]
-    assert [index for index, _ in paths.periodic_checkpoints()] == [20, 100_000_000]
-    assert paths.last.is_file()
-    assert paths.best.is_file()
-    assert paths.prune_periodic(keep=0) == [paths.periodic(20), paths.periodic(100_000_000)]
-    with pytest.raises(ConfigError, match="keep must be a non-negative int"):
-        paths.prune_periodic(keep=-1)
-
-
 # ---------------------------------------------------------------------------- safety
 
 
 def test_no_unsafe_loading_anywhere_in_the_package() -> None:
     """No source file of typedrl turns weights-only loading off."""
-    package = Path(checkpoint_module.__file__).parent
+    package = Path(typedrl.__file__).parent
     pattern = re.compile(r"weights_only\s*=\s*False")
     offenders = [
         str(path.relative_to(package))
@@ -617,4 +687,5 @@ def test_no_unsafe_loading_anywhere_in_the_package() -> None:
         if pattern.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
-    assert "weights_only=True" in Path(checkpoint_module.__file__).read_text(encoding="utf-8")
+    reader = Path(checkpoint_module.__file__).parent / "_io.py"
+    assert "weights_only=True" in reader.read_text(encoding="utf-8")

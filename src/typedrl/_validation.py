@@ -5,6 +5,7 @@ Each returns the validated (and normalised) value or raises
 """
 
 import math
+import numbers
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TypeVar
@@ -15,6 +16,7 @@ __all__ = [
     "describe",
     "finite_float",
     "float_mapping",
+    "json_like",
     "no_type_check",
     "non_negative_float",
     "non_negative_int",
@@ -90,3 +92,70 @@ def float_mapping(owner: str, name: str, value: object) -> Mapping[str, float]:
             raise ConfigError(f"{owner}.{name} keys must be str, got key {describe(key)}")
         checked[key] = finite_float(owner, f"{name}[{key!r}]", item)
     return MappingProxyType(checked)
+
+
+def json_like(where: str, value: object) -> None:
+    """Check that ``value`` is JSON-like all the way down, in builtin types only.
+
+    JSON-like values are ``None``, ``str``, ``int``, ``float``, ``bool``,
+    ``list`` and ``dict`` with ``str`` keys, nested freely. The types must be
+    exactly these builtins: a subclass such as ``numpy.float64`` (a ``float``),
+    a ``StrEnum`` member or a tuple is refused, because checkpoints store
+    configs as they are and ``torch.load(weights_only=True)`` reads back only
+    the builtin types. This is the one rule for every config stored in a
+    checkpoint, so a config accepted at construction is also accepted when the
+    first checkpoint is written.
+
+    Args:
+        where: Name of the value for the message (``"PPOConfig.extra"``); the
+            path to a nested value is appended (``"PPOConfig.extra['net'][1]"``).
+        value: The value to check.
+
+    Raises:
+        ConfigError: A value or key is not JSON-like; the message names its path,
+            shows it and, where one exists, the conversion that fixes it.
+
+    Example:
+        >>> json_like("extra", {"note": "run", "sizes": [64, 64], "lr": 3e-4, "seed": None})
+        >>> json_like("extra", {"sizes": (64, 64)})
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: extra['sizes'] must be JSON-like (str, int, float, bool,
+        None, list, or dict with str keys), got (64, 64) (type tuple); use a list instead of
+        a tuple
+    """
+    kind = type(value)
+    if value is None or kind in (str, int, float, bool):
+        return
+    if isinstance(value, list) and kind is list:
+        for index, item in enumerate(value):
+            json_like(f"{where}[{index}]", item)
+        return
+    if isinstance(value, dict) and kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise ConfigError(
+                    f"{where} keys must be str, got key {describe(key)}{_json_hint(key)}"
+                )
+            json_like(f"{where}[{key!r}]", item)
+        return
+    raise ConfigError(
+        f"{where} must be JSON-like (str, int, float, bool, None, list, or dict with str keys), "
+        f"got {describe(value)}{_json_hint(value)}"
+    )
+
+
+def _json_hint(value: object) -> str:
+    """The conversion that turns ``value`` into its builtin JSON-like form, if one is known."""
+    if isinstance(value, tuple):
+        return "; use a list instead of a tuple"
+    for builtin in (bool, int, float, str, list, dict):
+        if isinstance(value, builtin):  # a subclass: numpy.float64, IntEnum, OrderedDict, ...
+            return f"; convert it with {builtin.__name__}(...)"
+    if isinstance(value, numbers.Integral):  # numpy integers
+        return "; convert it with int(...)"
+    if isinstance(value, numbers.Real):  # numpy floating-point scalars
+        return "; convert it with float(...)"
+    if callable(getattr(value, "tolist", None)):  # numpy arrays and bools, tensors
+        return "; convert it with .tolist()"
+    return ""

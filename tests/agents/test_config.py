@@ -3,6 +3,7 @@
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from typedrl.agents import PPOConfig
@@ -66,6 +67,8 @@ INVALID: list[tuple[str, Any]] = [
     ("extra", [1, 2]),
     ("extra", {"shape": (1, 2)}),
     ("extra", {1: "a"}),
+    ("extra", {"x": np.float64(1.0)}),
+    ("extra", {"x": [np.int64(3)]}),
 ]
 
 
@@ -74,6 +77,16 @@ def test_invalid_field_raises_config_error_naming_it(name: str, value: Any) -> N
     """Every invalid value raises ConfigError naming the field."""
     with pytest.raises(ConfigError, match=rf"PPOConfig\.{name}"):
         PPOConfig(**{name: value})
+
+
+def test_numpy_scalar_in_extra_is_refused_at_construction() -> None:
+    """A numpy float (a float subclass) fails when the config is built, not at the first save."""
+    with pytest.raises(
+        ConfigError,
+        match=r"PPOConfig\.extra\['x'\] must be JSON-like .*float64\); convert it with float\(",
+    ):
+        PPOConfig(extra={"x": np.float64(1.0)})
+    assert PPOConfig(extra={"x": float(np.float64(1.0))}).extra == {"x": 1.0}
 
 
 def test_min_learning_rate_above_max_is_refused() -> None:

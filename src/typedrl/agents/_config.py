@@ -16,26 +16,6 @@ NonFiniteGradients = Literal["skip", "raise"]
 _MAX_SEED = 2**32 - 1
 
 
-def _check_json_like(where: str, value: object) -> None:
-    """Raise ConfigError unless ``value`` is JSON-like (str, int, float, bool, None, list, dict)."""
-    if value is None or isinstance(value, str | int | float):
-        return
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_json_like(f"{where}[{index}]", item)
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ConfigError(f"{where} keys must be str, got key {describe(key)}")
-            _check_json_like(f"{where}[{key!r}]", item)
-        return
-    raise ConfigError(
-        f"{where} must hold JSON-like values only (str, int, float, bool, None, list, dict "
-        f"with str keys), got {describe(value)}"
-    )
-
-
 def _unit_interval(name: str, value: object, *, closed: bool = True) -> float:
     result = finite_float("PPOConfig", name, value)
     if not (0.0 <= result <= 1.0) or (not closed and result in (0.0, 1.0)):
@@ -228,8 +208,9 @@ class PPOConfig:
             self._set(name, widths)
         if not isinstance(self.extra, dict):
             raise ConfigError(f"PPOConfig.extra must be a dict, got {describe(self.extra)}")
-        # Checked now rather than when the first checkpoint is written, after training.
-        _check_json_like("PPOConfig.extra", self.extra)
+        # The checkpoint's own rule, checked now rather than when the first checkpoint
+        # is written, after training.
+        _validation.json_like("PPOConfig.extra", self.extra)
 
     def minibatches_per_epoch(self, *, num_envs: int) -> int:
         """``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``, per rank."""
