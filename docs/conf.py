@@ -80,13 +80,13 @@ html_static_path: list[str] = []
 
 # -- Hooks -----------------------------------------------------------------
 
-_ALIAS_MODULE = "typedrl._types."
+_ALIAS_MODULE = "typedrl.types."
 
 
 def _show_alias_value(
     app: Sphinx, what: str, name: str, obj: object, options: Any, lines: list[str]
 ) -> None:
-    """Say what each shape alias of ``typedrl._types`` stands for.
+    """Say what each shape alias of ``typedrl.types`` stands for.
 
     autodoc would print the raw ``repr`` of the class jaxtyping builds
     (``<class 'jaxtyping.Float[...]'>``); the qualified name reads better.

@@ -2,15 +2,21 @@
 
 import math
 
+import jaxtyping
 import pytest
 import torch
-from beartype import beartype
-from jaxtyping import jaxtyped
+from jaxtyping import TypeCheckError
 
 from typedrl.advantages import compute_gae, next_values_from
 from typedrl.errors import ConfigError, SpecError
 
 Tensor = torch.Tensor
+
+
+@pytest.fixture
+def without_runtime_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch jaxtyping's checks off, as in production: the functions' own checks answer."""
+    monkeypatch.setattr(jaxtyping.config, "jaxtyping_disable", True)
 
 
 def _column(*values: float) -> Tensor:
@@ -174,28 +180,6 @@ def test_dtype_promotion_and_override() -> None:
     assert advantages[0].tolist() == pytest.approx([1.0 + 0.99 * 0.95] * 3)
 
 
-def test_annotations_hold_at_run_time() -> None:
-    """The jaxtyping annotations agree with what the functions accept and return."""
-    checked_gae = jaxtyped(typechecker=beartype)(compute_gae)
-    never = torch.zeros(5, 2, dtype=torch.bool)
-    advantages, returns = checked_gae(
-        rewards=torch.ones(5, 2),
-        values=torch.zeros(5, 2),
-        next_values=torch.zeros(5, 2),
-        terminated=never,
-        truncated=never,
-        valid=~never,
-        gamma=0.9,
-        gae_lambda=0.9,
-    )
-    assert advantages.shape == returns.shape == (5, 2)
-    checked_next = jaxtyped(typechecker=beartype)(next_values_from)
-    combined = checked_next(
-        next_obs_values=torch.zeros(2), final_obs_values=torch.ones(2), truncated=never[0]
-    )
-    assert combined.tolist() == [0.0, 0.0]
-
-
 _GOOD: dict[str, object] = {
     "rewards": torch.zeros(4, 2),
     "values": torch.zeros(4, 2),
@@ -208,6 +192,44 @@ _GOOD: dict[str, object] = {
 }
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("rewards", torch.zeros(4)),  # not [num_steps, num_envs]
+        ("values", torch.zeros(4, 3)),  # num_envs differs from the rewards'
+        ("next_values", torch.zeros(5, 2)),  # num_steps differs from the rewards'
+        ("rewards", torch.zeros(4, 2, dtype=torch.int64)),  # not floating point
+        ("terminated", torch.zeros(4, 2)),  # not bool
+        ("valid", [[True, True]] * 4),  # not a tensor
+    ],
+)
+def test_runtime_checks_refuse_wrong_shapes(name: str, value: object) -> None:
+    """Under the suite's jaxtyping checks, a tensor off its annotation is refused by name."""
+    with pytest.raises(TypeCheckError, match=f"parameter '{name}'"):
+        compute_gae(**{**_GOOD, name: value})  # type: ignore[arg-type]
+
+
+def test_runtime_checks_accept_the_documented_shapes() -> None:
+    """Annotated arguments and results agree: [num_steps, num_envs] in, the same shape out."""
+    never = torch.zeros(5, 2, dtype=torch.bool)
+    advantages, returns = compute_gae(
+        rewards=torch.ones(5, 2, dtype=torch.float16),
+        values=torch.zeros(5, 2),
+        next_values=torch.zeros(5, 2, dtype=torch.float64),
+        terminated=never,
+        truncated=never,
+        valid=~never,
+        gamma=0.9,
+        gae_lambda=0.9,
+    )
+    assert advantages.shape == returns.shape == (5, 2)
+    combined = next_values_from(
+        next_obs_values=torch.zeros(2), final_obs_values=torch.ones(2), truncated=never[0]
+    )
+    assert combined.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize(
     ("name", "value", "error", "message"),
     [
@@ -231,7 +253,7 @@ _GOOD: dict[str, object] = {
 def test_compute_gae_rejects_misuse(
     name: str, value: object, error: type[Exception], message: str
 ) -> None:
-    """Bad shapes, dtypes, devices and hyperparameters raise typedrl errors naming them."""
+    """Without runtime checks, bad shapes, dtypes, devices and hyperparameters raise ours."""
     kwargs = {**_GOOD, name: value}
     with pytest.raises(error, match=message):
         compute_gae(**kwargs)  # type: ignore[arg-type]
@@ -248,6 +270,7 @@ def test_next_values_from_takes_final_values_on_truncation() -> None:
     assert combined.dtype == torch.float64
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -259,7 +282,7 @@ def test_next_values_from_takes_final_values_on_truncation() -> None:
     ],
 )
 def test_next_values_from_rejects_misuse(kwargs: dict[str, object], message: str) -> None:
-    """Mismatched shapes, dtypes and devices raise SpecError."""
+    """Without runtime checks, mismatched shapes, dtypes and devices raise SpecError."""
     good: dict[str, object] = {
         "next_obs_values": torch.zeros(3),
         "final_obs_values": torch.zeros(3),
@@ -267,6 +290,30 @@ def test_next_values_from_rejects_misuse(kwargs: dict[str, object], message: str
     }
     with pytest.raises(SpecError, match=message):
         next_values_from(**{**good, **kwargs})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"final_obs_values": torch.zeros(2)}, "final_obs_values"),  # num_envs differs
+        ({"truncated": torch.zeros(3)}, "truncated"),  # not bool
+    ],
+)
+def test_next_values_from_runtime_checks(kwargs: dict[str, object], name: str) -> None:
+    """Under the suite's jaxtyping checks, a tensor off its annotation is refused by name."""
+    good: dict[str, object] = {
+        "next_obs_values": torch.zeros(3),
+        "final_obs_values": torch.zeros(3),
+        "truncated": torch.zeros(3, dtype=torch.bool),
+    }
+    with pytest.raises(TypeCheckError, match=f"parameter '{name}'"):
+        next_values_from(**{**good, **kwargs})  # type: ignore[arg-type]
+
+
+def test_device_mismatch_is_ours_even_under_runtime_checks() -> None:
+    """jaxtyping does not describe devices: the function's own check raises SpecError."""
+    with pytest.raises(SpecError, match="valid is on meta"):
+        compute_gae(**{**_GOOD, "valid": torch.ones(4, 2, dtype=torch.bool, device="meta")})  # type: ignore[arg-type]
 
 
 @pytest.mark.gpu

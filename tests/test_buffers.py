@@ -3,8 +3,10 @@
 import math
 from collections import Counter
 
+import jaxtyping
 import pytest
 import torch
+from jaxtyping import TypeCheckError
 from tensordict import NonTensorData, TensorDict
 
 from typedrl.buffers import (
@@ -20,6 +22,12 @@ from typedrl.testing import CountingVecEnv, LinearActorCritic
 
 NUM_ENVS = 3
 NUM_STEPS = 4
+
+
+@pytest.fixture
+def without_runtime_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch jaxtyping's checks off, as in production: the buffer's own checks answer."""
+    monkeypatch.setattr(jaxtyping.config, "jaxtyping_disable", True)
 
 
 def _buffer(num_envs: int = NUM_ENVS, num_steps: int = NUM_STEPS) -> ExperienceBuffer:
@@ -55,6 +63,7 @@ def test_buffer_registers_valid_at_construction() -> None:
     assert "keys=['valid']" in repr(buffer)
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -64,7 +73,7 @@ def test_buffer_registers_valid_at_construction() -> None:
     ],
 )
 def test_buffer_rejects_bad_geometry(kwargs: dict[str, object], message: str) -> None:
-    """Non-positive or non-int sizes raise ConfigError with the value."""
+    """Without runtime checks, non-positive or non-int sizes raise ConfigError with the value."""
     with pytest.raises(ConfigError, match=message):
         ExperienceBuffer(device="cpu", **kwargs)  # type: ignore[arg-type]
 
@@ -104,6 +113,7 @@ def test_register_key_clashing_with_nested_key(key: tuple[str, ...]) -> None:
         buffer.register_key(key, (), torch.float32)
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize(
     ("key", "shape", "dtype", "message"),
     [
@@ -120,7 +130,7 @@ def test_register_key_clashing_with_nested_key(key: tuple[str, ...]) -> None:
 def test_register_key_rejects_malformed_input(
     key: object, shape: object, dtype: object, message: str
 ) -> None:
-    """Malformed keys, shapes and dtypes raise SpecError naming the value."""
+    """Without runtime checks, malformed keys, shapes and dtypes raise SpecError naming them."""
     buffer = _buffer()
     with pytest.raises(SpecError, match=message):
         buffer.register_key(key, shape, dtype)  # type: ignore[arg-type]
@@ -160,6 +170,7 @@ def test_register_from_is_all_or_nothing() -> None:
     assert "fresh" not in buffer.keys
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -177,7 +188,7 @@ def test_register_from_is_all_or_nothing() -> None:
     ],
 )
 def test_register_from_rejects_bad_data(data: object, message: str) -> None:
-    """Wrong container, batch size, device or a non-tensor leaf raise SpecError."""
+    """Without runtime checks, a wrong container, batch size, device or leaf raise SpecError."""
     buffer = _buffer()
     with pytest.raises(SpecError, match=message):
         buffer.register_from(data)  # type: ignore[arg-type]
@@ -302,16 +313,18 @@ def test_write_rejects_bad_tensors(value: object, message: str) -> None:
         buffer.write(1, {"reward": value})  # type: ignore[dict-item]
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize("step", [-1, NUM_STEPS, True, 1.0, "0"])
 def test_write_rejects_bad_steps(step: object) -> None:
-    """The step must be an int in [0, num_steps)."""
+    """Without runtime checks too, the step must be an int in [0, num_steps)."""
     buffer = _buffer()
     with pytest.raises(SpecError, match=r"step must be an int in \[0, 4\)"):
         buffer.write(step, {"reward": torch.zeros(NUM_ENVS)})  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 def test_write_rejects_other_containers() -> None:
-    """Data must be a TensorDict or a mapping."""
+    """Without runtime checks, data must be a TensorDict or a mapping with valid keys."""
     buffer = _buffer()
     with pytest.raises(SpecError, match="must be a TensorDict or a mapping"):
         buffer.write(0, [torch.zeros(NUM_ENVS)])  # type: ignore[arg-type]
@@ -442,6 +455,7 @@ def test_minibatch_count_is_the_ceiling(
     assert count == expected == math.ceil(num_samples * num_mini_epochs / batch_size)
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -552,10 +566,40 @@ def test_minibatch_indices_are_reproducible_and_reshuffled() -> None:
     assert torch.equal(first.sort().values, torch.arange(64))
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 def test_minibatch_indices_need_a_generator() -> None:
-    """A missing or foreign generator raises ConfigError."""
+    """Without runtime checks, a missing or foreign generator raises ConfigError."""
     with pytest.raises(ConfigError, match=r"must be a torch\.Generator, got 0"):
         minibatch_indices(num_samples=4, batch_size=2, num_mini_epochs=1, generator=0)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------- runtime shape checks
+
+
+def test_runtime_checks_refuse_arguments_off_their_annotations() -> None:
+    """Under the suite's jaxtyping checks, a wrongly typed argument is refused by name."""
+    buffer = _buffer()
+    with pytest.raises(TypeCheckError, match="parameter 'num_steps'"):
+        ExperienceBuffer(num_envs=2, num_steps=2.0, device="cpu")  # type: ignore[arg-type]
+    with pytest.raises(TypeCheckError, match="parameter 'key'"):
+        buffer.register_key(3, (), torch.float32)  # type: ignore[arg-type]
+    with pytest.raises(TypeCheckError, match="parameter 'data'"):
+        buffer.register_from({"a": torch.zeros(NUM_ENVS)})  # type: ignore[arg-type]
+    with pytest.raises(TypeCheckError, match="parameter 'step'"):
+        buffer.write(1.0, {"reward": torch.zeros(NUM_ENVS)})  # type: ignore[arg-type]
+    with pytest.raises(TypeCheckError, match="parameter 'data'"):
+        buffer.write(0, [torch.zeros(NUM_ENVS)])  # type: ignore[arg-type]
+    with pytest.raises(TypeCheckError, match="parameter 'generator'"):
+        minibatch_indices(num_samples=4, batch_size=2, num_mini_epochs=1, generator=0)  # type: ignore[arg-type]
+
+
+def test_tensor_shapes_are_checked_by_hand_under_runtime_checks() -> None:
+    """Per-key shapes are beyond jaxtyping: the buffer's own SpecError answers with checks on."""
+    buffer = _buffer()
+    with pytest.raises(SpecError, match=r"'reward' at step 0: expected shape \[3\]"):
+        buffer.write(0, {"reward": torch.zeros(NUM_ENVS, 1)})
+    with pytest.raises(SpecError, match=r"got a TensorDict with batch_size \[2\]"):
+        buffer.register_from(TensorDict({"a": torch.zeros(2)}, [2]))
 
 
 @pytest.mark.gpu

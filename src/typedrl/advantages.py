@@ -17,23 +17,29 @@ Masks are applied with :func:`torch.where`, never by multiplication, so a
 non-finite value at a terminated bootstrap or a ghost step cannot leak into
 valid results. Everything is vectorised over envs with a loop over time only
 and no host synchronisation.
+
+Shape checks: the tensor arguments and results carry jaxtyping annotations
+(:data:`~typedrl.types.RolloutScalar`, :data:`~typedrl.types.RolloutFlag`,
+:data:`~typedrl.types.EnvScalar`, :data:`~typedrl.types.Done`). Where
+jaxtyping's runtime checks are on (the test suites, or a debugging session
+with ``jaxtyping.install_import_hook("typedrl", "beartype.beartype")``), a
+wrong shape or dtype class raises :class:`jaxtyping.TypeCheckError` before the
+function runs. Both functions also check shapes, dtype classes and devices
+themselves (metadata only), so without the hook, as in production runs, the
+same mistakes raise :class:`~typedrl.errors.SpecError`; a device mismatch,
+which jaxtyping does not describe, raises it in either case.
 """
 
 from typing import final
 
 import torch
-from jaxtyping import Bool, Float
 from torch import Tensor
 
-from typedrl import _validation
-from typedrl._types import Done, EnvScalar
 from typedrl._validation import describe, finite_float
 from typedrl.errors import ConfigError, SpecError
+from typedrl.types import Done, EnvScalar, RolloutFlag, RolloutScalar
 
 __all__ = ["compute_gae", "next_values_from"]
-
-_RolloutScalar = Float[Tensor, "num_steps num_envs"]
-_RolloutFlag = Bool[Tensor, "num_steps num_envs"]
 
 
 @final
@@ -87,19 +93,18 @@ def _unit_interval(name: str, value: object) -> float:
     return result
 
 
-@_validation.no_type_check
 def compute_gae(
     *,
-    rewards: _RolloutScalar,
-    values: _RolloutScalar,
-    next_values: _RolloutScalar,
-    terminated: _RolloutFlag,
-    truncated: _RolloutFlag,
-    valid: _RolloutFlag,
+    rewards: RolloutScalar,
+    values: RolloutScalar,
+    next_values: RolloutScalar,
+    terminated: RolloutFlag,
+    truncated: RolloutFlag,
+    valid: RolloutFlag,
     gamma: float,
     gae_lambda: float,
     dtype: torch.dtype | None = None,
-) -> tuple[_RolloutScalar, _RolloutScalar]:
+) -> tuple[RolloutScalar, RolloutScalar]:
     """Generalised advantage estimates and value targets for a time-major rollout.
 
     With ``done_t = terminated_t or truncated_t``::
@@ -133,7 +138,8 @@ def compute_gae(
         ``(advantages, returns)``, each ``[num_steps, num_envs]`` in ``dtype``.
 
     Raises:
-        SpecError: If a tensor has the wrong shape, dtype class or device.
+        SpecError: If a tensor has the wrong shape, dtype class or device (see
+            the module docstring for what the runtime shape checks raise first).
         ConfigError: If ``gamma`` or ``gae_lambda`` is outside ``[0, 1]`` or
             ``dtype`` is not a floating dtype.
 
@@ -197,7 +203,6 @@ def compute_gae(
     return advantages, returns
 
 
-@_validation.no_type_check
 def next_values_from(
     *, next_obs_values: EnvScalar, final_obs_values: EnvScalar, truncated: Done
 ) -> EnvScalar:
@@ -218,7 +223,8 @@ def next_values_from(
         Float ``[num_envs]``, in the promoted dtype of the two value tensors.
 
     Raises:
-        SpecError: If a tensor has the wrong shape, dtype class or device.
+        SpecError: If a tensor has the wrong shape, dtype class or device (see
+            the module docstring for what the runtime shape checks raise first).
 
     Example:
         >>> import torch

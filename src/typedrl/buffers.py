@@ -31,18 +31,18 @@ them out with the ``"valid"`` key.
 import math
 from collections.abc import ItemsView, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Final, NamedTuple, Protocol, TypeAlias, TypeVar, final
+from typing import Final, NamedTuple, Protocol, TypeAlias, TypeVar, final, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 import torch
-from jaxtyping import Int
 from tensordict import TensorDict, is_leaf_nontensor
 from torch import Tensor
 
 from typedrl import _validation
 from typedrl._validation import describe, positive_int
 from typedrl.errors import ConfigError, SpecError
+from typedrl.types import BatchIndices
 
 __all__ = [
     "VALID_KEY",
@@ -71,6 +71,7 @@ KeyT_co = TypeVar("KeyT_co", covariant=True)
 ValueT_co = TypeVar("ValueT_co", covariant=True)
 
 
+@runtime_checkable
 class KeyMapping(Protocol[KeyT_co, ValueT_co]):
     """How the buffer's signatures spell "a mapping of buffer keys to values" for type checkers.
 
@@ -78,7 +79,9 @@ class KeyMapping(Protocol[KeyT_co, ValueT_co]):
     ``dict[str, Tensor]`` would not type-check where a
     ``Mapping[str | tuple[str, ...], Tensor]`` is expected. This protocol only
     reads ``items()``, which makes it covariant: dicts keyed by strings, by
-    tuples or by both all fit. At run time the buffer requires a real mapping.
+    tuples or by both all fit. It is runtime-checkable so that the runtime
+    type checks can test for ``items()``; the buffer itself requires a real
+    :class:`~collections.abc.Mapping`.
     """
 
     def items(self) -> ItemsView[KeyT_co, ValueT_co]:
@@ -98,7 +101,6 @@ class KeySpec(NamedTuple):
 
 
 @final
-@_validation.no_type_check
 class ExperienceBuffer:
     """One epoch of on-policy transitions, stored time-major and checked on every write.
 
@@ -121,6 +123,18 @@ class ExperienceBuffer:
 
     Write coverage is tracked in host memory (one flag per key and step), so
     the checks never synchronise with the device.
+
+    Shape checks: the buffer's tensors travel in TensorDicts and key mappings
+    whose entries each have their own registered shape
+    (``[num_envs, *shape]`` per key), which a jaxtyping annotation cannot
+    describe. The buffer therefore checks every tensor it is given by hand
+    (batch size, per-key shape, dtype, device, gradient) and raises
+    :class:`~typedrl.errors.SpecError` naming the key and step, whether or not
+    jaxtyping's runtime checks are on. Where they are on (the test suites, or
+    ``jaxtyping.install_import_hook("typedrl", "beartype.beartype")``),
+    beartype checks the other arguments' annotations (``int`` steps and sizes,
+    keys, dtypes, containers) first and raises
+    :class:`jaxtyping.TypeCheckError` for a value of the wrong type.
 
     Args:
         num_envs: Rows of the vector env (a positive int).
@@ -566,6 +580,8 @@ def _checked_plan(
     return -(-num_samples * epochs // size)
 
 
+# minibatch_count and validate_batch_plan take no tensors: they validate config
+# numbers, and their ConfigError (naming each number) is the message to show.
 @_validation.no_type_check
 def minibatch_count(*, num_samples: int, batch_size: int, num_mini_epochs: int) -> int:
     """Number of minibatches :func:`minibatch_indices` returns.
@@ -647,10 +663,9 @@ def validate_batch_plan(
     )
 
 
-@_validation.no_type_check
 def minibatch_indices(
     *, num_samples: int, batch_size: int, num_mini_epochs: int, generator: torch.Generator
-) -> list[Int[Tensor, " batch"]]:
+) -> list[BatchIndices]:
     """Shuffled minibatch indices for ``num_mini_epochs`` passes over ``num_samples`` samples.
 
     The rule: draw one fresh random permutation of ``range(num_samples)`` per
@@ -683,7 +698,9 @@ def minibatch_indices(
 
     Raises:
         ConfigError: As :func:`minibatch_count`, or if ``generator`` is not a
-            :class:`torch.Generator`.
+            :class:`torch.Generator` (where jaxtyping's runtime checks are on,
+            an argument of the wrong type raises :class:`jaxtyping.TypeCheckError`
+            first).
 
     Example:
         >>> import torch
