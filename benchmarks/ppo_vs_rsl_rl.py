@@ -40,6 +40,7 @@ from torch import Tensor
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
 from typedrl.envs.builtin import CartPole
+from typedrl.training import RunOptions
 
 ENV_ID = "typedrl/CartPoleContinuous-v0"
 NUM_STEPS = 16
@@ -180,8 +181,9 @@ def _typedrl_agent(
 ) -> PPOAgent:
     env = _continuous_cartpole(num_envs, seed)
     config = typedrl_config(num_envs, iterations, seed, compile_update=compile_update)
-    agent = PPOAgent(env=env, config=config, progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
     agent.setup()
+    agent._prepare()  # the first reset, as fit() does
     return agent
 
 
@@ -203,7 +205,7 @@ def typedrl_rate(
     result = agent.fit()
     elapsed = time.perf_counter() - start
     agent.env.close()
-    return float(result["env_steps"]) / elapsed
+    return float(result.env_steps) / elapsed
 
 
 def rsl_rl_rate(num_envs: int, iterations: int, seed: int) -> float:
@@ -223,7 +225,7 @@ def interleaved_rates(
 
     Returns the median env-steps/s of each (first iteration of each left out as
     warm-up) and the per-iteration ratios (typedrl / rsl_rl) of the pairs. The
-    typedrl side runs the body of ``fit``'s loop (``_train_epoch``) without its
+    typedrl side runs the body of ``fit``'s loop (``_train_iteration``) without its
     logging and progress bookkeeping, which costs microseconds per epoch.
     """
     agent = _typedrl_agent(num_envs, iterations + 1, seed, compile_update=compile_update)
@@ -238,8 +240,9 @@ def interleaved_rates(
         for which in order:
             start = time.perf_counter()
             if which == 0:
-                agent._train_epoch()  # one epoch of fit(), see the docstring
-                agent.epoch += 1
+                # one epoch of fit(), see the docstring
+                agent.env_steps += agent._train_iteration().env_steps
+                agent.iteration += 1
             else:
                 runner.learn(num_learning_iterations=1)
             seconds[which] = time.perf_counter() - start

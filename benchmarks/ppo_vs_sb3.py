@@ -23,6 +23,7 @@ import torch
 
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
+from typedrl.training import RunOptions
 
 NUM_ENVS = 8
 
@@ -44,8 +45,9 @@ def _typedrl_agent(timesteps: int, seed: int, *, compile_update: bool) -> PPOAge
         compile_update=compile_update,
         seed=seed,
     )
-    agent = PPOAgent(env=env, config=config, progress=False, loggers=[])
+    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False, loggers=[]))
     agent.setup()
+    agent._prepare()  # the first reset, as fit() does
     return agent
 
 
@@ -74,7 +76,9 @@ def main() -> None:
     for epoch in range(args.epochs):
         # One epoch (rollout + update) of each, alternately: load drift hits both alike.
         start = time.perf_counter()
-        agent._train_epoch()  # one iteration of fit's loop
+        # one iteration of fit's loop
+        agent.env_steps += agent._train_iteration().env_steps
+        agent.iteration += 1
         typedrl_rate = epoch_steps / (time.perf_counter() - start)
         start = time.perf_counter()
         model.learn(total_timesteps=epoch_steps, reset_num_timesteps=epoch == 0)

@@ -16,6 +16,7 @@ from typedrl.errors import CheckpointError as CheckpointError
 from typedrl.errors import ConfigError as ConfigError
 from typedrl.errors import DistributedError as DistributedError
 from typedrl.errors import EnvContractError as EnvContractError
+from typedrl.errors import EnvError as EnvError
 from typedrl.errors import MissingDependencyError as MissingDependencyError
 from typedrl.errors import NonFiniteError as NonFiniteError
 from typedrl.errors import SpecError as SpecError
@@ -46,6 +47,7 @@ __all__ = [
     "DifferentiableVecEnv",
     "DistributedError",
     "EnvContractError",
+    "EnvError",
     "EvaluationResult",
     "Evaluator",
     "MissingDependencyError",

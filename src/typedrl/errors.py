@@ -24,6 +24,7 @@ __all__ = [
     "ConfigError",
     "DistributedError",
     "EnvContractError",
+    "EnvError",
     "MissingDependencyError",
     "NonFiniteError",
     "SpecError",
@@ -55,6 +56,11 @@ class EnvContractError(TypedRLError, RuntimeError):
 
 
 @final
+@final
+class EnvError(TypedRLError, RuntimeError):
+    """An env raised an exception of its own while a trainer used it (chained as the cause)."""
+
+
 class NonFiniteError(TypedRLError, FloatingPointError):
     """A NaN or infinity appeared in observations, rewards, losses or gradients."""
 

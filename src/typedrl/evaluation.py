@@ -1,6 +1,7 @@
-"""Episode evaluation on a dedicated env, for both trainer families."""
+"""Episode evaluation on a dedicated env, for both trainer families, and pooling over ranks."""
 
 import math
+from collections.abc import Sequence
 from typing import Any, final
 
 import numpy as np
@@ -13,7 +14,7 @@ from typedrl._values import EvaluationResult, StepResult
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.protocols import Policy, VecEnv
 
-__all__ = ["EpisodeEvaluator"]
+__all__ = ["EpisodeEvaluator", "pool_evaluations"]
 
 
 def _success_flags(result: StepResult, key: str) -> Tensor | None:
@@ -176,3 +177,75 @@ class EpisodeEvaluator:
         mask = torch.arange(width, device=device).unsqueeze(0) < quota.unsqueeze(1)
         selected_success = successes[mask] if saw_success else None
         return returns[mask], lengths[mask], selected_success
+
+
+def pool_evaluations(results: Sequence[EvaluationResult]) -> EvaluationResult:
+    """One result for the episodes of several evaluations (every rank's, in DDP).
+
+    Each metric is pooled over all ``num_items`` episodes as if one evaluator
+    had run them all, by the suffix of its name:
+
+    - ``*_min`` and ``*_max``: the minimum and maximum over the results;
+    - ``*_std``: the pooled standard deviation, from each result's own
+      ``*_std`` and its ``*_mean`` sibling (the law of total variance); a
+      ``*_std`` without its ``*_mean`` is averaged like any other metric;
+    - everything else (means, rates): the mean weighted by ``num_items``.
+
+    The score is the ``num_items``-weighted mean of the scores. Metrics that not
+    every result reports are left out.
+
+    Args:
+        results: At least one result.
+
+    Raises:
+        ConfigError: ``results`` is empty.
+
+    Example:
+        >>> a = EvaluationResult(
+        ...     metrics={"return_mean": 1.0, "return_std": 0.0, "return_max": 1.0},
+        ...     score=1.0,
+        ...     num_items=1,
+        ... )
+        >>> b = EvaluationResult(
+        ...     metrics={"return_mean": 3.0, "return_std": 0.0, "return_max": 3.0},
+        ...     score=3.0,
+        ...     num_items=1,
+        ... )
+        >>> pooled = pool_evaluations([a, b])
+        >>> pooled.score, pooled.num_items, dict(pooled.metrics)
+        (2.0, 2, {'return_mean': 2.0, 'return_std': 1.0, 'return_max': 3.0})
+    """
+    if not results:
+        raise ConfigError("pool_evaluations needs at least one EvaluationResult, got none")
+    if len(results) == 1:
+        return results[0]
+    weights = [float(result.num_items) for result in results]
+    total = sum(weights)
+
+    def weighted(values: Sequence[float]) -> float:
+        return math.fsum(w * v for w, v in zip(weights, values, strict=True)) / total
+
+    names = [name for name in results[0].metrics if all(name in r.metrics for r in results)]
+    pooled: dict[str, float] = {}
+    for name in names:
+        values = [result.metrics[name] for result in results]
+        mean_name = name.removesuffix("_std") + "_mean"
+        if name.endswith("_min"):
+            pooled[name] = min(values)
+        elif name.endswith("_max"):
+            pooled[name] = max(values)
+        elif name.endswith("_std") and mean_name in names:
+            means = [result.metrics[mean_name] for result in results]
+            grand = weighted(means)
+            # Var = E[within-result variance] + variance of the result means
+            second = weighted(
+                [s * s + (m - grand) ** 2 for s, m in zip(values, means, strict=True)]
+            )
+            pooled[name] = math.sqrt(max(second, 0.0))
+        else:
+            pooled[name] = weighted(values)
+    return EvaluationResult(
+        metrics=pooled,
+        score=weighted([result.score for result in results]),
+        num_items=sum(result.num_items for result in results),
+    )

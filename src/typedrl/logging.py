@@ -135,24 +135,33 @@ def build_loggers(
 
 @final
 class ProgressDisplay:
-    """A rich progress bar of env steps with SPS and the latest mean return, on rank 0 only.
+    """A rich progress bar of env steps (or iterations) with SPS and the latest mean return.
 
-    Disabled (a no-op) on other ranks, when ``enabled`` is ``False``, and when
+    Shown on rank 0 only; ``unit`` names what the bar counts (``"steps"`` or
+    ``"iterations"``). Disabled (a no-op) on other ranks, when ``enabled`` is ``False``, and when
     standard output is not a terminal unless ``force`` is set.
     """
 
-    def __init__(self, *, total_steps: int, enabled: bool = True, force: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        total_steps: int,
+        enabled: bool = True,
+        force: bool = False,
+        unit: str = "steps",
+    ) -> None:
         self._active = enabled and (force or sys.stdout.isatty())
         self._progress: Progress | None = None
         self._task: Any = None
         self._total = total_steps
+        self._unit = unit
 
     def __enter__(self) -> "ProgressDisplay":
         if self._active:
             self._progress = Progress(
                 TextColumn("[bold]train"),
                 BarColumn(),
-                TextColumn("{task.completed:,}/{task.total:,} steps"),
+                TextColumn("{task.completed:,}/{task.total:,} " + self._unit),
                 TextColumn("{task.fields[sps]:>9} sps"),
                 TextColumn("return {task.fields[ret]}"),
                 TimeElapsedColumn(),

@@ -15,10 +15,10 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from tests.agents._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
-from tests.agents.test_fabric import launch_two_rank_fabric
 from tests.multiprocess import run_in_fresh_process, run_two_ranks
+from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl._values import EvaluationResult, StepResult
-from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.agents import OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.agents._loss import EpochData
 from typedrl.checkpoint import load_checkpoint, save_checkpoint
 from typedrl.envs import GymnasiumVecEnv, make
@@ -26,6 +26,7 @@ from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
 from typedrl.normalization import RunningMeanStd
 from typedrl.protocols import VecEnv
 from typedrl.testing import CountingVecEnv, RandomEndsVectorEnv
+from typedrl.training import RunOptions
 
 SMALL: dict[str, Any] = {"actor_hidden": (8,), "critic_hidden": (8,)}
 
@@ -98,7 +99,7 @@ def assert_same_parameters(a: dict[str, Tensor], b: dict[str, Tensor]) -> None:
 
 METRIC_KEYS = {
     "time/sps",
-    "time/epoch_seconds",
+    "time/iteration_seconds",
     "episode/return_mean",
     "episode/length_mean",
     "loss/policy",
@@ -119,11 +120,11 @@ def test_fit_on_cartpole_counts_epochs_steps_and_minibatches() -> None:
     env = make("CartPole-v1", num_envs=4, seed=0)
     config = PPOConfig(total_timesteps=256, num_steps=32, batch_size=48, num_mini_epochs=2, **SMALL)
     logger = RecordingLogger()
-    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(loggers=[logger], progress=False))
     rates = count_optimizer_steps(agent)
     result = agent.fit()
-    assert (result["epoch"], result["env_steps"]) == (2, 256)
-    assert (agent.epoch, agent.env_steps) == (2, 256)
+    assert (result.iterations, result.env_steps) == (2, 256)
+    assert (agent.iteration, agent.env_steps) == (2, 256)
     per_epoch = math.ceil(4 * 32 * 2 / 48)
     assert per_epoch == config.minibatches_per_epoch(num_envs=4) == agent.num_minibatches == 6
     assert len(rates) == 2 * per_epoch
@@ -134,7 +135,7 @@ def test_fit_on_cartpole_counts_epochs_steps_and_minibatches() -> None:
         assert all(math.isfinite(value) for value in record.values())
     assert logger.records[-1]["time/env_steps"] == 256.0
     assert logger.finalized == ["success"]
-    assert result["metrics"]["loss/policy"] == logger.records[-1]["loss/policy"]
+    assert result.metrics["loss/policy"] == logger.records[-1]["loss/policy"]
     env.close()
 
 
@@ -153,7 +154,7 @@ def test_fit_on_builtin_pendulum_with_linear_schedule() -> None:
         **SMALL,
     )
     logger = RecordingLogger()
-    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(loggers=[logger], progress=False))
     rates = count_optimizer_steps(agent)
     agent.fit()
     expected = [3e-3 * (1 - 32 * k / 96) for k in range(3)]
@@ -168,7 +169,7 @@ def test_fit_on_counting_env_with_discrete_actions() -> None:
     env = CountingVecEnv(num_envs=3, terminate_after=[2, 4, 4], action_space="discrete")
     config = PPOConfig(total_timesteps=24, num_steps=8, batch_size=12, num_mini_epochs=1, **SMALL)
     logger = RecordingLogger()
-    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(loggers=[logger], progress=False))
     agent.fit()
     # Per epoch: row 0 ends 4 episodes of length 2 (return 3), rows 1, 2 two of length 4 (10).
     assert logger.records[0]["episode/length_mean"] == pytest.approx((4 * 2 + 4 * 4) / 8)
@@ -189,7 +190,7 @@ def test_adaptive_learning_rate_stays_within_bounds() -> None:
         min_learning_rate=2e-4,
         **SMALL,
     )
-    agent = PPOAgent(env=env, config=down, progress=False)
+    agent = PPOAgent(env=env, config=down, options=RunOptions(progress=False))
     rates = count_optimizer_steps(agent)
     agent.fit()
     assert rates[0] == pytest.approx(1e-3)
@@ -208,7 +209,7 @@ def test_adaptive_learning_rate_stays_within_bounds() -> None:
         max_learning_rate=3e-3,
         **SMALL,
     )
-    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=up, progress=False)
+    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=up, options=RunOptions(progress=False))
     rates = count_optimizer_steps(agent)
     agent.fit()
     assert all(1e-3 <= rate <= 3e-3 for rate in rates)
@@ -226,7 +227,9 @@ def test_target_kl_stops_an_epoch_early() -> None:
         target_kl=1e-7,
         **SMALL,
     )
-    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2), config=config, options=RunOptions(progress=False)
+    )
     rates = count_optimizer_steps(agent)
     agent.fit()
     full = 2 * agent.num_minibatches
@@ -320,15 +323,17 @@ def test_truncations_bootstrap_from_the_final_observation(exact: bool) -> None:
         **SMALL,
     )
     logger = RecordingLogger()
-    agent = PPOAgent(env=make_env(), config=config, loggers=[logger], progress=False)
+    agent = PPOAgent(
+        env=make_env(), config=config, options=RunOptions(loggers=[logger], progress=False)
+    )
     agent.setup()
     # The critic itself computes the formula, so every path to V (collection, value()) uses it.
     agent.model_unwrapped.critic = _Formula(value)  # type: ignore[assignment]
     computed: list[tuple[Tensor, Tensor]] = []
     advantages_of = agent._advantages
 
-    def recording(data: TensorDict) -> tuple[Tensor, Tensor]:
-        result = advantages_of(data)
+    def recording(rollout: OnPolicyRollout) -> tuple[Tensor, Tensor]:
+        result = advantages_of(rollout)
         computed.append(result)
         return result
 
@@ -389,9 +394,9 @@ def test_ghost_transitions_never_train_and_are_not_counted() -> None:
         **SMALL,
     )
     logger = RecordingLogger()
-    agent = PPOAgent(env=env, config=config, loggers=[logger], progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(loggers=[logger], progress=False))
     agent.setup()
-    stacked = agent.buffer.stacked
+    stacked = agent.collector.buffer.stacked
     ghosts_seen: list[int] = []
 
     def poisoned() -> TensorDict:
@@ -403,7 +408,7 @@ def test_ghost_transitions_never_train_and_are_not_counted() -> None:
             data[key] = torch.where(ghost, nan, data[key])
         return data
 
-    agent.buffer.stacked = poisoned  # type: ignore[method-assign]
+    agent.collector.buffer.stacked = poisoned  # type: ignore[method-assign]
     agent.fit()
     assert sum(ghosts_seen) > 0, "the env produced no ghost step; change the seed"
     for record in logger.records:
@@ -435,10 +440,12 @@ def test_nan_reward_raises_before_any_update() -> None:
     """A NaN reward raises NonFiniteError naming the step; no optimizer step was taken."""
     env = NaNRewardEnv(CountingVecEnv(num_envs=2, truncate_after=3), nan_at=3)
     config = PPOConfig(total_timesteps=16, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
-    agent = PPOAgent(env=env, config=config, progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
     rates = count_optimizer_steps(agent)
     before = parameters(agent)
-    with pytest.raises(NonFiniteError, match="non-finite reward at step 3 of epoch 0"):
+    with pytest.raises(
+        NonFiniteError, match="non-finite reward 'reward' in env row 0 at step 3 of iteration 0"
+    ):
         agent.fit()
     assert rates == []
     assert_same_parameters(before, parameters(agent))
@@ -458,7 +465,11 @@ def test_nonfinite_gradients_are_skipped() -> None:
     """A NaN loss skips the update, counts it in train/skipped_updates, and changes nothing."""
     config = PPOConfig(total_timesteps=16, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
     logger = RecordingLogger()
-    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, loggers=[logger], progress=False)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=config,
+        options=RunOptions(loggers=[logger], progress=False),
+    )
     rates = count_optimizer_steps(agent)
     nan_value_during_updates(agent)
     before = parameters(agent)
@@ -478,7 +489,9 @@ def test_nonfinite_gradients_raise_when_configured() -> None:
         nonfinite_gradients="raise",
         **SMALL,
     )
-    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2), config=config, options=RunOptions(progress=False)
+    )
     agent.setup()
     nan_value_during_updates(agent)
     with pytest.raises(NonFiniteError, match=r"non-finite gradient norm \(nan\) in epoch 0"):
@@ -492,9 +505,13 @@ def test_construction_errors() -> None:
     """Bad arguments raise ConfigError with the offending value."""
     config = PPOConfig(num_steps=4, batch_size=64, **SMALL)
     with pytest.raises(ConfigError, match=r"batch_size \(64\) must be <= the number of samples"):
-        PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False)
-    with pytest.raises(ConfigError, match="eval_every_steps must be a positive int or None"):
-        PPOAgent(env=RandomWalkEnv(num_envs=2), config=PPOConfig(), eval_every_steps=0)
+        PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, options=RunOptions(progress=False))
+    with pytest.raises(ConfigError, match=r"RunOptions\.eval_every_steps must be a positive int"):
+        PPOAgent(
+            env=RandomWalkEnv(num_envs=2),
+            config=PPOConfig(),
+            options=RunOptions(eval_every_steps=0),
+        )
 
 
 # ---------------------------------------------------------------- evaluation
@@ -510,19 +527,17 @@ def test_evaluation_uses_the_eval_env_only() -> None:
         env=train_env,
         config=config,
         eval_env=eval_env,
-        eval_every_steps=32,
-        eval_episodes=3,
-        loggers=[logger],
-        progress=False,
+        options=RunOptions(eval_every_steps=32, eval_episodes=3, loggers=[logger], progress=False),
     )
     result = agent.fit()
     assert (train_env.steps_taken, train_env.resets) == (32, 1)
     # After epochs 1 (32 steps) and 2 (64 steps); the final policy is not evaluated twice.
     assert eval_env.resets == 2
     assert [("eval/score" in record) for record in logger.records] == [True, True]
-    score = result["metrics"]["eval/score"]
+    score = result.metrics["eval/score"]
     assert math.isfinite(score)
-    assert result["best_score"] >= score
+    assert result.best_score is not None
+    assert result.best_score >= score
 
 
 def test_best_checkpoint_only_on_strictly_better_finite_scores(
@@ -535,10 +550,7 @@ def test_best_checkpoint_only_on_strictly_better_finite_scores(
         env=env,
         config=config,
         eval_env=RandomWalkEnv(num_envs=2, seed=1),
-        run_dir=tmp_path,
-        eval_every_steps=16,
-        loggers=[],
-        progress=False,
+        options=RunOptions(run_dir=tmp_path, eval_every_steps=16, loggers=[], progress=False),
     )
     scores = iter([1.0, 1.0, 0.5, 2.0, 1.5])
     assert agent.evaluator is not None
@@ -551,7 +563,7 @@ def test_best_checkpoint_only_on_strictly_better_finite_scores(
     save = agent.save
 
     def recording_save(path: str | Path | None) -> Path | None:
-        saved.append((Path(path).name if path else "", agent.epoch))
+        saved.append((Path(path).name if path else "", agent.iteration))
         return save(path)
 
     monkeypatch.setattr(agent, "save", recording_save)
@@ -560,7 +572,7 @@ def test_best_checkpoint_only_on_strictly_better_finite_scores(
         ("best.ckpt", 1),
         ("best.ckpt", 4),
     ]
-    assert result["best_score"] == 2.0
+    assert result.best_score == 2.0
     assert load_checkpoint(tmp_path / "checkpoints" / "best.ckpt").best_score == 2.0
 
 
@@ -578,8 +590,7 @@ def test_evaluation_normalizes_observations_like_training() -> None:
         env=RandomWalkEnv(num_envs=2),
         config=config,
         eval_env=RandomWalkEnv(num_envs=2, seed=5),
-        eval_episodes=2,
-        progress=False,
+        options=RunOptions(eval_episodes=2, progress=False),
     )
     agent.fit()
     assert int(_obs_normalizer(agent).count) == 16
@@ -602,10 +613,9 @@ def test_checkpoint_files_and_load(tmp_path: Path) -> None:
         env=RandomWalkEnv(num_envs=2),
         config=config,
         eval_env=RandomWalkEnv(num_envs=2, seed=1),
-        eval_episodes=2,
-        run_dir=tmp_path,
-        checkpoint_every_epochs=2,
-        progress=False,
+        options=RunOptions(
+            eval_episodes=2, run_dir=tmp_path, checkpoint_every_iterations=2, progress=False
+        ),
     )
     agent.fit()
     folder = tmp_path / "checkpoints"
@@ -617,13 +627,15 @@ def test_checkpoint_files_and_load(tmp_path: Path) -> None:
     ]
     assert (tmp_path / "logs").is_dir()
     checkpoint = load_checkpoint(folder / "last.ckpt", expected_kind="ppo")
-    assert checkpoint.counters == {"epoch": 3, "env_steps": 48}
+    assert checkpoint.counters == {"iteration": 3, "env_steps": 48}
     assert checkpoint.config == config.to_dict()
-    assert "env.rank0" in checkpoint.modules  # RandomWalkEnv supports state_dict
+    assert "env" in checkpoint.modules["collector.rank0"]  # RandomWalkEnv has state_dict
 
-    fresh = PPOAgent(env=RandomWalkEnv(num_envs=2, seed=9), config=config, progress=False)
+    fresh = PPOAgent(
+        env=RandomWalkEnv(num_envs=2, seed=9), config=config, options=RunOptions(progress=False)
+    )
     fresh.load(folder / "last.ckpt")
-    assert (fresh.epoch, fresh.env_steps, fresh.best_score) == (3, 48, agent.best_score)
+    assert (fresh.iteration, fresh.env_steps, fresh.best_score) == (3, 48, agent.best_score)
     assert_same_parameters(parameters(agent), parameters(fresh))
     saved_state = agent.optimizer.state_dict()["state"]
     loaded_state = fresh.optimizer.state_dict()["state"]
@@ -631,19 +643,25 @@ def test_checkpoint_files_and_load(tmp_path: Path) -> None:
     for key, value in saved_state.items():
         for name, tensor in value.items():
             assert torch.equal(tensor, loaded_state[key][name])
-    assert fresh._obs is not None
-    assert agent._obs is not None
-    assert torch.equal(fresh._obs["obs"], agent._obs["obs"])
+    assert fresh.collector._obs is not None
+    assert agent.collector._obs is not None
+    assert torch.equal(fresh.collector._obs["obs"], agent.collector._obs["obs"])
 
 
 def test_load_refuses_a_checkpoint_of_another_architecture(tmp_path: Path) -> None:
     """Loading into a different network raises CheckpointError naming the file."""
     config = PPOConfig(total_timesteps=8, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
-    PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, run_dir=tmp_path, progress=False).fit()
+    PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=config,
+        options=RunOptions(run_dir=tmp_path, progress=False),
+    ).fit()
     other = PPOConfig(
         total_timesteps=8, num_steps=4, batch_size=8, actor_hidden=(4,), critic_hidden=(8,)
     )
-    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=other, progress=False)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2), config=other, options=RunOptions(progress=False)
+    )
     with pytest.raises(CheckpointError, match=r"last\.ckpt"):
         agent.load(tmp_path / "checkpoints" / "last.ckpt")
 
@@ -651,32 +669,40 @@ def test_load_refuses_a_checkpoint_of_another_architecture(tmp_path: Path) -> No
 def test_load_refuses_a_checkpoint_of_another_config(tmp_path: Path) -> None:
     """Changed hyper-parameters are refused before anything is loaded, unless asked for."""
     config = PPOConfig(total_timesteps=8, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
-    PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, run_dir=tmp_path, progress=False).fit()
+    PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=config,
+        options=RunOptions(run_dir=tmp_path, progress=False),
+    ).fit()
     checkpoint = tmp_path / "checkpoints" / "last.ckpt"
     changed = PPOConfig.from_dict({**config.to_dict(), "gamma": 0.5, "clip_range": 0.3})
-    agent = PPOAgent(env=RandomWalkEnv(num_envs=2), config=changed, progress=False)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2), config=changed, options=RunOptions(progress=False)
+    )
     with pytest.raises(CheckpointError, match=r"clip_range: saved 0\.2, now 0\.3; gamma") as info:
         agent.load(checkpoint)
     assert "strict_config=False" in str(info.value)
-    assert agent.epoch == 0
+    assert agent.iteration == 0
     # On purpose: the weights and counters are restored, the new config kept.
     agent.load(checkpoint, strict_config=False)
-    assert agent.epoch == 1
+    assert agent.iteration == 1
     assert agent.config.gamma == 0.5
     # A field the checkpoint lacks (added to the config later) is not compared.
     saved = load_checkpoint(checkpoint)
     del saved.config["entropy_coef"]
     save_checkpoint(tmp_path / "older.ckpt", saved)
-    PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, progress=False).load(
+    PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, options=RunOptions(progress=False)).load(
         tmp_path / "older.ckpt"
     )
     # The budget, compilation and bookkeeping may change freely.
     longer = PPOConfig.from_dict(
         {**config.to_dict(), "total_timesteps": 16, "extra": {"note": "resumed"}}
     )
-    resumed = PPOAgent(env=RandomWalkEnv(num_envs=2), config=longer, progress=False)
+    resumed = PPOAgent(
+        env=RandomWalkEnv(num_envs=2), config=longer, options=RunOptions(progress=False)
+    )
     resumed.load(checkpoint)
-    assert resumed.fit()["env_steps"] == 16
+    assert resumed.fit().env_steps == 16
 
 
 RESUME_CONFIG: dict[str, Any] = {
@@ -692,7 +718,9 @@ RESUME_CONFIG: dict[str, Any] = {
 
 def _resume_in_fresh_process(checkpoint: str, total: int, out: str) -> None:
     config = PPOConfig(total_timesteps=total, **RESUME_CONFIG)
-    agent = PPOAgent(env=RandomWalkEnv(num_envs=3, seed=11), config=config, progress=False)
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=3, seed=11), config=config, options=RunOptions(progress=False)
+    )
     agent.load(checkpoint)
     agent.fit()
     torch.save(parameters(agent), out)
@@ -705,7 +733,9 @@ def test_resume_is_bit_exact_in_a_fresh_process(tmp_path: Path) -> None:
     def run(epochs: int, run_dir: Path | None) -> dict[str, Tensor]:
         config = PPOConfig(total_timesteps=epochs * epoch_steps, **RESUME_CONFIG)
         env = RandomWalkEnv(num_envs=3, seed=11)
-        agent = PPOAgent(env=env, config=config, run_dir=run_dir, loggers=[], progress=False)
+        agent = PPOAgent(
+            env=env, config=config, options=RunOptions(run_dir=run_dir, loggers=[], progress=False)
+        )
         agent.fit()
         return parameters(agent)
 
@@ -727,16 +757,18 @@ def test_resume_in_process_without_env_state_restarts_the_env(tmp_path: Path) ->
     """An env without state_dict is reset on load; training continues from the counters."""
     config = PPOConfig(total_timesteps=16, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
     PPOAgent(
-        env=CountingVecEnv(num_envs=2, truncate_after=3), config=config, run_dir=tmp_path
+        env=CountingVecEnv(num_envs=2, truncate_after=3),
+        config=config,
+        options=RunOptions(run_dir=tmp_path),
     ).fit()
     checkpoint = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
-    assert "env.rank0" not in checkpoint.modules
+    assert checkpoint.modules["collector.rank0"] == {}  # CountingVecEnv has no state_dict
     longer = PPOConfig(total_timesteps=24, num_steps=4, batch_size=8, num_mini_epochs=1, **SMALL)
     env = CountingVecEnv(num_envs=2, truncate_after=3)
-    agent = PPOAgent(env=env, config=longer, progress=False)
+    agent = PPOAgent(env=env, config=longer, options=RunOptions(progress=False))
     agent.load(tmp_path / "checkpoints" / "last.ckpt")
     result = agent.fit()
-    assert (result["epoch"], result["env_steps"]) == (3, 24)
+    assert (result.iterations, result.env_steps) == (3, 24)
 
 
 # ---------------------------------------------------------------- signals
@@ -756,16 +788,14 @@ def test_sigint_during_fit_saves_and_returns(tmp_path: Path) -> None:
         env=RandomWalkEnv(num_envs=2),
         config=config,
         eval_env=RandomWalkEnv(num_envs=2, seed=1),
-        run_dir=tmp_path,
-        loggers=[logger],
-        progress=False,
+        options=RunOptions(run_dir=tmp_path, loggers=[logger], progress=False),
     )
     result = agent.fit()
-    assert (result["epoch"], result["env_steps"]) == (1, 16)
-    assert result["metrics"]["stopped_by_signal"] == 1.0
-    assert "eval/score" not in result["metrics"]  # no final evaluation after a stop request
+    assert (result.iterations, result.env_steps) == (1, 16)
+    assert result.metrics["stopped_by_signal"] == 1.0
+    assert "eval/score" not in result.metrics  # no final evaluation after a stop request
     checkpoint = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
-    assert checkpoint.counters == {"epoch": 1, "env_steps": 16}
+    assert checkpoint.counters == {"iteration": 1, "env_steps": 16}
     assert signal.getsignal(signal.SIGINT) is previous
 
 
@@ -788,11 +818,13 @@ def _ddp_worker(rank: int, port: int, out_dir: str, num_envs: tuple[int, int], b
             **SMALL,
         )
         env = RandomWalkEnv(num_envs=num_envs[rank], seed=100 + rank)
-        agent = PPOAgent(env=env, config=config, fabric=fabric, progress=False, loggers=[])
+        agent = PPOAgent(
+            env=env, config=config, fabric=fabric, options=RunOptions(progress=False, loggers=[])
+        )
         agent.fit()
         result = {
             "parameters": parameters(agent),
-            "epoch": agent.epoch,
+            "epoch": agent.iteration,
             "env_steps": agent.env_steps,
             "minibatches": agent.num_minibatches,
             "obs_count": int(_obs_normalizer(agent).count),
@@ -810,7 +842,12 @@ def _ddp_mismatch_worker(rank: int, port: int, out_dir: str) -> None:
         total_timesteps=64, num_steps=8, batch_size=(8, 4)[rank], num_mini_epochs=1, **SMALL
     )
     try:
-        PPOAgent(env=RandomWalkEnv(num_envs=2), config=config, fabric=fabric, progress=False)
+        PPOAgent(
+            env=RandomWalkEnv(num_envs=2),
+            config=config,
+            fabric=fabric,
+            options=RunOptions(progress=False),
+        )
     except Exception as error:
         message = f"{type(error).__name__}: {error}"
     # rank 1's batch_size exceeds its 16 samples: an invalid plan on one rank only.
@@ -818,7 +855,12 @@ def _ddp_mismatch_worker(rank: int, port: int, out_dir: str) -> None:
         total_timesteps=64, num_steps=8, batch_size=(8, 32)[rank], num_mini_epochs=1, **SMALL
     )
     try:
-        PPOAgent(env=RandomWalkEnv(num_envs=2), config=invalid, fabric=fabric, progress=False)
+        PPOAgent(
+            env=RandomWalkEnv(num_envs=2),
+            config=invalid,
+            fabric=fabric,
+            options=RunOptions(progress=False),
+        )
         invalid_message = ""
     except Exception as error:
         invalid_message = f"{type(error).__name__}: {error}"
@@ -868,7 +910,9 @@ def test_resume_is_bit_exact_on_a_builtin_env(tmp_path: Path) -> None:
     def agent_for(epochs: int, run_dir: Path | None) -> PPOAgent:
         config = PPOConfig(total_timesteps=epochs * epoch_steps, **RESUME_CONFIG)
         env = make("typedrl/Pendulum-v0", num_envs=3, seed=5)
-        return PPOAgent(env=env, config=config, run_dir=run_dir, loggers=[], progress=False)
+        return PPOAgent(
+            env=env, config=config, options=RunOptions(run_dir=run_dir, loggers=[], progress=False)
+        )
 
     uninterrupted = agent_for(4, None)
     uninterrupted.fit()
@@ -889,7 +933,10 @@ def _ddp_resume_worker(rank: int, port: int, out_dir: str, epochs: int, resume: 
         run_dir = Path(out_dir) / "run" if not resume else None
         batch = PPOConfig.from_dict({**config.to_dict(), "batch_size": (4, 6)[rank]})
         agent = PPOAgent(
-            env=env, config=batch, fabric=fabric, run_dir=run_dir, progress=False, loggers=[]
+            env=env,
+            config=batch,
+            fabric=fabric,
+            options=RunOptions(run_dir=run_dir, progress=False, loggers=[]),
         )
         if resume:
             agent.load(resume)
@@ -916,8 +963,7 @@ def _ddp_failed_load_worker(rank: int, port: int, out_dir: str, resume: str, cas
             env=env,
             config=PPOConfig.from_dict({**config.to_dict(), **changes}),
             fabric=fabric,
-            progress=False,
-            loggers=[],
+            options=RunOptions(progress=False, loggers=[]),
         )
         agent.load(resume)
         result = {"loaded": True}
@@ -944,7 +990,10 @@ def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
         for result in runs[name]:
             assert "error" not in result, result.get("error")
     checkpoint = load_checkpoint(tmp_path / "half" / "run" / "checkpoints" / "last.ckpt")
-    assert {"env.rank0", "env.rank1", "reward_normalizer.rank1"} <= set(checkpoint.modules)
+    assert {"collector.rank0", "collector.rank1", "reward_normalizer.rank1"} <= set(
+        checkpoint.modules
+    )
+    assert "env" in checkpoint.modules["collector.rank1"]
     for rank in (0, 1):
         assert_same_parameters(
             runs["whole"][rank]["parameters"], runs["resumed"][rank]["parameters"]
@@ -990,10 +1039,9 @@ def _compare_compiled_update(out: str) -> None:
                 env=make("CartPole-v1", num_envs=4, seed=0),
                 config=config,
                 fabric=Fabric(accelerator="cpu", devices=1, precision=precision),
-                progress=False,
-                loggers=[],
+                options=RunOptions(progress=False, loggers=[]),
             )
-            run = {"metrics": agent.fit()["metrics"], "parameters": parameters(agent)}
+            run = {"metrics": agent.fit().metrics, "parameters": parameters(agent)}
             results.setdefault(precision, []).append(run)
     torch.save(results, out)
 
@@ -1038,9 +1086,16 @@ def test_compile_update_is_single_process_with_plain_precision_only() -> None:
         _require_single_process_compile(config, mixed, 1)
 
 
+def _collect(agent: PPOAgent) -> OnPolicyRollout:
+    """One epoch collected by the agent's collector, as its training iteration would."""
+    agent.setup()
+    agent._prepare()
+    return agent.collector.collect(agent.model_unwrapped, num_steps=agent.config.num_steps)
+
+
 def _collected_epoch(agent: PPOAgent, advantages: Tensor, returns: Tensor) -> EpochData:
     """The agent's collected epoch, flattened, with the given advantages and returns."""
-    data = agent.buffer.stacked().reshape(-1)
+    data = agent.collector.buffer.stacked().reshape(-1)
     return EpochData(
         obs=data["obs"],
         action=data["action"],
@@ -1055,6 +1110,7 @@ def _collected_epoch(agent: PPOAgent, advantages: Tensor, returns: Tensor) -> Ep
 def _check_compiled_minibatch(out: str) -> None:
     """One minibatch through the compiled update and the eager one, from the same state."""
     agents = []
+    rollouts = []
     for compile_update in (False, True):
         torch.manual_seed(0)
         config = PPOConfig(
@@ -1066,12 +1122,15 @@ def _check_compiled_minibatch(out: str) -> None:
             compile_update=compile_update,
             **SMALL,
         )
-        agent = PPOAgent(env=make("CartPole-v1", num_envs=4, seed=0), config=config, loggers=[])
-        agent.setup()
-        agent._collect()
+        agent = PPOAgent(
+            env=make("CartPole-v1", num_envs=4, seed=0),
+            config=config,
+            options=RunOptions(loggers=[]),
+        )
+        rollouts.append(_collect(agent))
         agents.append(agent)
     # Both collected the same data (same seeds); the eager agent's advantages serve both.
-    advantages, returns = agents[0]._advantages(agents[0].buffer.stacked())
+    advantages, returns = agents[0]._advantages(rollouts[0])
     results: dict[str, Any] = {}
     rows = []
     for agent in agents:
@@ -1109,12 +1168,15 @@ def _check_compiled_resume(out: str, run_dir: str) -> None:
         total_timesteps=64, num_steps=16, batch_size=32, compile_update=True, **SMALL
     )
     PPOAgent(
-        env=make("CartPole-v1", num_envs=4, seed=0), config=config, run_dir=run_dir, loggers=[]
+        env=make("CartPole-v1", num_envs=4, seed=0),
+        config=config,
+        options=RunOptions(run_dir=run_dir, loggers=[]),
     ).fit()
-    agent = PPOAgent(env=make("CartPole-v1", num_envs=4, seed=0), config=config, loggers=[])
+    agent = PPOAgent(
+        env=make("CartPole-v1", num_envs=4, seed=0), config=config, options=RunOptions(loggers=[])
+    )
     agent.load(Path(run_dir) / "checkpoints" / "last.ckpt")
-    agent._collect()
-    advantages, returns = agent._advantages(agent.buffer.stacked())
+    advantages, returns = agent._advantages(_collect(agent))
     batch = _collected_epoch(agent, advantages, returns).select(torch.arange(32))
     changes = []
     for learning_rate in (0.0, 1e-3):

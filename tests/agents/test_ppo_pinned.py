@@ -10,6 +10,7 @@ import torch
 
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
+from typedrl.training import RunOptions
 
 # Per parameter of the final policy: (sum, sum of absolute values), in float64.
 PINNED_PENDULUM: dict[str, tuple[float, float]] = {
@@ -41,7 +42,7 @@ PINNED_CARTPOLE: dict[str, tuple[float, float]] = {
 def _fingerprint(agent: PPOAgent) -> dict[str, tuple[float, float]]:
     return {
         name: (float(value.double().sum()), float(value.double().abs().sum()))
-        for name, value in agent.policy.state_dict().items()
+        for name, value in agent.model_unwrapped.state_dict().items()
         if value.is_floating_point()
     }
 
@@ -61,7 +62,7 @@ def _pendulum_run() -> PPOAgent:
         critic_hidden=(16,),
         seed=5,
     )
-    agent = PPOAgent(env=env, config=config, progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
     agent.fit()
     env.close()
     return agent
@@ -79,7 +80,7 @@ def _cartpole_run() -> PPOAgent:
         critic_hidden=(16,),
         seed=2,
     )
-    agent = PPOAgent(env=env, config=config, progress=False)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
     agent.fit()
     env.close()
     return agent

@@ -5,6 +5,7 @@ import torch
 
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
+from typedrl.training import RunOptions
 
 # Stable-Baselines3 zoo's CartPole-v1 hyper-parameters (8 envs).
 CARTPOLE = PPOConfig(
@@ -27,14 +28,13 @@ def _train_cartpole(env_id: str, seed: int, num_envs: int, config: PPOConfig) ->
         env=env,
         config=PPOConfig.from_dict({**config.to_dict(), "seed": seed}),
         eval_env=eval_env,
-        eval_episodes=16,
-        progress=False,
+        options=RunOptions(eval_episodes=16, progress=False),
     )
     result = agent.fit()
     env.close()
     eval_env.close()
-    assert result["env_steps"] <= config.total_timesteps + config.num_steps * num_envs
-    score: float = result["metrics"]["eval/score"]
+    assert result.env_steps <= config.total_timesteps + config.num_steps * num_envs
+    score: float = result.metrics["eval/score"]
     return score
 
 
@@ -74,11 +74,16 @@ def test_pendulum_reaches_minus_250_within_200k_steps() -> None:
         normalize_rewards=True,
         log_std_init=-0.5,
     )
-    agent = PPOAgent(env=env, config=config, eval_env=eval_env, eval_episodes=16, progress=False)
+    agent = PPOAgent(
+        env=env,
+        config=config,
+        eval_env=eval_env,
+        options=RunOptions(eval_episodes=16, progress=False),
+    )
     result = agent.fit()
     env.close()
     eval_env.close()
-    assert result["metrics"]["eval/score"] >= -250.0
+    assert result.metrics["eval/score"] >= -250.0
 
 
 @pytest.mark.slow
@@ -96,7 +101,12 @@ def test_builtin_cartpole_4096_envs_reaches_475_in_2m_steps() -> None:
         gamma=0.98,
         gae_lambda=0.8,
     )
-    agent = PPOAgent(env=env, config=config, eval_env=eval_env, eval_episodes=64, progress=False)
+    agent = PPOAgent(
+        env=env,
+        config=config,
+        eval_env=eval_env,
+        options=RunOptions(eval_episodes=64, progress=False),
+    )
     result = agent.fit()
-    assert result["env_steps"] <= 2_000_000 + 16 * 4096
-    assert result["metrics"]["eval/score"] >= 475.0
+    assert result.env_steps <= 2_000_000 + 16 * 4096
+    assert result.metrics["eval/score"] >= 475.0

@@ -1,8 +1,8 @@
-"""On-policy agents on Lightning Fabric: the abstract lifecycle and PPO."""
+"""On-policy agents on the trainer core: PPO, its config and the on-policy collector."""
 
-from typedrl.agents._base import BaseAgent as BaseAgent
-from typedrl.agents._base import FitResult as FitResult
+from typedrl.agents._collector import OnPolicyCollector as OnPolicyCollector
+from typedrl.agents._collector import OnPolicyRollout as OnPolicyRollout
 from typedrl.agents._config import PPOConfig as PPOConfig
 from typedrl.agents._ppo import PPOAgent as PPOAgent
 
-__all__ = ["BaseAgent", "FitResult", "PPOAgent", "PPOConfig"]
+__all__ = ["OnPolicyCollector", "OnPolicyRollout", "PPOAgent", "PPOConfig"]

@@ -1,14 +1,10 @@
 """The start-up check that every rank runs the same number of minibatches per epoch."""
 
-import torch
-
 from typedrl.buffers import validate_batch_plan
-from typedrl.distributed import Distributed
-from typedrl.errors import ConfigError, DistributedError
+from typedrl.distributed import Distributed, agree_on, raise_together
+from typedrl.errors import ConfigError
 
 __all__ = ["agree_on_batch_plan"]
-
-_INVALID = -1
 
 
 def agree_on_batch_plan(
@@ -19,9 +15,9 @@ def agree_on_batch_plan(
     In data-parallel training each minibatch ends in a gradient all-reduce, so
     a rank that runs one minibatch more than another waits forever. This
     function is collective: every rank must call it, and it returns or raises
-    on every rank alike, never leaving a rank waiting. A rank whose own numbers
-    are impossible does not raise before the exchange: it sends a marker, so
-    that the other ranks learn of the failure too.
+    on every rank alike, never leaving a rank waiting (a rank whose own numbers
+    are impossible raises its own error, the others learn of it through
+    :func:`~typedrl.distributed.raise_together`).
 
     Args:
         num_envs: Env rows on this rank.
@@ -45,7 +41,8 @@ def agree_on_batch_plan(
         ... )
         11
     """
-    local_error: ConfigError | None = None
+    error: ConfigError | None = None
+    count = 0
     try:
         count = validate_batch_plan(
             num_envs=num_envs,
@@ -53,23 +50,14 @@ def agree_on_batch_plan(
             num_mini_epochs=num_mini_epochs,
             batch_size=batch_size,
         )
-    except ConfigError as error:
-        local_error, count = error, _INVALID
-    local = torch.tensor([count], dtype=torch.int64, device=dist.device)
-    counts = [int(c) for c in dist.all_gather(local).reshape(-1).tolist()]
-    if local_error is not None:
-        raise local_error
-    invalid = [rank for rank, c in enumerate(counts) if c == _INVALID]
-    if invalid:
-        raise DistributedError(
-            f"rank(s) {invalid} have an impossible minibatch plan (their own error says why); "
-            "every rank stops before training"
-        )
-    if any(c != counts[0] for c in counts):
-        per_rank = ", ".join(f"rank {rank}: {c}" for rank, c in enumerate(counts))
-        raise DistributedError(
-            "ranks disagree on the number of minibatches per epoch, "
-            f"ceil(num_envs * num_steps * num_mini_epochs / batch_size) ({per_rank}); a "
-            "mismatch would deadlock DDP. Choose batch_size per rank so the counts match"
-        )
-    return counts[0]
+    except ConfigError as failure:
+        error = failure
+    raise_together(error, "the minibatch plan check (an impossible plan)", dist)
+    agree_on(
+        "the number of minibatches per epoch, "
+        "ceil(num_envs * num_steps * num_mini_epochs / batch_size), since a mismatch would "
+        "deadlock DDP: choose batch_size per rank so the counts match",
+        count,
+        dist,
+    )
+    return count

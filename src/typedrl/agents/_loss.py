@@ -9,7 +9,7 @@ from torch import Tensor
 
 from typedrl.agents._config import PPOConfig
 
-__all__ = ["LOSS_STATISTICS", "EpochData", "Evaluate", "ppo_loss"]
+__all__ = ["LOSS_STATISTICS", "EpochData", "Evaluate", "masked_mean", "ppo_loss"]
 
 LOSS_STATISTICS = (
     "loss/policy",
@@ -103,6 +103,11 @@ def _mean(x: Tensor, valid: Tensor | None, count: Tensor | None) -> Tensor:
     if valid is None or count is None:
         return x.mean(dtype=None if x.is_floating_point() else torch.float32)
     return _sum_where(x, valid) / count
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """``sum(x[mask]) / max(1, count(mask))`` for floating ``x``, without a host sync."""
+    return _sum_where(x, mask) / mask.sum().to(x.dtype).clamp(min=1.0)
 
 
 def _sum_where(x: Tensor, mask: Tensor) -> Tensor:

@@ -2,39 +2,38 @@
 
 import math
 import time
-from pathlib import Path
 from typing import Any, final
 
 import gymnasium as gym
 import torch
 from lightning.fabric import Fabric
-from lightning.fabric.loggers.logger import Logger
 from lightning.fabric.plugins.precision import DoublePrecision, Precision
-from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl.advantages import compute_gae
-from typedrl.agents._base import BaseAgent
 from typedrl.agents._batch_plan import agree_on_batch_plan
+from typedrl.agents._collector import OBS_KEY, OnPolicyCollector, OnPolicyRollout
 from typedrl.agents._compiled_update import CompiledUpdate
 from typedrl.agents._config import PPOConfig
-from typedrl.agents._episodes import epoch_episodes
-from typedrl.agents._fabric import setup_module_and_optimizer
-from typedrl.agents._loss import LOSS_STATISTICS, EpochData, ppo_loss
-from typedrl.buffers import ExperienceBuffer, minibatch_indices
-from typedrl.checkpoint import Checkpoint, load_into
+from typedrl.agents._loss import LOSS_STATISTICS, EpochData, masked_mean, ppo_loss
+from typedrl.buffers import minibatch_indices
 from typedrl.distributed import raise_together
-from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
+from typedrl.errors import ConfigError, NonFiniteError
 from typedrl.logging import MetricAggregator
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
-from typedrl.protocols import Policy, SupportsStateDict, VecEnv
+from typedrl.protocols import Evaluator, Policy, VecEnv
+from typedrl.training import (
+    AbstractTrainer,
+    Budget,
+    GeneratorState,
+    IterationResult,
+    RunOptions,
+    TrainerState,
+    setup_module_and_optimizer,
+)
 
 __all__ = ["PPOAgent"]
-
-_OBS = "obs"
-_STEP_KEYS = ("action", "log_prob", "value")
-
 
 _MINIBATCH_METRICS = (*LOSS_STATISTICS, "train/grad_norm", "train/skipped_updates")
 _METRICS = [
@@ -63,20 +62,16 @@ def _require_single_process_compile(config: PPOConfig, fabric: Fabric, world_siz
         )
 
 
-def _masked_mean(x: Tensor, mask: Tensor) -> Tensor:
-    # sum(x[mask]) / max(1, count(mask)); torch.where, not a product, so that a
-    # non-finite value in a masked (ghost) sample cannot leak into the result.
-    total = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device)).sum()
-    return total / mask.sum().to(x.dtype).clamp(min=1.0)
-
-
 @final
-class PPOAgent(BaseAgent):
+class PPOAgent(AbstractTrainer):
     """PPO with an MLP actor-critic, on one device or several (Fabric DDP).
 
-    Each epoch collects ``num_steps`` steps from every env row of every rank
-    (no gradients; finite checks on observations, policy outputs and rewards,
-    reported with the step and key), computes GAE in unnormalised value space
+    A trainer on the core (:class:`~typedrl.training.AbstractTrainer`): one
+    iteration is one epoch. Each epoch the
+    :class:`~typedrl.agents.OnPolicyCollector` collects ``num_steps`` steps
+    from every env row of every rank (no gradients; finite checks on
+    observations, terminal observations, policy outputs and rewards, reported
+    with the kind, key, row and step); PPO then computes GAE in unnormalised value space
     (termination zeroes the bootstrap; truncation bootstraps from
     ``V(final_obs)``; ghost transitions are masked out everywhere), then runs
     exactly ``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``
@@ -93,24 +88,24 @@ class PPOAgent(BaseAgent):
         env: This rank's training env.
         config: The hyper-parameters.
         fabric: A launched Fabric; by default single-process on CPU (or one GPU).
-        eval_env: This rank's evaluation env.
-        run_dir: Folder for logs and checkpoints (``None``: neither).
-        eval_every_steps: Evaluation period in env steps over all ranks.
-        eval_episodes: Episodes per evaluation and rank.
-        checkpoint_every_epochs: Period of ``epoch_<n>.ckpt`` files.
-        loggers: Fabric loggers (default: CSV, plus TensorBoard when installed).
-        progress: Show a progress bar on rank 0.
+        eval_env: This rank's evaluation env, scored by an
+            :class:`~typedrl.evaluation.EpisodeEvaluator`.
+        evaluator: Any :class:`~typedrl.protocols.Evaluator` instead of ``eval_env``.
+        options: Run folder, evaluation and checkpoint cadences, loggers, progress.
 
     Example:
         >>> from typedrl.envs import make
+        >>> from typedrl.training import RunOptions
         >>> env = make("CartPole-v1", num_envs=4, seed=0)
         >>> config = PPOConfig(total_timesteps=512, num_steps=64, batch_size=64, num_mini_epochs=2)
-        >>> agent = PPOAgent(env=env, config=config, progress=False)
+        >>> agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
         >>> result = agent.fit()
-        >>> result["env_steps"], result["epoch"]
+        >>> result.env_steps, result.iterations
         (512, 2)
     """
 
+    kind = "ppo"
+    """PPO writes and resumes checkpoints of kind ``"ppo"``."""
     resumable_changes = frozenset({"total_timesteps", "compile_update", "extra"})
     """Config fields a resumed run may change: the budget, compilation, user bookkeeping."""
 
@@ -121,12 +116,8 @@ class PPOAgent(BaseAgent):
         config: PPOConfig,
         fabric: Fabric | None = None,
         eval_env: VecEnv | None = None,
-        run_dir: str | Path | None = None,
-        eval_every_steps: int | None = None,
-        eval_episodes: int = 10,
-        checkpoint_every_epochs: int | None = None,
-        loggers: list[Logger] | None = None,
-        progress: bool = True,
+        evaluator: Evaluator | None = None,
+        options: RunOptions | None = None,
     ) -> None:
         if not isinstance(config, PPOConfig):
             raise ConfigError(f"config must be a PPOConfig, got {type(config).__name__}")
@@ -134,12 +125,9 @@ class PPOAgent(BaseAgent):
             env=env,
             fabric=fabric,
             eval_env=eval_env,
-            run_dir=run_dir,
-            eval_every_steps=eval_every_steps,
-            eval_episodes=eval_episodes,
-            checkpoint_every_epochs=checkpoint_every_epochs,
-            loggers=loggers,
-            progress=progress,
+            evaluator=evaluator,
+            options=options,
+            seed=config.seed,
         )
         self.config = config
         self.device = self.fabric.device
@@ -170,9 +158,7 @@ class PPOAgent(BaseAgent):
         )
         self._generator = torch.Generator(device="cpu")
         self._generator.manual_seed(config.seed * 7919 + self.dist.rank)
-        self._obs: TensorDict | None = None
-        self._episode_return = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
-        self._episode_length = torch.zeros(env.num_envs, dtype=torch.int64, device=self.device)
+        self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
 
     # --------------------------------------------------------------- properties
 
@@ -182,9 +168,9 @@ class PPOAgent(BaseAgent):
         return self.model_unwrapped
 
     @property
-    def total_timesteps(self) -> int:
-        """``config.total_timesteps``."""
-        return self.config.total_timesteps
+    def budget(self) -> Budget:
+        """``config.total_timesteps`` env steps over all ranks."""
+        return Budget(timesteps=self.config.total_timesteps)
 
     # --------------------------------------------------------------- setup
 
@@ -239,47 +225,50 @@ class PPOAgent(BaseAgent):
         self._compiled_update = (
             CompiledUpdate(model, optimizer, config) if config.compile_update else None
         )
-        self.buffer = ExperienceBuffer(
-            num_envs=env.num_envs, num_steps=config.num_steps, device=self.device
-        )
-        self._registered = False
-        self._has_final_value = [False] * config.num_steps
 
-    def _register(self, obs: TensorDict) -> None:
-        """Register observation keys and, from one eval-mode no-grad forward, the output keys."""
-        buffer = self.buffer
-        buffer.register_from(obs, prefix=_OBS)
-        model = self.model_unwrapped
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            outputs = model.act(obs)
-        model.train(was_training)
-        buffer.register_from(outputs.select(*_STEP_KEYS))
-        for key in ("reward", "final_value"):
-            buffer.register_key(key, (), torch.float32)
-        for key in ("terminated", "truncated"):
-            buffer.register_key(key, (), torch.bool)
+    def _prepare(self) -> None:
+        """Reset the env where it has no current observation; register the buffer's keys."""
+        collector = self.collector
+        resumed = self.iteration > 0
+        if collector.needs_reset:
+            seed = self.config.seed * 1_000_003 + self.dist.rank * 65_537
+            if resumed:
+                # The env's state was not checkpointable: continue from a fresh, seeded reset.
+                seed = self.config.seed * 1_000_003 + self.iteration * 7 + self.dist.rank
+            collector.reset(seed=seed)
+        if resumed:
+            with torch.random.fork_rng(devices=[]):
+                collector.register(self.model_unwrapped)
+        else:
+            collector.register(self.model_unwrapped)
 
-    def _start(self) -> None:
-        obs, _ = self.env.reset(seed=self.config.seed * 1_000_003 + self.dist.rank * 65_537)
-        self._obs = obs
-        if not self._registered:
-            self._register(obs)
-            self._registered = True
+    def load(self, path: Any, *, strict_config: bool = True) -> None:
+        """Resume from a checkpoint (see :meth:`AbstractTrainer.load`).
+
+        The learning rate continues from the optimizer's saved parameter group.
+        """
+        super().load(path, strict_config=strict_config)
+        self.learning_rate = float(self.optimizer.param_groups[0]["lr"])
 
     # --------------------------------------------------------------- training
 
-    def _train_epoch(self) -> dict[str, float]:
+    def _train_iteration(self) -> IterationResult:
         started = time.perf_counter()
         self._set_learning_rate()
-        self._collect()
+        rollout = self.collector.collect(
+            self.model_unwrapped, num_steps=self.config.num_steps, iteration=self.iteration
+        )
+        episodes = rollout.episodes
+        ended = episodes.ended.reshape(-1)
+        self.metrics.add_many("episode/return", episodes.returns.reshape(-1), ended)
+        self.metrics.add_many("episode/length", episodes.lengths.reshape(-1), ended)
+        if rollout.approximate_bootstrap:
+            self.metrics.add("train/approximate_bootstrap", 1.0)
         collect_seconds = time.perf_counter() - started
-        self._update()
+        self._update(rollout)
         metrics = self.metrics.reduce(self.dist)
         metrics["train/learning_rate"] = self.learning_rate
         steps = self.config.num_steps * self.global_num_envs
-        self.env_steps += steps
         elapsed = time.perf_counter() - started
         metrics["time/sps"] = steps / elapsed
         metrics["time/collect_fraction"] = collect_seconds / elapsed
@@ -287,7 +276,7 @@ class PPOAgent(BaseAgent):
             metrics["episode/return_mean"] = metrics.pop("episode/return")
         if "episode/length" in metrics:
             metrics["episode/length_mean"] = metrics.pop("episode/length")
-        return metrics
+        return IterationResult(metrics=metrics, env_steps=steps)
 
     def _set_learning_rate(self) -> None:
         config = self.config
@@ -297,127 +286,13 @@ class PPOAgent(BaseAgent):
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate
 
-    @torch.no_grad()
-    def _collect(self) -> None:
-        config, env, buffer, model = self.config, self.env, self.buffer, self.model_unwrapped
-        obs = self._obs
-        if obs is None:
-            raise ConfigError("PPOAgent: call setup() or fit() before collecting")
-        buffer.reset_epoch()
-        model.eval()
-        approximate = not env.provides_final_obs
-        # On the CPU, reading a flag costs no device synchronisation.
-        host_reads = self.device.type == "cpu"
-        for t in range(config.num_steps):
-            action, log_prob, value = model.act_tensors(obs)
-            result = env.step(action)
-            # V(final_obs) bootstraps truncated rows exactly; when the env returns its
-            # next observation as final_obs (no row ended), V(obs_{t+1}) is reused later.
-            if approximate:
-                # Documented approximation: bootstrap a time-out with V(obs_t).
-                final_values: Tensor | None = value
-            elif (
-                result.final_obs is not None
-                and result.final_obs is not result.obs
-                # Only truncated rows read V(final_obs): on the CPU, skip steps without one.
-                and not (host_reads and not bool(result.truncated.any()))
-            ):
-                final_values = model.value(result.final_obs)
-            else:
-                final_values = None
-            self._has_final_value[t] = final_values is not None
-            reward = result.reward.to(torch.float32)
-            buffer.write(t, obs, prefix=_OBS)
-            buffer.write(
-                t,
-                {
-                    "action": action,
-                    "log_prob": log_prob,
-                    "value": value,
-                    "reward": reward,
-                    "terminated": result.terminated,
-                    "truncated": result.truncated,
-                    "valid": result.valid,
-                    "final_value": (final_values if final_values is not None else value).float(),
-                },
-            )
-            obs = result.obs
-        self._obs = obs
-        self._last_values = model.value(obs).float()
-        stacked = self.buffer.stacked()
-        self._check_finite(stacked)
-        self._track_episodes(stacked)
-        if approximate:
-            self.metrics.add("train/approximate_bootstrap", 1.0)
-
-    def _check_finite(self, data: TensorDict) -> None:
-        """Raise NonFiniteError, naming the first step, if the epoch holds NaN or infinity.
-
-        Checked once per epoch on the whole buffer (one host synchronisation),
-        before advantages are computed, so nothing is updated from bad data.
-        """
-        steps = self.config.num_steps
-        valid: Tensor = data["valid"]
-
-        def step_ok(value: Tensor) -> Tensor:
-            # Ghost samples never train anything, so whatever they hold is not checked.
-            mask = valid.reshape(*valid.shape, *([1] * (value.ndim - valid.ndim)))
-            finite = torch.isfinite(value) | ~mask
-            return finite.reshape(steps, -1).all(dim=1)
-
-        obs_ok = torch.ones(steps, dtype=torch.bool, device=self.device)
-        for leaf in data[_OBS].values(include_nested=True, leaves_only=True):
-            if isinstance(leaf, Tensor) and leaf.is_floating_point():
-                obs_ok &= step_ok(leaf)
-        checks = {
-            "reward": step_ok(data["reward"]),
-            "observation": obs_ok,
-            "policy output": step_ok(data["log_prob"]) & step_ok(data["value"]),
-            # Only truncated rows use V(final_obs); other rows' entries are unused.
-            "bootstrap value": step_ok(torch.where(data["truncated"], data["final_value"], 0.0)),
-        }
-        ok = torch.stack(list(checks.values()))
-        # Every rank takes part, so that a bad rollout on one rank stops all of them.
-        if bool(ok.all()) and bool(torch.isfinite(self._last_values).all()):
-            raise_together(None, "the finite check of the rollout", self.dist)
-            return
-        first = {
-            kind: int(torch.argmin(flags.to(torch.int8)))
-            for kind, flags in checks.items()
-            if not bool(flags.all())
-        }
-        if not first:
-            first["policy output"] = steps
-        kind, step = min(first.items(), key=lambda item: item[1])
-        error = NonFiniteError(
-            f"PPOAgent: expected finite rewards, observations and policy outputs, got a "
-            f"non-finite {kind} at step {step} of epoch {self.epoch} (first step per kind: "
-            f"{first}); nothing was updated. Check the env and the learning rate"
-        )
-        raise_together(error, "the finite check of the rollout", self.dist)
-
-    def _track_episodes(self, data: TensorDict) -> None:
-        """Record the returns and lengths of the episodes that ended in this epoch."""
-        episodes = epoch_episodes(
-            data["reward"],
-            data["terminated"] | data["truncated"],
-            data["valid"],
-            self._episode_return,
-            self._episode_length,
-        )
-        ended = episodes.ended.reshape(-1)
-        self.metrics.add_many("episode/return", episodes.returns.reshape(-1), ended)
-        self.metrics.add_many("episode/length", episodes.lengths.reshape(-1), ended)
-        self._episode_return = episodes.return_so_far
-        self._episode_length = episodes.length_so_far
-
-    def _advantages(self, data: TensorDict) -> tuple[Tensor, Tensor]:
+    def _advantages(self, rollout: OnPolicyRollout) -> tuple[Tensor, Tensor]:
         """GAE over the epoch, ``[num_steps, num_envs]``, in unnormalised value space."""
-        config = self.config
+        config, data = self.config, rollout.data
         values = data["value"]
         # V(obs_{t+1}): the next step's value, and after the last step V(obs_T).
-        values_next = torch.cat((values[1:], self._last_values.unsqueeze(0)), dim=0)
-        has_final = torch.tensor(self._has_final_value, device=self.device).unsqueeze(1)
+        values_next = torch.cat((values[1:], rollout.last_value.unsqueeze(0)), dim=0)
+        has_final = rollout.has_final_value.unsqueeze(1)
         # Truncated rows bootstrap from V(final_obs) (exact) or V(obs_t) (approximate).
         next_values = torch.where(data["truncated"] & has_final, data["final_value"], values_next)
         rewards = data["reward"]
@@ -437,14 +312,13 @@ class PPOAgent(BaseAgent):
             gae_lambda=config.gae_lambda,
         )
 
-    def _update(self) -> None:
+    def _update(self, rollout: OnPolicyRollout) -> None:
         config = self.config
-        stacked = self.buffer.stacked()
-        advantages, returns = self._advantages(stacked)
-        flat = stacked.reshape(-1)
+        advantages, returns = self._advantages(rollout)
+        flat = rollout.data.reshape(-1)
         valid: Tensor = flat["valid"]
         epoch = EpochData(
-            obs=flat[_OBS],
+            obs=flat[OBS_KEY],
             action=flat["action"],
             log_prob=flat["log_prob"],
             value=flat["value"],
@@ -507,7 +381,7 @@ class PPOAgent(BaseAgent):
         if not finite and raise_on_nonfinite:
             raise NonFiniteError(
                 f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch "
-                f"{self.epoch}; this minibatch updated nothing"
+                f"{self.iteration}; this minibatch updated nothing"
             )
         with torch.no_grad():
             stats_row[:-2].copy_(stats)
@@ -556,75 +430,24 @@ class PPOAgent(BaseAgent):
 
     # --------------------------------------------------------------- checkpoints
 
-    def _state(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-        modules: dict[str, dict[str, Any]] = {
-            "policy": self.model_unwrapped.state_dict(),
-            "agent": {"learning_rate": torch.tensor(self.learning_rate, dtype=torch.float64)},
+    def _state(self) -> TrainerState:
+        """The policy and its optimizer; per rank the sampler, collector and reward normaliser."""
+        rank_local: dict[str, Any] = {
+            "sampler": GeneratorState(self._generator),
+            "collector": self.collector,
         }
-        return modules, {"policy": self.optimizer.state_dict()}
-
-    def _rank_state(self) -> dict[str, dict[str, Any]]:
-        """This rank's minibatch sampler, reward normaliser, env and collector state."""
-        states: dict[str, dict[str, Any]] = {"sampler": {"generator": self._generator.get_state()}}
         if self.reward_normalizer is not None:
-            states["reward_normalizer"] = self.reward_normalizer.state_dict()
-        if isinstance(self.env, SupportsStateDict):
-            states["env"] = self.env.state_dict()
-            states["collector"] = {
-                "episode_return": self._episode_return,
-                "episode_length": self._episode_length,
-                # A TensorDict is not plain data: store its leaves as a nested dict.
-                **({"obs": self._obs.to_dict()} if self._obs is not None else {}),
-            }
-        return states
-
-    def _load_state(
-        self, checkpoint: Checkpoint, path: Path, rank_state: dict[str, dict[str, Any]]
-    ) -> None:
-        modules = checkpoint.modules
-        load_into(self.model_unwrapped, modules["policy"], name="policy", path=path)
-        if "policy" not in checkpoint.optimizers:
-            raise CheckpointError(
-                f"{path}: no optimizer state under 'policy'; not a PPO checkpoint"
-            )
-        load_into(self.optimizer, checkpoint.optimizers["policy"], name="optimizer", path=path)
-        if "learning_rate" in modules.get("agent", {}):
-            self.learning_rate = float(modules["agent"]["learning_rate"])
-        if "sampler" in rank_state:
-            self._generator.set_state(rank_state["sampler"]["generator"])
-        if self.reward_normalizer is not None and "reward_normalizer" in rank_state:
-            load_into(
-                self.reward_normalizer,
-                rank_state["reward_normalizer"],
-                name="reward_normalizer",
-                path=path,
-            )
-        if "env" in rank_state and isinstance(self.env, SupportsStateDict):
-            load_into(self.env, rank_state["env"], name="env", path=path)
-            collector = rank_state.get("collector")
-            if collector is None:
-                raise CheckpointError(f"{path}: env state without the collector state beside it")
-            self._episode_return = collector["episode_return"].to(self.device)
-            self._episode_length = collector["episode_length"].to(self.device)
-            obs = collector.get("obs")
-            self._obs = (
-                TensorDict(obs, batch_size=[self.env.num_envs], device=self.device)
-                if obs is not None
-                else None
-            )
-        else:
-            # The env's state is not checkpointable: continue from a fresh, seeded reset.
-            self._obs, _ = self.env.reset(
-                seed=self.config.seed * 1_000_003 + self.epoch * 7 + self.dist.rank
-            )
-        if not self._registered and self._obs is not None:
-            self._register(self._obs)
-            self._registered = True
+            rank_local["reward_normalizer"] = self.reward_normalizer
+        return TrainerState(
+            modules={"policy": self.model_unwrapped},
+            optimizers={"policy": self.optimizer},
+            rank_local=rank_local,
+        )
 
     def _config_dict(self) -> dict[str, Any]:
         return self.config.to_dict()
 
 
 def _masked_var(x: Tensor, mask: Tensor) -> Tensor:
-    mean = _masked_mean(x, mask)
-    return _masked_mean((x - mean).square(), mask)
+    mean = masked_mean(x, mask)
+    return masked_mean((x - mean).square(), mask)

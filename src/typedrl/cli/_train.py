@@ -142,6 +142,7 @@ def run_train(args: argparse.Namespace) -> int:
     from typedrl.agents import PPOAgent  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
+    from typedrl.training import RunOptions  # noqa: PLC0415
 
     num_envs, config = _config_for(args.env_id, args)
     if args.wandb_project is not None and importlib.util.find_spec("wandb") is None:
@@ -188,12 +189,15 @@ def run_train(args: argparse.Namespace) -> int:
         config=config,
         fabric=fabric,
         eval_env=eval_env,
-        run_dir=run_dir,
-        loggers=loggers,
-        eval_every_steps=args.eval_every,
-        eval_episodes=args.eval_episodes,
-        checkpoint_every_epochs=args.checkpoint_every,
-        progress=not args.no_progress,
+        options=RunOptions(
+            run_dir=run_dir,
+            env_id=args.env_id,
+            loggers=loggers,
+            eval_every_steps=args.eval_every,
+            eval_episodes=args.eval_episodes,
+            checkpoint_every_iterations=args.checkpoint_every,
+            progress=not args.no_progress,
+        ),
     )
     try:
         if args.resume is not None:
@@ -203,12 +207,17 @@ def run_train(args: argparse.Namespace) -> int:
         env.close()
         eval_env.close()
     if fabric.is_global_zero:
-        metrics = result["metrics"]
+        metrics = result.metrics
         print(f"run directory   {run_dir}")
-        print(f"env steps       {result['env_steps']:,}")
-        print(f"eval score      {metrics.get('eval/score', float('nan')):.2f}")
-        print(f"best score      {result['best_score']}")
+        print(f"env steps       {result.env_steps:,}")
+        if "eval/score" in metrics:
+            print(f"eval score      {metrics['eval/score']:.2f}")
+        if result.best_score is not None:
+            print(f"best score      {result.best_score:.2f}")
         print(f"checkpoints     {run_dir / 'checkpoints'}")
+        if result.stopped_by_signal:
+            last = run_dir / "checkpoints" / "last.ckpt"
+            print(f"stopped by a signal; resume with: typedrl train {args.env_id} --resume {last}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Tests for typedrl.agents._fabric, and the two-rank launcher the agent's DDP tests share."""
+"""Tests for typedrl.training._fabric, and the two-rank launcher the agent's DDP tests share."""
 
 import os
 from datetime import timedelta
@@ -8,7 +8,7 @@ from lightning.fabric import Fabric
 from lightning.fabric.strategies.ddp import DDPStrategy
 from torch import nn
 
-from typedrl.agents._fabric import default_fabric, setup_module_and_optimizer
+from typedrl.training._fabric import default_fabric, setup_module_and_optimizer
 
 
 def launch_two_rank_fabric(rank: int, port: int) -> Fabric:

@@ -1,4 +1,4 @@
-"""Tests for typedrl.agents._signals: StopRequest."""
+"""Tests for typedrl.training._signals: StopRequest."""
 
 import os
 import signal
@@ -7,7 +7,7 @@ from types import FrameType
 
 import pytest
 
-from typedrl.agents._signals import StopRequest
+from typedrl.training._signals import StopRequest
 
 
 def _custom_handler(signum: int, frame: FrameType | None) -> None:

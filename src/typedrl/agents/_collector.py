@@ -1,0 +1,441 @@
+"""The on-policy collector: steps a vector env with an actor-critic into an experience buffer."""
+
+from dataclasses import dataclass
+from typing import Any, final
+
+import torch
+from jaxtyping import Bool, Float
+from tensordict import TensorDict
+from torch import Tensor
+
+from typedrl._types import Obs
+from typedrl._values import StepResult
+from typedrl.agents._episodes import EpochEpisodes, epoch_episodes
+from typedrl.buffers import ExperienceBuffer
+from typedrl.distributed import Distributed, SingleProcess, raise_together
+from typedrl.errors import CheckpointError, ConfigError, EnvContractError, EnvError, NonFiniteError
+from typedrl.policies import MLPActorCritic
+from typedrl.protocols import ActorCritic, SupportsStateDict, VecEnv
+
+__all__ = ["OnPolicyCollector", "OnPolicyRollout"]
+
+OBS_KEY = "obs"
+"""Prefix of the observation's keys in the buffer."""
+_STEP_KEYS = ("action", "log_prob", "value")
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class OnPolicyRollout:
+    """What :meth:`OnPolicyCollector.collect` returns: one epoch of experience.
+
+    ``data`` is the buffer's stacked TensorDict, ``batch_size == [num_steps,
+    num_envs]``, holding ``"obs"`` (the observation each step acted on, nested
+    by the env's keys), ``"action"``, ``"log_prob"``, ``"value"`` (``V(obs_t)``),
+    ``"reward"`` (float32), ``"terminated"``, ``"truncated"``, ``"valid"`` and
+    ``"final_value"`` (``V(final_obs_t)`` where :attr:`has_final_value`, else
+    ``V(obs_t)``). It is a view of the collector's buffer: the next
+    :meth:`~OnPolicyCollector.collect` overwrites it.
+    """
+
+    data: TensorDict
+    """The epoch's transitions, ``[num_steps, num_envs]``."""
+    last_value: Float[Tensor, " num_envs"]
+    """``V(obs_T)``: the value of the observation after the last step (float32)."""
+    has_final_value: Bool[Tensor, " num_steps"]
+    """Steps whose ``final_value`` holds ``V(final_obs)`` (an exact bootstrap of truncations)."""
+    approximate_bootstrap: bool
+    """The env provides no terminal observations: ``final_value`` is ``V(obs_t)``, the value
+    of the last observation before a time-out (rsl_rl's approximation)."""
+    episodes: EpochEpisodes
+    """Returns and lengths of the episodes that ended during the epoch."""
+
+
+@final
+class OnPolicyCollector:
+    """Turns a vector env and an actor-critic into epochs of on-policy experience.
+
+    Implements :class:`~typedrl.protocols.Collector` for
+    :class:`~typedrl.protocols.ActorCritic` policies. Each :meth:`collect`
+    steps the env ``num_steps`` times without gradients, in the policy's eval
+    mode (restored afterwards), writing every step into an
+    :class:`~typedrl.buffers.ExperienceBuffer`; keeps the current observation
+    between calls so that epochs continue the same episodes; evaluates
+    ``V(final_obs)`` on steps where a row was truncated (an exact bootstrap);
+    tracks episode returns and lengths without a host sync per step; and checks
+    once per epoch that observations, terminal observations, rewards and policy
+    outputs are finite, raising :class:`~typedrl.errors.NonFiniteError` that
+    names the kind, the key, the row and the step before anything is trained.
+
+    An env that breaks its contract mid-rollout (``provides_final_obs`` but no
+    ``final_obs``) raises :class:`~typedrl.errors.EnvContractError` naming the
+    step; an exception of the env's own becomes :class:`~typedrl.errors.EnvError`
+    naming the iteration and the step, with the env's exception chained.
+
+    Args:
+        env: This rank's training env.
+        num_steps: Steps per epoch (the buffer's length).
+        dist: The ranks that check finiteness together (a bad rollout on one rank
+            stops every rank); single-process by default.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.policies import MLPActorCritic
+        >>> from typedrl.testing import CountingVecEnv
+        >>> env = CountingVecEnv(num_envs=2, terminate_after=3)
+        >>> policy = MLPActorCritic(env.single_observation_space, env.single_action_space)
+        >>> collector = OnPolicyCollector(env, num_steps=4)
+        >>> collector.reset(seed=0)
+        >>> rollout = collector.collect(policy, num_steps=4)
+        >>> rollout.data.batch_size, rollout.episodes.ended.sum().item()
+        (torch.Size([4, 2]), 2)
+    """
+
+    def __init__(self, env: VecEnv, *, num_steps: int, dist: Distributed | None = None) -> None:
+        if not isinstance(env, VecEnv):
+            raise ConfigError(f"OnPolicyCollector needs a typedrl VecEnv, got {type(env).__name__}")
+        self.env = env
+        self.device = env.device
+        self.dist: Distributed = dist if dist is not None else SingleProcess(device=env.device)
+        self.buffer = ExperienceBuffer(
+            num_envs=env.num_envs, num_steps=num_steps, device=env.device
+        )
+        self._obs: Obs | None = None
+        self._registered = False
+        self._episode_return = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
+        self._episode_length = torch.zeros(env.num_envs, dtype=torch.int64, device=self.device)
+
+    @property
+    def num_steps(self) -> int:
+        """Steps per epoch."""
+        return self.buffer.num_steps
+
+    @property
+    def needs_reset(self) -> bool:
+        """Whether the env must be reset before the next :meth:`collect` (no current observation).
+
+        True before the first :meth:`reset`, and after loading a state that
+        holds no env state (an env without ``state_dict``).
+        """
+        return self._obs is None
+
+    def reset(self, *, seed: int | None = None) -> None:
+        """Reset the env (seeded) and start new episodes on every row."""
+        obs, _ = self.env.reset(seed=seed)
+        self._obs = obs
+        self._episode_return.zero_()
+        self._episode_length.zero_()
+
+    def register(self, policy: ActorCritic) -> None:
+        """Register the buffer's keys (idempotent).
+
+        The observation's keys, and every output's shape and dtype from one
+        eval-mode, no-grad forward of ``policy``.
+
+        Raises:
+            ConfigError: The env was not reset yet.
+        """
+        if self._registered:
+            return
+        obs = self._require_obs()
+        buffer = self.buffer
+        buffer.register_from(obs, prefix=OBS_KEY)
+        was_training = policy.training
+        policy.train(mode=False)
+        try:
+            with torch.no_grad():
+                outputs = policy.act(obs)
+        finally:
+            policy.train(mode=was_training)
+        buffer.register_from(outputs.select(*_STEP_KEYS))
+        for key in ("reward", "final_value"):
+            buffer.register_key(key, (), torch.float32)
+        for key in ("terminated", "truncated"):
+            buffer.register_key(key, (), torch.bool)
+        self._registered = True
+
+    def _require_obs(self) -> Obs:
+        if self._obs is None:
+            raise ConfigError("OnPolicyCollector: call reset() before collecting")
+        return self._obs
+
+    @torch.no_grad()
+    def collect(
+        self, policy: ActorCritic, *, num_steps: int, iteration: int = 0
+    ) -> OnPolicyRollout:
+        """Step the env ``num_steps`` times with ``policy``; return the epoch's experience.
+
+        Args:
+            policy: The actor-critic (its sampled actions are taken).
+            num_steps: Must equal :attr:`num_steps` (the buffer's length).
+            iteration: The trainer's iteration, named in error messages.
+
+        Raises:
+            ConfigError: ``num_steps`` differs from the buffer's, or no reset yet.
+            EnvContractError: The env broke its contract (the step is named).
+            EnvError: The env raised an exception of its own (chained).
+            NonFiniteError: A NaN or infinity came from the env or the policy (on
+                every rank when distributed).
+        """
+        if num_steps != self.num_steps:
+            raise ConfigError(
+                f"OnPolicyCollector.collect: num_steps must be {self.num_steps} (the buffer's "
+                f"length), got {num_steps}"
+            )
+        env, buffer = self.env, self.buffer
+        obs = self._require_obs()
+        self.register(policy)
+        buffer.reset_epoch()
+        was_training = policy.training
+        policy.train(mode=False)
+        approximate = not env.provides_final_obs
+        # On the CPU, reading a flag costs no device synchronisation.
+        host_reads = self.device.type == "cpu"
+        act_tensors = policy.act_tensors if isinstance(policy, MLPActorCritic) else None
+        has_final = [False] * num_steps
+        final_obs_ok = torch.ones(
+            num_steps, self.env.num_envs, dtype=torch.bool, device=self.device
+        )
+        try:
+            for t in range(num_steps):
+                if act_tensors is not None:
+                    action, log_prob, value = act_tensors(obs)
+                else:
+                    outputs = policy.act(obs)
+                    action, log_prob, value = (outputs[key] for key in _STEP_KEYS)
+                result = self._step(action, t, iteration)
+                final_values = self._final_values(
+                    policy=policy,
+                    result=result,
+                    value=value,
+                    step=t,
+                    approximate=approximate,
+                    host_reads=host_reads,
+                )
+                if final_values is not None and not approximate and result.final_obs is not None:
+                    final_obs_ok[t] = _rows_finite(result.final_obs)
+                has_final[t] = final_values is not None
+                buffer.write(t, obs, prefix=OBS_KEY)
+                buffer.write(
+                    t,
+                    {
+                        "action": action,
+                        "log_prob": log_prob,
+                        "value": value,
+                        "reward": result.reward.to(torch.float32),
+                        "terminated": result.terminated,
+                        "truncated": result.truncated,
+                        "valid": result.valid,
+                        "final_value": (
+                            final_values if final_values is not None else value
+                        ).float(),
+                    },
+                )
+                obs = result.obs
+            self._obs = obs
+            last_value = policy.value(obs).float()
+        finally:
+            policy.train(mode=was_training)
+        data = buffer.stacked()
+        self._check_finite(data, obs, final_obs_ok, last_value, iteration)
+        return OnPolicyRollout(
+            data=data,
+            last_value=last_value,
+            has_final_value=torch.tensor(has_final, device=self.device),
+            approximate_bootstrap=approximate,
+            episodes=self._track_episodes(data),
+        )
+
+    def _step(self, action: Tensor, step: int, iteration: int) -> StepResult:
+        where = f"step {step} of iteration {iteration}"
+        try:
+            return self.env.step(action)
+        except Exception as error:
+            if isinstance(error, ConfigError | EnvContractError | NonFiniteError | EnvError):
+                error.add_note(f"raised by the env at {where}")
+                raise
+            raise EnvError(
+                f"the env ({type(self.env).__name__}) raised {type(error).__name__} at {where}: "
+                f"{error}"
+            ) from error
+
+    def _final_values(
+        self,
+        *,
+        policy: ActorCritic,
+        result: StepResult,
+        value: Tensor,
+        step: int,
+        approximate: bool,
+        host_reads: bool,
+    ) -> Tensor | None:
+        """``V(final_obs)`` where truncated rows need it; ``None`` where no row does."""
+        if approximate:
+            # Documented approximation: bootstrap a time-out with V(obs_t).
+            return value
+        final_obs = result.final_obs
+        if final_obs is None:
+            raise EnvContractError(
+                f"{type(self.env).__name__} reports provides_final_obs=True but returned "
+                f"final_obs=None at step {step}; return the terminal observations, or report "
+                "provides_final_obs=False so that time-outs use the documented approximation"
+            )
+        # When no row ended, the env may return its next observation as final_obs.
+        if final_obs is result.obs:
+            return None
+        # Only truncated rows read V(final_obs): on the CPU, skip steps without one.
+        if host_reads and not bool(result.truncated.any()):
+            return None
+        return policy.value(final_obs)
+
+    def _check_finite(
+        self,
+        data: TensorDict,
+        last_obs: Obs,
+        final_obs_ok: Tensor,
+        last_value: Tensor,
+        iteration: int,
+    ) -> None:
+        """Raise NonFiniteError, naming the kind, key, row and step, if the epoch is not finite.
+
+        One host synchronisation when everything is finite, before advantages
+        are computed, so nothing is updated from bad data. Every rank takes part.
+        """
+        valid: Tensor = data["valid"]
+        bad = _bad_entries(data, last_obs, final_obs_ok, last_value, valid)
+        flags = torch.stack([mask.any() for _, _, mask in bad])
+        if not bool(flags.any()):
+            raise_together(None, "the finite check of the rollout", self.dist)
+            return
+        raise_together(
+            _describe_nonfinite(bad, iteration), "the finite check of the rollout", self.dist
+        )
+
+    def _track_episodes(self, data: TensorDict) -> EpochEpisodes:
+        episodes = epoch_episodes(
+            data["reward"],
+            data["terminated"] | data["truncated"],
+            data["valid"],
+            self._episode_return,
+            self._episode_length,
+        )
+        self._episode_return = episodes.return_so_far
+        self._episode_length = episodes.length_so_far
+        return episodes
+
+    # ------------------------------------------------------------------ state
+
+    def state_dict(self) -> dict[str, Any]:
+        """The env's state, the current observation and the running episodes' statistics.
+
+        Empty when the env is not checkpointable (no ``state_dict``): a resumed
+        run then restarts the env (:attr:`needs_reset`).
+        """
+        if not isinstance(self.env, SupportsStateDict):
+            return {}
+        state: dict[str, Any] = {
+            "env": self.env.state_dict(),
+            "episode_return": self._episode_return,
+            "episode_length": self._episode_length,
+        }
+        if self._obs is not None:
+            # A TensorDict is not plain data: store its leaves as a nested dict.
+            state["obs"] = self._obs.to_dict()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`state_dict`'s output; an empty dict asks for a fresh reset.
+
+        Raises:
+            CheckpointError: The state holds env state for an env that is not
+                checkpointable, or lacks a piece (the key is named).
+        """
+        if not state_dict:
+            self._obs = None
+            return
+        if not isinstance(self.env, SupportsStateDict):
+            raise CheckpointError(
+                f"the collector state holds env state, but {type(self.env).__name__} has no "
+                "load_state_dict"
+            )
+        missing = sorted({"env", "episode_return", "episode_length"} - set(state_dict))
+        if missing:
+            raise CheckpointError(f"the collector state lacks {missing}")
+        self.env.load_state_dict(state_dict["env"])
+        self._episode_return = state_dict["episode_return"].to(self.device, torch.float64)
+        self._episode_length = state_dict["episode_length"].to(self.device, torch.int64)
+        obs = state_dict.get("obs")
+        self._obs = (
+            TensorDict(obs, batch_size=[self.env.num_envs], device=self.device)
+            if obs is not None
+            else None
+        )
+
+
+def _rows_finite(obs: Obs) -> Tensor:
+    """Per row, whether every floating leaf of ``obs`` is finite (``[num_envs]``, no host sync)."""
+    ok = torch.ones(obs.batch_size[0], dtype=torch.bool, device=obs.device)
+    for leaf in obs.values(include_nested=True, leaves_only=True):
+        if isinstance(leaf, Tensor) and leaf.is_floating_point():
+            ok &= torch.isfinite(leaf).reshape(leaf.shape[0], -1).all(dim=1)
+    return ok
+
+
+# The order in which kinds are reported when several go bad at one step: causes first.
+_KINDS = ("observation", "terminal observation", "reward", "policy output", "bootstrap value")
+
+
+def _bad_entries(
+    data: TensorDict, last_obs: Obs, final_obs_ok: Tensor, last_value: Tensor, valid: Tensor
+) -> list[tuple[str, str, Tensor]]:
+    """``(kind, key, bad)`` triples, ``bad`` being ``[num_steps, num_envs]``.
+
+    Each entry is charged to the env step that produced it: an observation to
+    the step that returned it.
+    """
+    steps = valid.shape[0]
+    entries: list[tuple[str, str, Tensor]] = []
+    observations: TensorDict = data[OBS_KEY]
+    for key in observations.keys(include_nested=True, leaves_only=True):
+        leaf = observations[key]
+        if not (isinstance(leaf, Tensor) and leaf.is_floating_point()):
+            continue
+        last = last_obs[key]
+        # Buffer row t + 1 holds what step t returned; the epoch's first observation
+        # was checked with the epoch before (or came from reset), so it is charged to step 0.
+        returned = torch.cat((leaf[1:], last.unsqueeze(0)), dim=0)
+        bad = ~torch.isfinite(returned).reshape(steps, valid.shape[1], -1).all(dim=2)
+        first_bad = ~torch.isfinite(leaf[0]).reshape(valid.shape[1], -1).all(dim=1)
+        bad[0] |= first_bad
+        name = key if isinstance(key, str) else ".".join(key)
+        entries.append(("observation", name, bad))
+    entries.append(("terminal observation", "final_obs", ~final_obs_ok & data["truncated"]))
+    entries.append(("reward", "reward", ~torch.isfinite(data["reward"]) & valid))
+    entries.append(("policy output", "log_prob", ~torch.isfinite(data["log_prob"]) & valid))
+    value_bad = ~torch.isfinite(data["value"]) & valid
+    # V(obs_T) after the last step: charged to the last step.
+    value_bad[-1] |= ~torch.isfinite(last_value)
+    entries.append(("policy output", "value", value_bad))
+    # Only truncated rows use V(final_obs); other rows' entries are unused.
+    final_value = torch.where(data["truncated"], data["final_value"], 0.0)
+    entries.append(("bootstrap value", "final_value", ~torch.isfinite(final_value) & valid))
+    return entries
+
+
+def _describe_nonfinite(bad: list[tuple[str, str, Tensor]], iteration: int) -> NonFiniteError:
+    """The error naming the first bad entry: earliest step, causes first, lowest row."""
+    found: list[tuple[int, int, int, str, str]] = []
+    for kind, key, mask in bad:
+        hits = mask.nonzero()
+        if hits.numel():
+            step, row = (int(v) for v in hits[0])
+            found.append((step, _KINDS.index(kind), row, kind, key))
+    found.sort()
+    step, _, row, kind, key = found[0]
+    also = sorted({f"{k} {key_!r}" for s, _, _, k, key_ in found[1:] if s == step})
+    extra = f" (also non-finite at that step: {', '.join(also)})" if also else ""
+    return NonFiniteError(
+        f"expected finite observations, rewards and policy outputs, got a non-finite {kind} "
+        f"{key!r} in env row {row} at step {step} of iteration {iteration}{extra}; nothing "
+        "was updated. Check the env (its state may have diverged) and the learning rate"
+    )

@@ -1,0 +1,33 @@
+"""The trainer core both trainer families stand on.
+
+:class:`AbstractTrainer` owns the Fabric lifecycle, the fit loop, the counters,
+evaluation on schedule, the checkpoint schedule (``last.ckpt`` rolling,
+``best.ckpt``, periodic), resume with the config check, rank-aggregated logging
+and the progress display; it knows no algorithm. A trainer supplies its modules,
+one training iteration (:class:`IterationResult`) and its checkpointable
+:class:`TrainerState`. :class:`RunOptions` holds what every run shares.
+"""
+
+from typedrl.training._fabric import default_fabric as default_fabric
+from typedrl.training._fabric import setup_module_and_optimizer as setup_module_and_optimizer
+from typedrl.training._options import RunOptions as RunOptions
+from typedrl.training._signals import StopRequest as StopRequest
+from typedrl.training._state import GeneratorState as GeneratorState
+from typedrl.training._state import TrainerState as TrainerState
+from typedrl.training._trainer import AbstractTrainer as AbstractTrainer
+from typedrl.training._trainer import Budget as Budget
+from typedrl.training._trainer import FitResult as FitResult
+from typedrl.training._trainer import IterationResult as IterationResult
+
+__all__ = [
+    "AbstractTrainer",
+    "Budget",
+    "FitResult",
+    "GeneratorState",
+    "IterationResult",
+    "RunOptions",
+    "StopRequest",
+    "TrainerState",
+    "default_fabric",
+    "setup_module_and_optimizer",
+]

@@ -1,0 +1,113 @@
+"""What a trainer checkpoints: one typed value of live, checkpointable objects."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, final
+
+import torch
+
+from typedrl import _validation
+from typedrl._validation import describe
+from typedrl.errors import ConfigError
+from typedrl.protocols import SupportsStateDict
+
+__all__ = ["GeneratorState", "TrainerState"]
+
+_GROUPS = ("modules", "optimizers", "schedulers", "rank_local")
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class TrainerState:
+    """The objects a trainer's checkpoint holds, by name, grouped by how they are saved.
+
+    Every value implements :class:`~typedrl.protocols.SupportsStateDict`. The
+    trainer core saves their ``state_dict()`` into one
+    :class:`~typedrl.checkpoint.Checkpoint` and restores them with
+    ``load_state_dict`` on resume, naming the object in any error. A trainer
+    returns the same names every time; a new kind of state (a critic, a
+    scheduler, a counter object) is one more entry, not a new code path.
+
+    Example:
+        >>> import torch
+        >>> model = torch.nn.Linear(2, 1)
+        >>> state = TrainerState(
+        ...     modules={"policy": model},
+        ...     optimizers={"policy": torch.optim.SGD(model.parameters(), lr=0.1)},
+        ... )
+        >>> sorted(state.modules), dict(state.schedulers)
+        (['policy'], {})
+    """
+
+    modules: Mapping[str, SupportsStateDict]
+    """Shared across ranks (identical on every rank), saved once from rank 0: networks,
+    observation normalisers and counter objects. The policy is ``"policy"``."""
+    optimizers: Mapping[str, SupportsStateDict] = field(default_factory=dict)
+    """Optimizers by name (shared across ranks)."""
+    schedulers: Mapping[str, SupportsStateDict] = field(default_factory=dict)
+    """Learning-rate schedulers by name (shared across ranks)."""
+    rank_local: Mapping[str, SupportsStateDict] = field(default_factory=dict)
+    """State that differs between ranks (envs, collectors, samplers), saved for every
+    rank under ``"<name>.rank<r>"`` and restored on the rank that saved it."""
+
+    def __post_init__(self) -> None:
+        for group in _GROUPS:
+            entries: object = getattr(self, group)
+            if not isinstance(entries, Mapping):
+                raise ConfigError(
+                    f"TrainerState.{group} must be a mapping, got {describe(entries)}"
+                )
+            for name, value in entries.items():
+                if type(name) is not str or not name or "." in name:
+                    raise ConfigError(
+                        f"TrainerState.{group} keys must be non-empty str without '.', "
+                        f"got {describe(name)}"
+                    )
+                if not isinstance(value, SupportsStateDict):
+                    raise ConfigError(
+                        f"TrainerState.{group}[{name!r}] must have state_dict() and "
+                        f"load_state_dict(), got {describe(value)}"
+                    )
+            object.__setattr__(self, group, MappingProxyType(dict(entries)))
+        if "policy" not in self.modules:
+            raise ConfigError(
+                "TrainerState.modules must hold the policy under 'policy', "
+                f"got {sorted(self.modules)}"
+            )
+
+
+@final
+class GeneratorState:
+    """A :class:`torch.Generator` as a checkpointable object (its state as a uint8 tensor).
+
+    Example:
+        >>> generator = torch.Generator().manual_seed(3)
+        >>> saved = GeneratorState(generator).state_dict()
+        >>> first = torch.rand(2, generator=generator)
+        >>> GeneratorState(generator).load_state_dict(saved)
+        >>> bool((torch.rand(2, generator=generator) == first).all())
+        True
+    """
+
+    def __init__(self, generator: torch.Generator) -> None:
+        self.generator = generator
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"generator": generator.get_state()}``."""
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore the generator's state.
+
+        Raises:
+            ConfigError: The dict has no ``"generator"`` uint8 tensor.
+        """
+        value = state_dict.get("generator")
+        if not isinstance(value, torch.Tensor) or value.dtype != torch.uint8:
+            raise ConfigError(
+                "GeneratorState expects {'generator': <uint8 tensor>}, got keys "
+                f"{sorted(state_dict)}"
+            )
+        self.generator.set_state(value.cpu())

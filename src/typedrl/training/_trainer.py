@@ -1,0 +1,563 @@
+"""The training lifecycle both trainer families stand on: fit loop, evaluation, checkpoints."""
+
+import math
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, final
+
+import torch
+from lightning.fabric import Fabric
+from lightning.fabric.loggers.logger import Logger
+
+from typedrl import _validation
+from typedrl._validation import describe, positive_int
+from typedrl._values import EvaluationResult
+from typedrl.checkpoint import (
+    CHECKPOINT_KINDS,
+    Checkpoint,
+    CheckpointKind,
+    CheckpointMetadata,
+    CheckpointPaths,
+    capture_rng_state,
+    load_checkpoint,
+    load_into,
+    restore_rng_state,
+    save_checkpoint,
+)
+from typedrl.distributed import Distributed, FabricDistributed, raise_together
+from typedrl.errors import CheckpointError, ConfigError, TypedRLError
+from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
+from typedrl.logging import ProgressDisplay, build_loggers
+from typedrl.protocols import Evaluator, Policy, SupportsStateDict, VecEnv
+from typedrl.seeding import derive_seed
+from typedrl.training._fabric import default_fabric
+from typedrl.training._options import RunOptions
+from typedrl.training._signals import StopRequest
+from typedrl.training._state import TrainerState
+
+__all__ = ["AbstractTrainer", "Budget", "FitResult", "IterationResult"]
+
+_ITERATION = "iteration"
+_ENV_STEPS = "env_steps"
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budget:
+    """How long a run trains: exactly one of a number of env steps or of iterations.
+
+    Example:
+        >>> Budget(timesteps=100_000).timesteps
+        100000
+        >>> Budget(timesteps=10, iterations=2)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: Budget needs exactly one of timesteps and iterations, got both
+    """
+
+    timesteps: int | None = None
+    """Env steps over all envs and ranks."""
+    iterations: int | None = None
+    """Training iterations (PPO epochs, optimizer updates)."""
+
+    def __post_init__(self) -> None:
+        given = [name for name in ("timesteps", "iterations") if getattr(self, name) is not None]
+        if len(given) != 1:
+            found = "both" if given else "neither"
+            raise ConfigError(f"Budget needs exactly one of timesteps and iterations, got {found}")
+        positive_int("Budget", given[0], getattr(self, given[0]))
+
+    def spent(self, *, iterations: int, env_steps: int) -> bool:
+        """Whether a run at these counters has nothing left to train."""
+        if self.timesteps is not None:
+            return env_steps >= self.timesteps
+        return self.iterations is not None and iterations >= self.iterations
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IterationResult:
+    """What one training iteration returns to the trainer core."""
+
+    metrics: dict[str, float]
+    """Rank-aggregated metrics of the iteration (identical on every rank)."""
+    env_steps: int
+    """Env steps the iteration took, summed over every env row of every rank."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.env_steps, bool) or not isinstance(self.env_steps, int):
+            raise ConfigError(
+                f"IterationResult.env_steps must be an int, got {describe(self.env_steps)}"
+            )
+        if self.env_steps < 0:
+            raise ConfigError(f"IterationResult.env_steps must be >= 0, got {self.env_steps}")
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitResult:
+    """What :meth:`AbstractTrainer.fit` returns."""
+
+    metrics: dict[str, float]
+    """The latest value of every metric logged during the run."""
+    iterations: int
+    """Iterations done (over the whole run, resumed parts included)."""
+    env_steps: int
+    """Env steps taken over all ranks."""
+    best_score: float | None
+    """The best evaluation score, or ``None`` when nothing was evaluated."""
+    stopped_by_signal: bool
+    """Whether a SIGINT/SIGTERM stopped the run before its budget was spent."""
+    run_dir: Path | None
+    """The run's folder, if it has one."""
+
+
+class AbstractTrainer(ABC):
+    """The lifecycle of every typedrl trainer; subclasses supply the algorithm.
+
+    The core owns the Fabric setup, the loop, the counters (iterations, env
+    steps), evaluation on schedule through an injected
+    :class:`~typedrl.protocols.Evaluator`, the checkpoint schedule
+    (``last.ckpt`` rolling, ``best.ckpt``, periodic ``epoch_<n>.ckpt``), resume
+    with the config check, rank-aggregated logging and the progress display.
+    It knows no algorithm. A concrete trainer sets :attr:`kind` and implements:
+
+    - :meth:`_build`: its modules and optimizers, set up with Fabric;
+    - :meth:`_prepare`: anything the next iteration needs before the loop starts
+      (a first env reset, or a restart after a resume without env state);
+    - :meth:`_train_iteration`: one iteration, returning its metrics and env steps;
+    - :meth:`_state`: its :class:`TrainerState` (what a checkpoint holds);
+    - :meth:`_config_dict`, :attr:`policy` and :attr:`budget`.
+
+    Args:
+        env: This rank's training env.
+        fabric: A launched Fabric; by default a single-process one.
+        eval_env: This rank's evaluation env, scored by an
+            :class:`~typedrl.evaluation.EpisodeEvaluator` with
+            ``options.eval_episodes`` episodes (seeded from ``seed``).
+        evaluator: Any evaluator instead (not together with ``eval_env``);
+            neither: the run is not evaluated.
+        options: Run folder, cadences, loggers, progress.
+        seed: The run's seed, from which the default evaluator's seed derives.
+    """
+
+    kind: ClassVar[CheckpointKind]
+    """The checkpoint kind the trainer writes and accepts (set by every concrete trainer)."""
+    resumable_changes: ClassVar[frozenset[str]] = frozenset()
+    """Config fields that may differ between a checkpoint and the trainer resuming it."""
+
+    def __init__(
+        self,
+        *,
+        env: VecEnv,
+        fabric: Fabric | None = None,
+        eval_env: VecEnv | None = None,
+        evaluator: Evaluator | None = None,
+        options: RunOptions | None = None,
+        seed: int = 0,
+    ) -> None:
+        kind: object = getattr(type(self), "kind", None)
+        if kind not in CHECKPOINT_KINDS:
+            raise TypeError(
+                f"{type(self).__name__}.kind must be one of {list(CHECKPOINT_KINDS)}, got {kind!r}"
+            )
+        if not isinstance(env, VecEnv):
+            raise ConfigError(f"env must be a typedrl VecEnv, got {type(env).__name__}")
+        if options is None:
+            options = RunOptions()
+        if not isinstance(options, RunOptions):
+            raise ConfigError(f"options must be a RunOptions, got {describe(options)}")
+        if eval_env is not None and evaluator is not None:
+            raise ConfigError(
+                "pass eval_env (scored by the default EpisodeEvaluator) or evaluator, not both"
+            )
+        if evaluator is not None and not isinstance(evaluator, Evaluator):
+            raise ConfigError(
+                f"evaluator must implement typedrl.protocols.Evaluator, got {describe(evaluator)}"
+            )
+        self.env = env
+        self.options = options
+        self.fabric = fabric if fabric is not None else default_fabric()
+        self.dist: Distributed = FabricDistributed(self.fabric)
+        self.run_dir = Path(options.run_dir) if options.run_dir is not None else None
+        self.paths = CheckpointPaths(self.run_dir / "checkpoints") if self.run_dir else None
+        loggers: Sequence[Logger] = options.loggers or ()
+        if options.loggers is None and self.run_dir is not None and self.dist.is_main:
+            loggers = tuple(build_loggers(self.run_dir))
+        self.loggers: list[Logger] = list(loggers)
+        if eval_env is not None:
+            evaluator = EpisodeEvaluator(
+                eval_env,
+                num_episodes=options.eval_episodes,
+                seed=derive_seed(seed, "eval_env", rank=self.dist.rank),
+            )
+        self.evaluator = evaluator
+        self.iteration = 0
+        self.env_steps = 0
+        self.best_score: float | None = None
+        self.last_metrics: dict[str, float] = {}
+        self._is_built = False
+        self._next_eval = options.eval_every_steps
+        self._evaluated_at: int | None = None
+        self._last_saved_iteration = 0
+        self._last_saved_time = time.monotonic()
+
+    # ------------------------------------------------------------- to implement
+
+    @property
+    @abstractmethod
+    def policy(self) -> Policy:
+        """The policy evaluation runs (the unwrapped model)."""
+
+    @property
+    @abstractmethod
+    def budget(self) -> Budget:
+        """How long the run trains."""
+
+    @abstractmethod
+    def _build(self) -> None:
+        """Build the modules and optimizers and set them up with Fabric (called once)."""
+
+    @abstractmethod
+    def _prepare(self) -> None:
+        """Get ready for the next iteration; called at the start of every :meth:`fit`."""
+
+    @abstractmethod
+    def _train_iteration(self) -> IterationResult:
+        """Run one iteration; return its rank-aggregated metrics and the env steps it took."""
+
+    @abstractmethod
+    def _state(self) -> TrainerState:
+        """The checkpointable objects of the trainer (the same names every call)."""
+
+    @abstractmethod
+    def _config_dict(self) -> dict[str, Any]:
+        """The run's configuration as JSON-like values."""
+
+    # ------------------------------------------------------------- lifecycle
+
+    def setup(self) -> None:
+        """Build the modules and optimizers and set them up with Fabric (idempotent)."""
+        if not self._is_built:
+            self._build()
+            self._is_built = True
+
+    def fit(self) -> FitResult:
+        """Train until the budget is spent or a stop is requested; return the final metrics.
+
+        The final policy is evaluated (when there is an evaluator and the last
+        iteration did not evaluate it) before ``last.ckpt`` is written. The
+        first SIGINT/SIGTERM on any rank finishes the current iteration on
+        every rank, saves ``last.ckpt`` and returns normally without the final
+        evaluation (``FitResult.stopped_by_signal``); a second one aborts at
+        once. Loggers are finalised whatever happens (``"failed"`` when an
+        exception leaves the loop).
+        """
+        self.setup()
+        status = "failed"
+        try:
+            result = self._fit()
+            status = "success"
+            return result
+        finally:
+            for logger in self.loggers:
+                logger.finalize(status)
+
+    def _fit(self) -> FitResult:
+        self._prepare()
+        budget = self.budget
+        by_steps = budget.timesteps is not None
+        total = budget.timesteps if by_steps else budget.iterations
+        self._last_saved_iteration = self.iteration
+        self._last_saved_time = time.monotonic()
+        stopped = False
+        with (
+            StopRequest() as stop,
+            ProgressDisplay(
+                total_steps=total or 0,
+                enabled=self.options.progress and self.dist.is_main,
+                unit="steps" if by_steps else "iterations",
+            ) as display,
+        ):
+            while not budget.spent(iterations=self.iteration, env_steps=self.env_steps):
+                started = time.perf_counter()
+                result = self._train_iteration()
+                self.iteration += 1
+                self.env_steps += result.env_steps
+                metrics = dict(result.metrics)
+                metrics["time/iteration_seconds"] = time.perf_counter() - started
+                self._evaluate_on_schedule(metrics)
+                self._log(metrics)
+                display.update(
+                    steps=self.env_steps if by_steps else self.iteration, metrics=metrics
+                )
+                periodic = self.options.checkpoint_every_iterations
+                if periodic and self.iteration % periodic == 0:
+                    self.save(self.paths.periodic(self.iteration) if self.paths else None)
+                # Checked last, so that a signal received while logging stops this iteration.
+                stopped, save_due = self._agree(stop.requested, self._last_checkpoint_due())
+                if stopped:
+                    break
+                if save_due:
+                    self._save_last()
+            self.last_metrics["stopped_by_signal"] = float(stopped)
+            # Evaluate the final policy unless it was just evaluated or a signal asked to stop.
+            if self.evaluator is not None and not stopped and self._evaluated_at != self.env_steps:
+                self._log(self.evaluate())
+            self._save_last()
+        return FitResult(
+            metrics=dict(self.last_metrics),
+            iterations=self.iteration,
+            env_steps=self.env_steps,
+            best_score=self.best_score,
+            stopped_by_signal=stopped,
+            run_dir=self.run_dir,
+        )
+
+    def _evaluate_on_schedule(self, metrics: dict[str, float]) -> None:
+        every = self.options.eval_every_steps
+        if self._next_eval is None or every is None or self.env_steps < self._next_eval:
+            return
+        metrics.update(self.evaluate())
+        while self._next_eval <= self.env_steps:
+            self._next_eval += every
+
+    def evaluate(self) -> dict[str, float]:
+        """Evaluate the policy on every rank; every ``eval/*`` metric is pooled across ranks.
+
+        Metrics are pooled with :func:`~typedrl.evaluation.pool_evaluations`
+        (means weighted by episodes, extremes over ranks, pooled standard
+        deviations). Writes ``best.ckpt`` when the pooled score is finite and
+        strictly better than the best so far.
+        """
+        if self.evaluator is None:
+            return {}
+        self.setup()
+        error: TypedRLError | None = None
+        result: EvaluationResult | None = None
+        try:
+            result = self.evaluator.evaluate(self.policy)
+        except TypedRLError as failure:
+            error = failure
+        # An evaluation that fails on one rank must stop every rank, not leave them waiting.
+        raise_together(error, "evaluation", self.dist)
+        if result is None:  # evaluation failed here, and raise_together has raised
+            return {}
+        pooled = pool_evaluations(self.dist.all_gather_object(result))
+        self._evaluated_at = self.env_steps
+        metrics = {f"eval/{name}": value for name, value in pooled.metrics.items()}
+        metrics["eval/score"] = pooled.score
+        metrics["eval/episodes"] = float(pooled.num_items)
+        if math.isfinite(pooled.score) and (
+            self.best_score is None or pooled.score > self.best_score
+        ):
+            self.best_score = pooled.score
+            self.save(self.paths.best if self.paths else None)
+        self.last_metrics.update(metrics)
+        return metrics
+
+    def _last_checkpoint_due(self) -> bool:
+        """Whether ``last.ckpt`` should be refreshed now (this rank's view)."""
+        every_iterations = self.options.last_checkpoint_every_iterations
+        every_seconds = self.options.last_checkpoint_every_seconds
+        by_count = (
+            every_iterations is not None
+            and self.iteration - self._last_saved_iteration >= every_iterations
+        )
+        by_time = (
+            every_seconds is not None and time.monotonic() - self._last_saved_time >= every_seconds
+        )
+        return by_count or by_time
+
+    def _agree(self, stop: bool, save: bool) -> tuple[bool, bool]:
+        """Whether any rank asks to stop and whether any asks to save (one collective)."""
+        if self.dist.world_size == 1:
+            return stop, save
+        flags = torch.tensor([float(stop), float(save)], device=self.dist.device)
+        agreed = self.dist.all_reduce_sum(flags).cpu()
+        return bool(agreed[0] > 0.0), bool(agreed[1] > 0.0)
+
+    def _save_last(self) -> None:
+        self.save(self.paths.last if self.paths else None)
+        self._last_saved_iteration = self.iteration
+        self._last_saved_time = time.monotonic()
+
+    def _log(self, metrics: dict[str, float]) -> None:
+        metrics["time/env_steps"] = float(self.env_steps)
+        metrics["time/iteration"] = float(self.iteration)
+        self.last_metrics.update(metrics)
+        if self.dist.is_main:
+            for logger in self.loggers:
+                logger.log_metrics(dict(metrics), step=self.env_steps)
+
+    # ------------------------------------------------------------- checkpoints
+
+    def save(self, path: str | Path | None) -> Path | None:
+        """Write a full checkpoint to ``path`` on rank 0 (every rank must call it).
+
+        ``None`` writes nothing (a rank without a run folder still takes part in
+        the collectives, so that the ranks never wait on each other).
+
+        Shared state (:attr:`TrainerState.modules`, optimizers, schedulers,
+        counters) comes from rank 0; :attr:`TrainerState.rank_local` state and
+        RNG states are gathered from every rank (``"<name>.rank<r>"``).
+
+        Returns:
+            The file written on rank 0, ``None`` on the other ranks.
+        """
+        self.setup()
+        if path is None and self.dist.world_size == 1:
+            return None
+        state = self._state()
+        rng = tuple(self.dist.all_gather_object(capture_rng_state()))
+        per_rank = self.dist.all_gather_object(
+            {name: _to_cpu(item.state_dict()) for name, item in state.rank_local.items()}
+        )
+        written: Path | None = None
+        error: TypedRLError | None = None
+        if path is not None and self.dist.is_main:
+            modules = {name: item.state_dict() for name, item in state.modules.items()}
+            for rank, states in enumerate(per_rank):
+                for name, rank_state in states.items():
+                    modules[f"{name}.rank{rank}"] = rank_state
+            try:
+                checkpoint = Checkpoint(
+                    kind=self.kind,
+                    modules=modules,
+                    optimizers={name: item.state_dict() for name, item in state.optimizers.items()},
+                    schedulers={name: item.state_dict() for name, item in state.schedulers.items()},
+                    counters={_ITERATION: self.iteration, _ENV_STEPS: self.env_steps},
+                    best_score=self.best_score,
+                    config=self._config_dict(),
+                    env_id=self.options.env_id,
+                    rng=rng,
+                    metadata=CheckpointMetadata.now(world_size=self.dist.world_size),
+                )
+                written = save_checkpoint(path, checkpoint)
+            except TypedRLError as failure:
+                error = failure
+        # A failed write on rank 0 stops every rank instead of leaving them in a barrier.
+        raise_together(error, f"writing the checkpoint {path}", self.dist)
+        return written
+
+    def load(self, path: str | Path, *, strict_config: bool = True) -> None:
+        """Resume from a checkpoint written by :meth:`save` (call before :meth:`fit`).
+
+        Args:
+            path: The checkpoint file.
+            strict_config: Refuse a checkpoint whose config differs from this
+                trainer's in any field but :attr:`resumable_changes`. The
+                checkpoint holds rank 0's config, so rank 0 compares its own
+                and a mismatch stops every rank. Pass ``False`` to resume with
+                changed hyper-parameters on purpose; the run then no longer
+                equals an uninterrupted one.
+
+        Raises:
+            CheckpointError: If the file is missing, corrupt, of another kind,
+                saved by another number of ranks, lacks a piece of the
+                trainer's state, holds state of another architecture, or (with
+                ``strict_config``) was saved with another config. The file,
+                kind and config are checked before the trainer is touched; a
+                failure on one rank raises on every rank.
+        """
+        failure: TypedRLError | None = None
+        checkpoint: Checkpoint | None = None
+        try:
+            checkpoint = load_checkpoint(path, expected_kind=self.kind)
+        except TypedRLError as error:  # a file one rank cannot read stops every rank
+            failure = error
+        # The checkpoint holds rank 0's config (ranks may differ, in batch_size for
+        # one): rank 0 compares, and a mismatch stops every rank.
+        if checkpoint is not None and strict_config and self.dist.is_main:
+            failure = self._config_mismatch(checkpoint.config, path)
+        if (
+            checkpoint is not None
+            and failure is None
+            and len(checkpoint.rng) != self.dist.world_size
+        ):
+            failure = CheckpointError(
+                f"{path}: saved by {len(checkpoint.rng)} rank(s), resumed on "
+                f"{self.dist.world_size}; resume with the same number of ranks"
+            )
+        raise_together(failure, f"reading the checkpoint {path}", self.dist)
+        if checkpoint is None:  # not reached: raise_together raised this rank's error
+            raise CheckpointError(f"{path}: the checkpoint could not be read")
+        self.setup()
+        file = Path(path)
+        state = self._state()
+        suffix = f".rank{self.dist.rank}"
+        groups: list[tuple[str, dict[str, SupportsStateDict], dict[str, dict[str, Any]]]] = [
+            ("modules", dict(state.modules), checkpoint.modules),
+            ("optimizers", dict(state.optimizers), checkpoint.optimizers),
+            ("schedulers", dict(state.schedulers), checkpoint.schedulers),
+            (
+                "rank_local",
+                dict(state.rank_local),
+                {
+                    name.removesuffix(suffix): value
+                    for name, value in checkpoint.modules.items()
+                    if name.endswith(suffix)
+                },
+            ),
+        ]
+        for group, targets, saved in groups:
+            missing = sorted(set(targets) - set(saved))
+            if missing:
+                raise CheckpointError(
+                    f"{file}: no {group} state for {missing} (it holds {sorted(saved)}); "
+                    f"not a checkpoint of this {type(self).__name__}'s setup"
+                )
+            for name, target in targets.items():
+                load_into(target, saved[name], name=f"{group}[{name!r}]", path=file)
+        counters = checkpoint.counters
+        self.iteration = int(counters.get(_ITERATION, counters.get("epoch", 0)))
+        self.env_steps = int(counters.get(_ENV_STEPS, 0))
+        self.best_score = checkpoint.best_score
+        every = self.options.eval_every_steps
+        if every is not None:
+            self._next_eval = (self.env_steps // every + 1) * every
+        restore_rng_state(checkpoint.rng_state(self.dist.rank))
+
+    def _config_mismatch(self, saved: dict[str, Any], path: str | Path) -> CheckpointError | None:
+        current = self._config_dict()
+        missing = object()
+        # Fields the checkpoint lacks (added to the config after it was written) are
+        # not compared; fields it has that the config no longer has are.
+        changed = [
+            f"{name}: saved {saved[name]!r}, now {current.get(name, '(absent)')!r}"
+            for name in sorted(saved)
+            if name not in self.resumable_changes
+            and _plain(saved[name]) != _plain(current.get(name, missing))
+        ]
+        if not changed:
+            return None
+        return CheckpointError(
+            f"{path}: saved with another config ({'; '.join(changed)}). Resume with the "
+            "saved config (the checkpoint's config field), or pass strict_config=False to "
+            "change hyper-parameters on purpose"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with tuples as lists, recursively (configs compare by content)."""
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _to_cpu(value: Any) -> Any:
+    """``value`` with every tensor moved to the CPU (for gathering and saving)."""
+    if isinstance(value, dict):
+        return {key: _to_cpu(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_to_cpu(item) for item in value)
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    return value
