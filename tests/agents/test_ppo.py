@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 import torch
+from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
+from lightning.fabric.plugins.precision import MixedPrecision
 from tensordict import TensorDict
 from torch import Tensor, nn
 
@@ -496,6 +498,62 @@ def test_nonfinite_gradients_raise_when_configured() -> None:
     nan_value_during_updates(agent)
     with pytest.raises(NonFiniteError, match=r"non-finite gradient norm \(nan\) in epoch 0"):
         agent.fit()
+
+
+def _precision_fabric(precision: str) -> Fabric:
+    """A single-process CPU Fabric; ``"16-mixed+scaler"`` is float16 AMP with a gradient scaler."""
+    if precision == "16-mixed+scaler":
+        plugin = MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu"))
+        fabric = Fabric(accelerator="cpu", devices=1, plugins=[plugin])
+    else:
+        fabric = Fabric(accelerator="cpu", devices=1, precision=precision)  # type: ignore[arg-type]
+    fabric.launch()
+    return fabric
+
+
+def _final_grad_norm(precision: str) -> float:
+    env = make("typedrl/CartPole-v0", num_envs=8, seed=0)
+    config = PPOConfig(
+        total_timesteps=8 * 32 * 2, num_steps=32, batch_size=64, num_mini_epochs=2, **SMALL
+    )
+    agent = PPOAgent(
+        env=env,
+        config=config,
+        fabric=_precision_fabric(precision),
+        options=RunOptions(progress=False, loggers=[]),
+    )
+    return agent.fit().metrics["train/grad_norm"]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("precision", ["bf16-mixed", "16-mixed+scaler"])
+def test_mixed_precision_measures_and_clips_unscaled_gradients(precision: str) -> None:
+    """Under AMP the logged gradient norm is the true one (it was the loss-scaled one, ~6e4x)."""
+    reference = _final_grad_norm("32-true")
+    assert _final_grad_norm(precision) == pytest.approx(reference, rel=0.1)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_gradient_scaler_backs_off_on_overflowing_updates() -> None:
+    """An overflowing update is skipped through the scaler, which lowers its scale."""
+    config = PPOConfig(total_timesteps=16, num_steps=8, batch_size=8, num_mini_epochs=1, **SMALL)
+    logger = RecordingLogger()
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=config,
+        fabric=_precision_fabric("16-mixed+scaler"),
+        options=RunOptions(loggers=[logger], progress=False),
+    )
+    agent.setup()
+    scaler = agent._scaler
+    assert scaler is not None
+    initial_scale = scaler.get_scale()
+    nan_value_during_updates(agent)
+    before = parameters(agent)
+    agent.fit()
+    assert [record["train/skipped_updates"] for record in logger.records] == [1.0]
+    assert scaler.get_scale() < initial_scale
+    assert_same_parameters(before, parameters(agent))
 
 
 # ---------------------------------------------------------------- construction errors

@@ -130,7 +130,8 @@ class OnPolicyCollector:
         """Register the buffer's keys (idempotent).
 
         The observation's keys, and every output's shape and dtype from one
-        eval-mode, no-grad forward of ``policy``.
+        eval-mode, no-grad, deterministic forward of ``policy`` (it draws no random
+        numbers, so registering never shifts a run's random streams).
 
         Raises:
             ConfigError: The env was not reset yet.

@@ -7,7 +7,7 @@ from typing import Any, final
 import gymnasium as gym
 import torch
 from lightning.fabric import Fabric
-from lightning.fabric.plugins.precision import DoublePrecision, Precision
+from lightning.fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
 from torch import Tensor
 
 from typedrl.advantages import compute_gae
@@ -206,10 +206,22 @@ class PPOAgent(AbstractTrainer):
             else None
         )
         self.model_unwrapped = model
+        precision = self.fabric.strategy.precision
+        # A gradient scaler (float16 mixed precision) scales the loss: the gradients are
+        # unscaled before they are measured and clipped, and the scaler's own step skips
+        # overflowing updates and backs its scale off.
+        self._scaler = (
+            getattr(precision, "scaler", None) if isinstance(precision, MixedPrecision) else None
+        )
         # Fused Adam: one kernel per step over all parameters (the default on CPU is a
-        # loop over tensors, which dominates the update of small networks).
+        # loop over tensors, which dominates the update of small networks). Fabric cannot
+        # unscale the gradients of an optimizer that unscales inside its step, as fused
+        # Adam does, so a scaled run uses the unfused one.
         optimizer = torch.optim.Adam(
-            model.parameters(), lr=config.learning_rate, eps=config.adam_eps, fused=True
+            model.parameters(),
+            lr=config.learning_rate,
+            eps=config.adam_eps,
+            fused=self._scaler is None,
         )
         self.model, self.optimizer = setup_module_and_optimizer(
             self.fabric, model, optimizer, forward_methods=("evaluate_tensors",)
@@ -220,6 +232,7 @@ class PPOAgent(AbstractTrainer):
         self._evaluate = (
             self.model.evaluate_tensors if self.dist.world_size > 1 else model.evaluate_tensors
         )
+        self._mixed = isinstance(precision, MixedPrecision)
         # compile_update runs each minibatch update as one compiled function (loss,
         # gradients, clipping, Adam); checked to be single-process in __init__.
         self._compiled_update = (
@@ -375,7 +388,8 @@ class PPOAgent(AbstractTrainer):
             # The finiteness decision syncs once per minibatch; every rank sees the same
             # all-reduced gradient, so every rank decides alike.
             finite = math.isfinite(float(grad_norm))
-            if finite:
+            # With a scaler, its step skips a non-finite update itself and lowers the scale.
+            if finite or self._scaler is not None:
                 with torch.no_grad():
                     self.optimizer.step()
         if not finite and raise_on_nonfinite:
@@ -390,7 +404,14 @@ class PPOAgent(AbstractTrainer):
         return self._adapt(stats[4])
 
     def _loss_terms(self, batch: EpochData) -> tuple[Tensor, Tensor]:
-        """The PPO loss of a minibatch and its statistics (:func:`ppo_loss`)."""
+        """The PPO loss of a minibatch and its statistics (:func:`ppo_loss`).
+
+        Under mixed precision the loss runs in Fabric's autocast (a single process
+        calls the model directly, past the wrapper's forward that would apply it).
+        """
+        if self._mixed:
+            with self.fabric.autocast():
+                return ppo_loss(self.config, batch, self._evaluate)
         return ppo_loss(self.config, batch, self._evaluate)
 
     def _clip_gradients(self) -> Tensor:
@@ -399,6 +420,9 @@ class PPOAgent(AbstractTrainer):
         As :func:`torch.nn.utils.clip_grad_norm_`, without its per-call grouping
         of tensors by device and dtype (the parameters share both).
         """
+        if self._scaler is not None:
+            # Measure and clip the true gradients, not the loss-scaled ones.
+            self.fabric.strategy.precision.unscale_gradients(self.optimizer)
         grads = [p.grad for p in self._parameters if p.grad is not None]
         if not grads:
             return torch.zeros((), device=self.device)
