@@ -145,7 +145,7 @@ class OnPolicyCollector:
         policy.train(mode=False)
         try:
             with torch.no_grad():
-                outputs = policy.act(obs)
+                outputs = policy.act(obs, deterministic=True)
         finally:
             policy.train(mode=was_training)
         buffer.register_from(outputs.select(*_STEP_KEYS))

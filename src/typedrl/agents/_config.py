@@ -125,7 +125,9 @@ class PPOConfig:
     Runtime shape checking (jaxtyping's import hook) cannot be traced by the compiler:
     leave it off for compiled runs."""
     seed: int = 0
-    """Seed of the run, in ``[0, 2**32 - 1]`` (each rank derives its own seeds from it)."""
+    """Seed of the run, in ``[0, 2**32 - 1]``: every random stream of every rank (env,
+    evaluation env, initialisation, minibatch sampler) gets its own seed from it through
+    :func:`typedrl.seeding.derive_seed`."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Free-form JSON-like values stored with checkpoints (for your own bookkeeping)."""
 

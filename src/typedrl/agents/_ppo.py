@@ -23,6 +23,7 @@ from typedrl.logging import MetricAggregator
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Evaluator, Policy, VecEnv
+from typedrl.seeding import derive_seed
 from typedrl.training import (
     AbstractTrainer,
     Budget,
@@ -157,7 +158,7 @@ class PPOAgent(AbstractTrainer):
             [*_METRICS, "train/approximate_bootstrap"], device=self.device
         )
         self._generator = torch.Generator(device="cpu")
-        self._generator.manual_seed(config.seed * 7919 + self.dist.rank)
+        self._generator.manual_seed(derive_seed(config.seed, "sampler", rank=self.dist.rank))
         self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
 
     # --------------------------------------------------------------- properties
@@ -196,7 +197,7 @@ class PPOAgent(AbstractTrainer):
 
     def _build(self) -> None:
         config, env = self.config, self.env
-        torch.manual_seed(config.seed + self.dist.rank)
+        torch.manual_seed(derive_seed(config.seed, "init", rank=self.dist.rank))
         model = self.build_policy(config, env.single_observation_space, env.single_action_space).to(
             self.device
         )
@@ -241,19 +242,15 @@ class PPOAgent(AbstractTrainer):
 
     def _prepare(self) -> None:
         """Reset the env where it has no current observation; register the buffer's keys."""
-        collector = self.collector
-        resumed = self.iteration > 0
+        collector, seed, rank = self.collector, self.config.seed, self.dist.rank
         if collector.needs_reset:
-            seed = self.config.seed * 1_000_003 + self.dist.rank * 65_537
-            if resumed:
+            collector.reset(
+                seed=derive_seed(seed, "env", rank=rank)
+                if self.iteration == 0
                 # The env's state was not checkpointable: continue from a fresh, seeded reset.
-                seed = self.config.seed * 1_000_003 + self.iteration * 7 + self.dist.rank
-            collector.reset(seed=seed)
-        if resumed:
-            with torch.random.fork_rng(devices=[]):
-                collector.register(self.model_unwrapped)
-        else:
-            collector.register(self.model_unwrapped)
+                else derive_seed(seed, "env_restart", rank=rank, index=self.iteration)
+            )
+        collector.register(self.model_unwrapped)
 
     def load(self, path: Any, *, strict_config: bool = True) -> None:
         """Resume from a checkpoint (see :meth:`AbstractTrainer.load`).

@@ -142,6 +142,7 @@ def run_train(args: argparse.Namespace) -> int:
     from typedrl.agents import PPOAgent  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
+    from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import RunOptions  # noqa: PLC0415
 
     num_envs, config = _config_for(args.env_id, args)
@@ -169,18 +170,20 @@ def run_train(args: argparse.Namespace) -> int:
         if args.vectorization == "async" and not args.env_id.startswith("typedrl/")
         else "sync"
     )
-    rank_seed = args.seed + 1000 * fabric.global_rank
+    # The trainer resets both envs with these same derived seeds: the construction
+    # seeds are the run's, never overridden by other values.
+    rank = fabric.global_rank
     env = make(
         args.env_id,
         num_envs=num_envs,
-        seed=rank_seed,
+        seed=derive_seed(args.seed, "env", rank=rank),
         device=fabric.device,
         vectorization=vectorization,
     )
     eval_env = make(
         args.env_id,
         num_envs=min(num_envs, 8),
-        seed=rank_seed + 1,
+        seed=derive_seed(args.seed, "eval_env", rank=rank),
         device=fabric.device,
         vectorization=vectorization,
     )
