@@ -502,7 +502,7 @@ def test_reward_normalizer_running_return_before_update() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"gamma": 1.5}, r"gamma must be in \[0, 1\]"),
+        ({"gamma": 1.5}, r"gamma must lie in \[0, 1\]"),
         ({"gamma": math.nan}, "gamma must be a finite float"),
         ({"gamma": 0.9, "clip": -1.0}, "clip must be > 0"),
         ({"gamma": 0.9, "epsilon": -1.0}, "epsilon must be >= 0"),

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TypeVar
 
+import torch
+
 from typedrl.errors import ConfigError
 
 __all__ = [
@@ -20,7 +22,9 @@ __all__ = [
     "no_type_check",
     "non_negative_float",
     "non_negative_int",
+    "positive_float",
     "positive_int",
+    "unit_interval",
 ]
 
 
@@ -44,7 +48,21 @@ def no_type_check(obj: _T) -> _T:
 
 
 def describe(value: object) -> str:
-    """Return ``repr(value)`` and its type, shortened for error messages."""
+    """Return ``repr(value)`` and its type, shortened for error messages.
+
+    A tensor is described by its type, dtype, shape and device, never by its
+    values (a state dict's tensors may hold millions).
+
+    Example:
+        >>> import torch
+        >>> describe(torch.zeros(2, 3))
+        'a Tensor of dtype torch.float32, shape [2, 3] on cpu'
+        >>> describe(0)
+        '0 (type int)'
+    """
+    if isinstance(value, torch.Tensor):
+        shape = list(value.shape)
+        return f"a {type(value).__name__} of dtype {value.dtype}, shape {shape} on {value.device}"
     text = repr(value)
     if len(text) > 80:
         text = text[:77] + "..."
@@ -77,6 +95,22 @@ def non_negative_float(owner: str, name: str, value: object) -> float:
     result = finite_float(owner, name, value)
     if result < 0.0:
         raise ConfigError(f"{owner}.{name} must be >= 0, got {describe(value)}")
+    return result
+
+
+def positive_float(owner: str, name: str, value: object) -> float:
+    """Check that ``value`` is a finite real number greater than zero."""
+    result = finite_float(owner, name, value)
+    if result <= 0.0:
+        raise ConfigError(f"{owner}.{name} must be > 0, got {describe(value)}")
+    return result
+
+
+def unit_interval(owner: str, name: str, value: object) -> float:
+    """Check that ``value`` is a finite real number in ``[0, 1]`` (a discount, a lambda)."""
+    result = finite_float(owner, name, value)
+    if not 0.0 <= result <= 1.0:
+        raise ConfigError(f"{owner}.{name} must lie in [0, 1], got {describe(value)}")
     return result
 
 

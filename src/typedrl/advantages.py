@@ -35,7 +35,7 @@ from typing import final
 import torch
 from torch import Tensor
 
-from typedrl._validation import describe, finite_float
+from typedrl._validation import describe, unit_interval
 from typedrl.errors import ConfigError, SpecError
 from typedrl.types import Done, EnvScalar, RolloutFlag, RolloutScalar
 
@@ -84,13 +84,6 @@ def _describe_tensor(value: object) -> str:
     if isinstance(value, Tensor):
         return f"shape {list(value.shape)}, dtype {value.dtype}"
     return describe(value)
-
-
-def _unit_interval(name: str, value: object) -> float:
-    result = finite_float("compute_gae", name, value)
-    if not 0.0 <= result <= 1.0:
-        raise ConfigError(f"compute_gae.{name} must be in [0, 1], got {describe(value)}")
-    return result
 
 
 def compute_gae(
@@ -166,8 +159,8 @@ def compute_gae(
     checker.check("terminated", terminated, floating=False)
     checker.check("truncated", truncated, floating=False)
     checker.check("valid", valid, floating=False)
-    gamma = _unit_interval("gamma", gamma)
-    gae_lambda = _unit_interval("gae_lambda", gae_lambda)
+    gamma = unit_interval("compute_gae", "gamma", gamma)
+    gae_lambda = unit_interval("compute_gae", "gae_lambda", gae_lambda)
     if dtype is None:
         dtype = torch.promote_types(
             torch.promote_types(rewards.dtype, values.dtype), next_values.dtype

@@ -603,9 +603,7 @@ class RewardNormalizer:
         device: torch.device | str | None = None,
     ) -> None:
         owner = "RewardNormalizer"
-        self.gamma = _validation.finite_float(owner, "gamma", gamma)
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ConfigError(f"{owner}.gamma must be in [0, 1], got {describe(gamma)}")
+        self.gamma = _validation.unit_interval(owner, "gamma", gamma)
         self.clip = _optional_positive(owner, "clip", clip)
         self._stats = RunningMeanStd((), epsilon=epsilon, check_finite=check_finite, device=device)
         self._returns: Tensor | None = None

@@ -11,7 +11,13 @@ from tests.agents._envs import BaseEnvWrapper, RandomWalkEnv
 from typedrl._types import Action
 from typedrl._values import StepResult
 from typedrl.agents import OnPolicyCollector
-from typedrl.errors import ConfigError, EnvContractError, EnvError, NonFiniteError
+from typedrl.errors import (
+    CheckpointError,
+    ConfigError,
+    EnvContractError,
+    EnvError,
+    NonFiniteError,
+)
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Collector, VecEnv
 from typedrl.testing import CountingVecEnv
@@ -176,3 +182,17 @@ def test_state_round_trip_continues_the_same_episodes() -> None:
     assert stateless.state_dict() == {}
     stateless.load_state_dict({})
     assert stateless.needs_reset
+
+
+def test_a_mismatched_state_names_the_key_and_shows_shapes_not_values() -> None:
+    """A state saved with other num_envs names the key and its shape, never the values."""
+    saved = _collector(RandomWalkEnv(num_envs=3)).state_dict()
+    saved["episode_return"] = torch.arange(3000, dtype=torch.float64)
+    collector = OnPolicyCollector(RandomWalkEnv(num_envs=3), num_steps=8)
+    with pytest.raises(CheckpointError) as info:
+        collector.load_state_dict(saved)
+    message = str(info.value)
+    assert "'episode_return' must be a tensor of shape [3]" in message
+    assert "shape [3000]" in message
+    assert "2999" not in message
+    assert "tensor(" not in message

@@ -45,6 +45,36 @@ def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     report = json.loads(capsys.readouterr().out)
     assert report["episodes"] == 4
     assert report["score"] > 0
+    # The checkpoint knows its env: the built-in CartPole here, whatever the default is.
+    assert report["env_id"] == "typedrl/CartPole-v0"
+
+
+def test_evaluate_scores_on_the_env_the_checkpoint_was_trained_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CartPole-v1 checkpoint is scored on CartPole-v1, not on the default env."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "CartPole-v1", "--total-timesteps", "128", "--num-envs", "4"]
+    options = ["--run-dir", str(run_dir), "--no-progress", "--set", "num_steps=16"]
+    assert main([*argv, *options, "--set", "batch_size=32"]) == 0
+    capsys.readouterr()
+    last = run_dir / "checkpoints" / "last.ckpt"
+    assert main(["evaluate", str(last), "--episodes", "2", "--num-envs", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["env_id"] == "CartPole-v1"
+
+
+def test_evaluate_needs_an_env_when_the_checkpoint_has_none(tmp_path: Path) -> None:
+    """A checkpoint without an env id asks for one, in one clear error."""
+    from typedrl.agents import PPOAgent, PPOConfig
+    from typedrl.envs import make
+    from typedrl.training import RunOptions
+
+    config = PPOConfig(total_timesteps=32, num_steps=8, batch_size=16, num_mini_epochs=1)
+    env = make("CartPole-v1", num_envs=2, seed=0)
+    PPOAgent(env=env, config=config, options=RunOptions(run_dir=tmp_path, progress=False)).fit()
+    env.close()
+    with pytest.raises(ConfigError, match="does not record the env"):
+        main(["evaluate", str(tmp_path / "checkpoints" / "last.ckpt")])
 
 
 def test_train_resume_continues_the_counters(tmp_path: Path) -> None:

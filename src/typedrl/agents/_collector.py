@@ -9,6 +9,7 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl._types import Obs
+from typedrl._validation import describe
 from typedrl._values import StepResult
 from typedrl.agents._episodes import EpochEpisodes, epoch_episodes
 from typedrl.buffers import ExperienceBuffer
@@ -362,6 +363,15 @@ class OnPolicyCollector:
         missing = sorted({"env", "episode_return", "episode_length"} - set(state_dict))
         if missing:
             raise CheckpointError(f"the collector state lacks {missing}")
+        rows = self.env.num_envs
+        for key in ("episode_return", "episode_length"):
+            value = state_dict[key]
+            if not isinstance(value, Tensor) or tuple(value.shape) != (rows,):
+                raise CheckpointError(
+                    f"the collector state's {key!r} must be a tensor of shape [{rows}] (one "
+                    f"entry per env row), got {describe(value)}; was it saved with another "
+                    "num_envs?"
+                )
         self.env.load_state_dict(state_dict["env"])
         self._episode_return = state_dict["episode_return"].to(self.device, torch.float64)
         self._episode_length = state_dict["episode_length"].to(self.device, torch.int64)

@@ -4,7 +4,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, final
 
 from typedrl import _validation
-from typedrl._validation import describe, finite_float, non_negative_float, positive_int
+from typedrl._validation import (
+    describe,
+    finite_float,
+    non_negative_float,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
 from typedrl.errors import ConfigError
 
 __all__ = ["PPOConfig"]
@@ -14,21 +21,6 @@ NonFiniteGradients = Literal["skip", "raise"]
 
 
 _MAX_SEED = 2**32 - 1
-
-
-def _unit_interval(name: str, value: object, *, closed: bool = True) -> float:
-    result = finite_float("PPOConfig", name, value)
-    if not (0.0 <= result <= 1.0) or (not closed and result in (0.0, 1.0)):
-        bounds = "[0, 1]" if closed else "(0, 1)"
-        raise ConfigError(f"PPOConfig.{name} must lie in {bounds}, got {describe(value)}")
-    return result
-
-
-def _positive_float(name: str, value: object) -> float:
-    result = finite_float("PPOConfig", name, value)
-    if result <= 0.0:
-        raise ConfigError(f"PPOConfig.{name} must be > 0, got {describe(value)}")
-    return result
 
 
 @final
@@ -152,15 +144,15 @@ class PPOConfig:
             "observation_clip",
             "reward_clip",
         ):
-            self._set(name, _positive_float(name, getattr(self, name)))
+            self._set(name, positive_float("PPOConfig", name, getattr(self, name)))
         for name in ("value_loss_coef", "entropy_coef"):
             self._set(name, non_negative_float("PPOConfig", name, getattr(self, name)))
         self._set("log_std_init", finite_float("PPOConfig", "log_std_init", self.log_std_init))
-        self._set("gamma", _unit_interval("gamma", self.gamma))
-        self._set("gae_lambda", _unit_interval("gae_lambda", self.gae_lambda))
+        self._set("gamma", unit_interval("PPOConfig", "gamma", self.gamma))
+        self._set("gae_lambda", unit_interval("PPOConfig", "gae_lambda", self.gae_lambda))
         for name in ("target_kl", "max_grad_norm"):
             if getattr(self, name) is not None:
-                self._set(name, _positive_float(name, getattr(self, name)))
+                self._set(name, positive_float("PPOConfig", name, getattr(self, name)))
         if self.min_learning_rate > self.max_learning_rate:
             raise ConfigError(
                 f"PPOConfig.min_learning_rate ({self.min_learning_rate}) must not exceed "

@@ -359,7 +359,7 @@ def _check_state_tensor(where: str, value: object) -> None:
         or value.ndim != 1
         or value.device.type != "cpu"
     ):
-        raise ConfigError(f"{where} must be a 1-D uint8 CPU tensor, got {_describe_any(value)}")
+        raise ConfigError(f"{where} must be a 1-D uint8 CPU tensor, got {describe(value)}")
 
 
 def _check_word_tensor(where: str, value: object, size: int) -> None:
@@ -370,7 +370,7 @@ def _check_word_tensor(where: str, value: object, size: int) -> None:
         or value.device.type != "cpu"
     ):
         raise ConfigError(
-            f"{where} must be an int64 CPU tensor of shape [{size}], got {_describe_any(value)}"
+            f"{where} must be an int64 CPU tensor of shape [{size}], got {describe(value)}"
         )
     if bool((value < 0).any()) or bool((value >= _UINT32_LIMIT).any()):
         raise ConfigError(f"{where} must hold 32-bit words in [0, 2**32)")
@@ -455,17 +455,10 @@ def _check_storable(where: str, value: object) -> None:
                 _check_storable(f"{where}[{index}]", item)
         return
     raise ConfigError(
-        f"{where} holds {_describe_any(value)}, which torch.load(weights_only=True) cannot "
+        f"{where} holds {describe(value)}, which torch.load(weights_only=True) cannot "
         "read back; a state dict may hold only tensors, numbers, str, bytes, bool, None, "
         "dtypes, devices and plain dict/list/tuple/set containers"
     )
-
-
-def _describe_any(value: object) -> str:
-    if isinstance(value, Tensor):
-        shape = list(value.shape)
-        return f"a {type(value).__name__} of dtype {value.dtype}, shape {shape} on {value.device}"
-    return describe(value)
 
 
 def _typedrl_version() -> str:
@@ -607,7 +600,7 @@ def from_payload(raw: object, file: Path, expected_kind: CheckpointKind | None) 
         found = (
             f"a dict with keys {sorted(map(str, raw))[:8]}"
             if isinstance(raw, dict)
-            else _describe_any(raw)
+            else describe(raw)
         )
         raise CheckpointError(
             f"checkpoint {file} is not a typedrl checkpoint: expected a dict with "

@@ -113,7 +113,12 @@ def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentP
         "evaluate", help="evaluate a PPO checkpoint with deterministic actions"
     )
     evaluate.add_argument("checkpoint", type=Path)
-    evaluate.add_argument("env_id", nargs="?", default=DEFAULT_ENV_ID)
+    evaluate.add_argument(
+        "env_id",
+        nargs="?",
+        default=None,
+        help="the env to score on (default: the env the checkpoint was trained on)",
+    )
     evaluate.add_argument("--episodes", type=int, default=32)
     evaluate.add_argument("--num-envs", type=int, default=8)
     evaluate.add_argument("--seed", type=int, default=0)
@@ -234,8 +239,19 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
 
     checkpoint = load_checkpoint(args.checkpoint)
+    if checkpoint.kind != PPOAgent.kind:
+        raise ConfigError(
+            f"{args.checkpoint}: typedrl evaluate scores {PPOAgent.kind!r} checkpoints, "
+            f"this one is of kind {checkpoint.kind!r}"
+        )
+    env_id = args.env_id if args.env_id is not None else checkpoint.env_id
+    if env_id is None:
+        raise ConfigError(
+            f"{args.checkpoint} does not record the env it was trained on (it was saved "
+            "without RunOptions.env_id); name the env: typedrl evaluate CHECKPOINT ENV_ID"
+        )
     config = PPOConfig.from_dict(checkpoint.config)
-    env = make(args.env_id, num_envs=args.num_envs, seed=args.seed)
+    env = make(env_id, num_envs=args.num_envs, seed=args.seed)
     try:
         # The observation normalisers are part of the model and of its saved state.
         model = PPOAgent.build_policy(config, env.single_observation_space, env.single_action_space)
@@ -245,5 +261,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
             result = evaluator.evaluate(model)
     finally:
         env.close()
-    print(json.dumps({"score": result.score, "episodes": result.num_items, **result.metrics}))
+    report = {"env_id": env_id, "score": result.score, "episodes": result.num_items}
+    print(json.dumps({**report, **result.metrics}))
     return 0
