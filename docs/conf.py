@@ -48,6 +48,10 @@ nitpick_ignore_regex = [
     ("py:class", r"(pathlib\.Path|os\.PathLike|abc\.ABC)"),
     ("py:mod", r"random"),
     ("py:func", r"(os\.replace|random\.\w+)"),
+    # A type variable that only keeps a helper's argument and return types
+    # together (setup_module_and_optimizer's module type): it appears in the
+    # signature by its private path and has nothing of its own to document.
+    ("py:class", r"typedrl\.training\._fabric\.ModuleT"),
 ]
 
 # -- autodoc ---------------------------------------------------------------
