@@ -56,11 +56,11 @@ class EnvContractError(TypedRLError, RuntimeError):
 
 
 @final
-@final
 class EnvError(TypedRLError, RuntimeError):
     """An env raised an exception of its own while a trainer used it (chained as the cause)."""
 
 
+@final
 class NonFiniteError(TypedRLError, FloatingPointError):
     """A NaN or infinity appeared in observations, rewards, losses or gradients."""
 

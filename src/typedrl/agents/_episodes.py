@@ -13,16 +13,14 @@ _Flags = Bool[Tensor, "num_steps num_envs"]
 
 
 class EpochEpisodes(NamedTuple):
-    """What :func:`epoch_episodes` returns.
+    """Returns and lengths of the episodes that ended during an epoch.
 
-    Attributes:
-        returns: At each step where a row's episode ended, the episode's
-            undiscounted return (other entries are meaningless).
-        lengths: Likewise, the episode's length in valid steps.
-        ended: Where an episode ended on a valid step (the entries to record).
-        return_so_far: Per row, the return of the episode still running at
-            the end of the epoch, carried into the next one.
-        length_so_far: Per row, that episode's length so far.
+    ``returns``: at each step where a row's episode ended, the episode's
+    undiscounted return (other entries are meaningless); ``lengths``: likewise,
+    the episode's length in valid steps; ``ended``: where an episode ended on a
+    valid step (the entries to record); ``return_so_far`` and ``length_so_far``:
+    per row, the return and length of the episode still running at the end of
+    the epoch, carried into the next one.
     """
 
     returns: Float[Tensor, "num_steps num_envs"]

@@ -253,7 +253,7 @@ class PPOAgent(AbstractTrainer):
         collector.register(self.model_unwrapped)
 
     def load(self, path: Any, *, strict_config: bool = True) -> None:
-        """Resume from a checkpoint (see :meth:`AbstractTrainer.load`).
+        """Resume from a checkpoint (see :meth:`typedrl.training.AbstractTrainer.load`).
 
         The learning rate continues from the optimizer's saved parameter group.
         """

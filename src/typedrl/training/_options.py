@@ -58,7 +58,8 @@ class RunOptions:
     """Refresh ``last.ckpt`` at least every this many iterations (``None``: not by count)."""
     last_checkpoint_every_seconds: float | None = 60.0
     """Refresh ``last.ckpt`` at least every this many seconds of wall time (``None``: not by
-    time). The clock is rank 0's decision shared with every rank, so all ranks save together."""
+    time). In DDP a save that any rank's count or clock calls for is agreed in the one
+    collective of each iteration (with the stop signal), so all ranks save together."""
     loggers: Sequence[Logger] | None = None
     """Fabric loggers written on rank 0; ``None`` uses
     :func:`~typedrl.logging.build_loggers` (CSV, plus TensorBoard when installed) when

@@ -28,7 +28,7 @@ from typedrl.checkpoint import (
     save_checkpoint,
 )
 from typedrl.distributed import Distributed, FabricDistributed, raise_together
-from typedrl.errors import CheckpointError, ConfigError, TypedRLError
+from typedrl.errors import CheckpointError, ConfigError, EnvError, TypedRLError
 from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
 from typedrl.logging import ProgressDisplay, build_loggers
 from typedrl.protocols import Evaluator, Policy, SupportsStateDict, VecEnv
@@ -344,6 +344,13 @@ class AbstractTrainer(ABC):
             result = self.evaluator.evaluate(self.policy)
         except TypedRLError as failure:
             error = failure
+        except Exception as failure:
+            # Any failure, not only typedrl's, must reach the other ranks.
+            error = EnvError(
+                f"the evaluator ({type(self.evaluator).__name__}) raised "
+                f"{type(failure).__name__} at iteration {self.iteration}: {failure}"
+            )
+            error.__cause__ = failure
         # An evaluation that fails on one rank must stop every rank, not leave them waiting.
         raise_together(error, "evaluation", self.dist)
         if result is None:  # evaluation failed here, and raise_together has raised
