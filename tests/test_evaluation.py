@@ -1,13 +1,17 @@
-"""Tests for typedrl.evaluation.EpisodeEvaluator."""
+"""Tests for typedrl.evaluation: EpisodeEvaluator and pool_evaluations."""
+
+import math
+from collections.abc import Sequence
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+from typedrl import EvaluationResult
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
-from typedrl.evaluation import EpisodeEvaluator
+from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
 from typedrl.protocols import Evaluator
 from typedrl.testing import ConstantPolicy, CountingVecEnv, LinearActorCritic, RandomEndsVectorEnv
 
@@ -130,3 +134,120 @@ def test_non_finite_returns_raise_non_finite_error() -> None:
     evaluator = EpisodeEvaluator(GymnasiumVecEnv(raw), num_episodes=1)
     with pytest.raises(NonFiniteError, match="return_mean"):
         evaluator.evaluate(ConstantPolicy(torch.tensor(0)))
+
+
+# ---------------------------------------------------------------- pool_evaluations
+
+
+def _episodes(returns: Sequence[float]) -> EvaluationResult:
+    """The result EpisodeEvaluator reports for these episode returns (lengths = returns)."""
+    values = torch.tensor(returns, dtype=torch.float64)
+    metrics = {
+        "return_mean": float(values.mean()),
+        "return_std": float(values.std(unbiased=False)),
+        "return_min": float(values.min()),
+        "return_max": float(values.max()),
+        "length_mean": float(values.mean()),
+    }
+    return EvaluationResult(metrics=metrics, score=metrics["return_mean"], num_items=len(returns))
+
+
+def test_pool_of_one_result_is_that_result() -> None:
+    """A single result (one rank) is returned unchanged."""
+    result = _episodes([1.0, 4.0])
+    assert pool_evaluations([result]) is result
+    assert pool_evaluations((result,)) is result
+
+
+def test_pool_of_nothing_raises_config_error() -> None:
+    """An empty sequence raises ConfigError."""
+    with pytest.raises(ConfigError, match="pool_evaluations needs at least one EvaluationResult"):
+        pool_evaluations([])
+    with pytest.raises(ConfigError, match="got none"):
+        pool_evaluations(())
+
+
+def test_pooled_statistics_equal_those_of_all_episodes() -> None:
+    """Returns [1, 3] and [5]: mean 3, std sqrt(8/3) (ddof 0), min 1, max 5, 3 episodes."""
+    pooled = pool_evaluations([_episodes([1.0, 3.0]), _episodes([5.0])])
+    assert pooled.num_items == 3
+    assert pooled.score == pytest.approx(3.0)
+    assert dict(pooled.metrics) == pytest.approx(
+        {
+            "return_mean": 3.0,
+            "return_std": math.sqrt(8.0 / 3.0),
+            "return_min": 1.0,
+            "return_max": 5.0,
+            "length_mean": 3.0,
+        }
+    )
+    assert list(pooled.metrics) == list(_episodes([1.0]).metrics)
+
+
+def test_means_and_scores_are_weighted_by_num_items() -> None:
+    """One episode scoring 1 and three scoring 4 pool to 3.25, not to 2.5."""
+    one = EvaluationResult(metrics={"success_rate": 1.0}, score=1.0, num_items=1)
+    three = EvaluationResult(metrics={"success_rate": 0.0}, score=4.0, num_items=3)
+    pooled = pool_evaluations([one, three])
+    assert pooled.score == 3.25
+    assert pooled.metrics["success_rate"] == 0.25
+    assert pooled.num_items == 4
+    assert pool_evaluations([three, one]).score == 3.25
+
+
+def test_extremes_come_from_any_result() -> None:
+    """*_min is the minimum and *_max the maximum over the results, whatever their weights."""
+    small = EvaluationResult(metrics={"x_min": -7.0, "x_max": 1.0}, score=0.0, num_items=1)
+    large = EvaluationResult(metrics={"x_min": 0.0, "x_max": 9.0}, score=0.0, num_items=100)
+    pooled = pool_evaluations([large, small, large])
+    assert dict(pooled.metrics) == {"x_min": -7.0, "x_max": 9.0}
+    assert pooled.num_items == 201
+
+
+def test_a_std_without_its_mean_is_averaged() -> None:
+    """A *_std metric without its *_mean sibling is pooled as a weighted mean."""
+    a = EvaluationResult(metrics={"noise_std": 1.0}, score=0.0, num_items=1)
+    b = EvaluationResult(metrics={"noise_std": 3.0}, score=0.0, num_items=3)
+    assert pool_evaluations([a, b]).metrics["noise_std"] == 2.5
+
+
+def test_identical_results_pool_to_the_same_statistics() -> None:
+    """Pooling a result with itself keeps every statistic (the std does not grow)."""
+    result = _episodes([2.0, 4.0, 9.0])
+    pooled = pool_evaluations([result, result, result])
+    assert dict(pooled.metrics) == pytest.approx(dict(result.metrics))
+    assert pooled.num_items == 9
+
+
+def test_metrics_missing_from_a_result_are_left_out() -> None:
+    """Only the metrics every result reports are pooled."""
+    with_success = EvaluationResult(
+        metrics={"return_mean": 1.0, "success_rate": 1.0}, score=1.0, num_items=1
+    )
+    without = EvaluationResult(metrics={"return_mean": 3.0, "extra": 5.0}, score=3.0, num_items=1)
+    pooled = pool_evaluations([with_success, without])
+    assert dict(pooled.metrics) == {"return_mean": 2.0}
+
+
+def test_pooled_episode_evaluators_equal_the_statistics_of_all_their_episodes() -> None:
+    """Two EpisodeEvaluators (two ranks) pool to the statistics of their 7 episodes together."""
+    policy = ConstantPolicy(torch.zeros(1))
+    # Rank 0: rows ending at t = 1 and 3, two episodes each: returns 1, 1, 6, 6.
+    first = EpisodeEvaluator(CountingVecEnv(num_envs=2, terminate_after=[1, 3]), num_episodes=4)
+    # Rank 1: one row ending at t = 4, three episodes: returns 10, 10, 10.
+    second = EpisodeEvaluator(CountingVecEnv(num_envs=1, terminate_after=4), num_episodes=3)
+    pooled = pool_evaluations([first.evaluate(policy), second.evaluate(policy)])
+    returns = torch.tensor([1.0, 1.0, 6.0, 6.0, 10.0, 10.0, 10.0], dtype=torch.float64)
+    lengths = torch.tensor([1.0, 1.0, 3.0, 3.0, 4.0, 4.0, 4.0], dtype=torch.float64)
+    assert pooled.num_items == 7
+    assert pooled.score == pytest.approx(float(returns.mean()))
+    assert dict(pooled.metrics) == pytest.approx(
+        {
+            "return_mean": float(returns.mean()),
+            "return_std": float(returns.std(unbiased=False)),
+            "return_min": 1.0,
+            "return_max": 10.0,
+            "length_mean": float(lengths.mean()),
+        },
+        rel=1e-12,
+    )

@@ -1,0 +1,148 @@
+"""Tests for typedrl.seeding.derive_seed."""
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from jaxtyping import TypeCheckError
+
+from tests.multiprocess import run_in_fresh_process
+from typedrl.errors import ConfigError
+from typedrl.seeding import SEED_STREAMS, derive_seed
+
+
+def test_known_values_are_stable_across_processes_and_releases() -> None:
+    """Pinned outputs: a hash of the inputs' text, independent of PYTHONHASHSEED and the process."""
+    assert derive_seed(0, "env") == 3834899488094598683
+    assert derive_seed(7, "sampler", rank=3, index=12) == 3027994446614743777
+    assert derive_seed(2**70, "env_restart", rank=15, index=1000) == 1520299232636796389
+
+
+def test_deterministic_and_defaults_are_rank_zero_index_zero() -> None:
+    """The same inputs give the same seed; rank and index default to 0."""
+    assert derive_seed(5, "init", rank=2, index=9) == derive_seed(5, "init", rank=2, index=9)
+    assert derive_seed(5, "init") == derive_seed(5, "init", rank=0, index=0)
+
+
+def test_every_input_changes_the_seed() -> None:
+    """Changing any one of seed, stream, rank or index changes the result."""
+    base = derive_seed(1, "env", rank=1, index=1)
+    assert derive_seed(2, "env", rank=1, index=1) != base
+    assert derive_seed(1, "eval_env", rank=1, index=1) != base
+    assert derive_seed(1, "env", rank=2, index=1) != base
+    assert derive_seed(1, "env", rank=1, index=2) != base
+    # Fields are separated: (seed 1, rank 12) and (seed 11, rank 2) read differently.
+    assert derive_seed(1, "env", rank=12) != derive_seed(11, "env", rank=2)
+    assert derive_seed(1, "env", rank=1, index=23) != derive_seed(1, "env", rank=12, index=3)
+
+
+def test_every_stream_is_accepted_and_distinct() -> None:
+    """All five streams are valid and give five different seeds for the same run seed."""
+    assert set(SEED_STREAMS) == {"env", "eval_env", "init", "sampler", "env_restart"}
+    seeds = {derive_seed(3, stream) for stream in SEED_STREAMS}
+    assert len(seeds) == len(SEED_STREAMS)
+
+
+def test_results_lie_in_the_range_every_seeding_api_accepts() -> None:
+    """Seeds are ints in [0, 2**63), accepted by torch, numpy and Python's random."""
+    for seed, stream, rank in itertools.product(
+        [0, 1, 2**31, 2**63, 2**64 + 5], SEED_STREAMS, range(4)
+    ):
+        value = derive_seed(seed, stream, rank=rank, index=rank * 1000)
+        assert type(value) is int
+        assert 0 <= value < 2**63
+    value = derive_seed(0, "init")
+    torch.Generator().manual_seed(value)
+    np.random.default_rng(value)
+
+
+def test_seeds_spread_over_the_high_bits() -> None:
+    """Consecutive inputs do not give neighbouring seeds (no arithmetic formula)."""
+    seeds = [derive_seed(0, "env", rank=rank) for rank in range(64)]
+    assert max(seeds) >= 2**62
+    assert min(abs(a - b) for a, b in itertools.combinations(seeds, 2)) > 2**32
+
+
+_BAD_NUMBERS: list[Any] = [-1, -(2**70), True, False]
+_NON_INTS: list[Any] = [1.0, "0", None]
+_BAD_STREAMS: list[Any] = ["", "ENV", "train", "eval", None, 0]
+_TYPE_CHECK_HOOK = (
+    "derive_seed lacks @_validation.no_type_check: under the runtime type checks a generic "
+    "TypeCheckError pre-empts its ConfigError"
+)
+
+
+@pytest.mark.parametrize("value", _BAD_NUMBERS)
+@pytest.mark.parametrize("name", ["seed", "rank", "index"])
+def test_bad_numbers_raise_config_error_naming_the_argument(name: str, value: Any) -> None:
+    """seed, rank and index must be non-negative ints, not bools."""
+    with pytest.raises(ConfigError, match=rf"derive_seed: {name} must be a non-negative int"):
+        _call(name, value)
+
+
+@pytest.mark.xfail(raises=TypeCheckError, reason=_TYPE_CHECK_HOOK)
+@pytest.mark.parametrize("value", _NON_INTS)
+@pytest.mark.parametrize("name", ["seed", "rank", "index"])
+def test_non_ints_raise_config_error_naming_the_argument(name: str, value: Any) -> None:
+    """Floats, strings and None raise ConfigError naming the argument."""
+    with pytest.raises(ConfigError, match=rf"derive_seed: {name} must be a non-negative int"):
+        _call(name, value)
+
+
+@pytest.mark.xfail(raises=TypeCheckError, reason=_TYPE_CHECK_HOOK)
+@pytest.mark.parametrize("stream", _BAD_STREAMS)
+def test_unknown_streams_raise_config_error_listing_the_streams(stream: Any) -> None:
+    """A stream outside SEED_STREAMS raises ConfigError that lists the valid ones."""
+    with pytest.raises(ConfigError, match=r"stream must be one of \['env', 'eval_env', 'init'"):
+        derive_seed(0, stream)
+
+
+def _call(name: str, value: Any) -> int:
+    arguments: dict[str, Any] = {"seed": 0, "rank": 0, "index": 0, name: value}
+    seed = arguments.pop("seed")
+    return derive_seed(seed, "env", **arguments)
+
+
+def _errors_without_runtime_checks(out: str) -> None:
+    """Every bad input's error, in a process without the test suite's type-check hook."""
+    messages: list[str] = []
+    cases: list[tuple[str, Any]] = [
+        *[(name, value) for name in ("seed", "rank", "index") for value in _NON_INTS],
+        *[("stream", stream) for stream in _BAD_STREAMS],
+    ]
+    for name, value in cases:
+        try:
+            derive_seed(0, value) if name == "stream" else _call(name, value)
+        except Exception as error:
+            messages.append(f"{type(error).__name__}: {error}")
+        else:
+            messages.append("no error")
+    Path(out).write_text(json.dumps(messages))
+
+
+def test_bad_inputs_raise_config_error_without_runtime_checks(tmp_path: Path) -> None:
+    """As users run it (no type-check hook): non-ints and unknown streams raise ConfigError."""
+    out = tmp_path / "errors.json"
+    run_in_fresh_process(_errors_without_runtime_checks, str(out))
+    messages = json.loads(out.read_text())
+    assert len(messages) == 3 * len(_NON_INTS) + len(_BAD_STREAMS)
+    numbers, streams = messages[: 3 * len(_NON_INTS)], messages[3 * len(_NON_INTS) :]
+    for message, name in zip(
+        numbers, [name for name in ("seed", "rank", "index") for _ in _NON_INTS], strict=True
+    ):
+        assert message.startswith(f"ConfigError: derive_seed: {name} must be a non-negative int")
+    for message in streams:
+        assert message.startswith(
+            "ConfigError: derive_seed: stream must be one of ['env', 'eval_env', 'init', "
+            "'sampler', 'env_restart']"
+        )
+
+
+def test_rank_and_index_are_keyword_only() -> None:
+    """rank and index cannot be passed by position (a swapped pair would go unnoticed)."""
+    with pytest.raises(TypeError):
+        derive_seed(0, "env", 1)  # type: ignore[call-arg]
