@@ -13,7 +13,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from typedrl.agents._episodes import epoch_episodes
+from typedrl.episodes import epoch_episodes
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ Example:
 import hashlib
 from typing import Final, Literal, TypeAlias, get_args
 
-from typedrl._validation import describe
+from typedrl._validation import describe, no_type_check
 from typedrl.errors import ConfigError
 
 __all__ = ["SEED_STREAMS", "SeedStream", "derive_seed"]
@@ -43,6 +43,7 @@ SEED_STREAMS: Final[tuple[SeedStream, ...]] = get_args(SeedStream)
 _SEED_LIMIT: Final = 2**63
 
 
+@no_type_check
 def derive_seed(seed: int, stream: SeedStream, *, rank: int = 0, index: int = 0) -> int:
     """The seed of one random stream of one rank, from the run's seed.
 

@@ -1,9 +1,8 @@
 """On-policy agents on the trainer core: PPO, its config and the on-policy collector."""
 
 from typedrl.agents._collector import OnPolicyCollector as OnPolicyCollector
-from typedrl.agents._episodes import EpochEpisodes as EpochEpisodes
 from typedrl.agents._collector import OnPolicyRollout as OnPolicyRollout
 from typedrl.agents._config import PPOConfig as PPOConfig
 from typedrl.agents._ppo import PPOAgent as PPOAgent
 
-__all__ = ["EpochEpisodes", "OnPolicyCollector", "OnPolicyRollout", "PPOAgent", "PPOConfig"]
+__all__ = ["OnPolicyCollector", "OnPolicyRollout", "PPOAgent", "PPOConfig"]

@@ -9,11 +9,10 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl._types import Obs
-from typedrl._validation import describe
 from typedrl._values import StepResult
-from typedrl.agents._episodes import EpochEpisodes, epoch_episodes
 from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
+from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError, EnvError, NonFiniteError
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import ActorCritic, SupportsStateDict, VecEnv
@@ -103,8 +102,7 @@ class OnPolicyCollector:
         )
         self._obs: Obs | None = None
         self._registered = False
-        self._episode_return = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
-        self._episode_length = torch.zeros(env.num_envs, dtype=torch.int64, device=self.device)
+        self.episodes = EpisodeTracker(num_envs=env.num_envs, device=self.device)
 
     @property
     def num_steps(self) -> int:
@@ -124,8 +122,7 @@ class OnPolicyCollector:
         """Reset the env (seeded) and start new episodes on every row."""
         obs, _ = self.env.reset(seed=seed)
         self._obs = obs
-        self._episode_return.zero_()
-        self._episode_length.zero_()
+        self.episodes.restart()
 
     def register(self, policy: ActorCritic) -> None:
         """Register the buffer's keys (idempotent).
@@ -314,16 +311,9 @@ class OnPolicyCollector:
         )
 
     def _track_episodes(self, data: TensorDict) -> EpochEpisodes:
-        episodes = epoch_episodes(
-            data["reward"],
-            data["terminated"] | data["truncated"],
-            data["valid"],
-            self._episode_return,
-            self._episode_length,
+        return self.episodes.update(
+            data["reward"], data["terminated"] | data["truncated"], data["valid"]
         )
-        self._episode_return = episodes.return_so_far
-        self._episode_length = episodes.length_so_far
-        return episodes
 
     # ------------------------------------------------------------------ state
 
@@ -335,11 +325,7 @@ class OnPolicyCollector:
         """
         if not isinstance(self.env, SupportsStateDict):
             return {}
-        state: dict[str, Any] = {
-            "env": self.env.state_dict(),
-            "episode_return": self._episode_return,
-            "episode_length": self._episode_length,
-        }
+        state: dict[str, Any] = {"env": self.env.state_dict(), **self.episodes.state_dict()}
         if self._obs is not None:
             # A TensorDict is not plain data: store its leaves as a nested dict.
             state["obs"] = self._obs.to_dict()
@@ -363,18 +349,8 @@ class OnPolicyCollector:
         missing = sorted({"env", "episode_return", "episode_length"} - set(state_dict))
         if missing:
             raise CheckpointError(f"the collector state lacks {missing}")
-        rows = self.env.num_envs
-        for key in ("episode_return", "episode_length"):
-            value = state_dict[key]
-            if not isinstance(value, Tensor) or tuple(value.shape) != (rows,):
-                raise CheckpointError(
-                    f"the collector state's {key!r} must be a tensor of shape [{rows}] (one "
-                    f"entry per env row), got {describe(value)}; was it saved with another "
-                    "num_envs?"
-                )
+        self.episodes.load_state_dict(state_dict)
         self.env.load_state_dict(state_dict["env"])
-        self._episode_return = state_dict["episode_return"].to(self.device, torch.float64)
-        self._episode_length = state_dict["episode_length"].to(self.device, torch.int64)
         obs = state_dict.get("obs")
         self._obs = (
             TensorDict(obs, batch_size=[self.env.num_envs], device=self.device)

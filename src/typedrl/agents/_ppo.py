@@ -10,6 +10,7 @@ from lightning.fabric import Fabric
 from lightning.fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
 from torch import Tensor
 
+from typedrl import _validation
 from typedrl.advantages import compute_gae
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OBS_KEY, OnPolicyCollector, OnPolicyRollout
@@ -110,6 +111,7 @@ class PPOAgent(AbstractTrainer):
     resumable_changes = frozenset({"total_timesteps", "compile_update", "extra"})
     """Config fields a resumed run may change: the budget, compilation, user bookkeeping."""
 
+    @_validation.no_type_check
     def __init__(
         self,
         *,

@@ -151,6 +151,7 @@ class AbstractTrainer(ABC):
     resumable_changes: ClassVar[frozenset[str]] = frozenset()
     """Config fields that may differ between a checkpoint and the trainer resuming it."""
 
+    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -258,9 +259,9 @@ class AbstractTrainer(ABC):
         once. Loggers are finalised whatever happens (``"failed"`` when an
         exception leaves the loop).
         """
-        self.setup()
         status = "failed"
         try:
+            self.setup()
             result = self._fit()
             status = "success"
             return result
@@ -309,7 +310,8 @@ class AbstractTrainer(ABC):
             # Evaluate the final policy unless it was just evaluated or a signal asked to stop.
             if self.evaluator is not None and not stopped and self._evaluated_at != self.env_steps:
                 self._log(self.evaluate())
-            self._save_last()
+            if self._last_saved_iteration != self.iteration or self._evaluated_at == self.env_steps:
+                self._save_last()
         return FitResult(
             metrics=dict(self.last_metrics),
             iterations=self.iteration,
@@ -355,7 +357,16 @@ class AbstractTrainer(ABC):
         raise_together(error, "evaluation", self.dist)
         if result is None:  # evaluation failed here, and raise_together has raised
             return {}
-        pooled = pool_evaluations(self.dist.all_gather_object(result))
+        # Plain values through the process group (a result's read-only mapping does not pickle).
+        gathered = self.dist.all_gather_object(
+            (dict(result.metrics), result.score, result.num_items)
+        )
+        pooled = pool_evaluations(
+            [
+                EvaluationResult(metrics=metrics, score=score, num_items=num_items)
+                for metrics, score, num_items in gathered
+            ]
+        )
         self._evaluated_at = self.env_steps
         metrics = {f"eval/{name}": value for name, value in pooled.metrics.items()}
         metrics["eval/score"] = pooled.score

@@ -1,12 +1,22 @@
-"""Returns and lengths of the episodes that ended during an epoch, computed once per epoch."""
+"""Episode returns and lengths, computed once per rollout for every collector.
 
-from typing import NamedTuple
+:func:`epoch_episodes` finds the episodes that ended in a rollout of
+``[num_steps, num_envs]`` rewards and done flags with no loop over steps, and
+:class:`EpisodeTracker` carries the episodes still running from one rollout to
+the next (checkpointable), so that no collector tracks episodes per step or
+with a host synchronisation.
+"""
+
+from typing import Any, NamedTuple, final
 
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-__all__ = ["EpochEpisodes", "epoch_episodes"]
+from typedrl._validation import describe
+from typedrl.errors import CheckpointError
+
+__all__ = ["EpisodeTracker", "EpochEpisodes", "epoch_episodes"]
 
 _Steps = Float[Tensor, "num_steps num_envs"]
 _Flags = Bool[Tensor, "num_steps num_envs"]
@@ -81,3 +91,66 @@ def _total_at(totals: Tensor, end: Tensor) -> Tensor:
     """``totals[end[t, i], i]``, and 0 where ``end`` is -1 (no end before)."""
     gathered = totals.gather(0, end.clamp(min=0))
     return torch.where(end >= 0, gathered, torch.zeros_like(gathered))
+
+
+@final
+class EpisodeTracker:
+    """The running episodes of every env row, carried across rollouts.
+
+    Example:
+        >>> import torch
+        >>> tracker = EpisodeTracker(num_envs=2, device=torch.device("cpu"))
+        >>> reward = torch.ones(3, 2)
+        >>> done = torch.tensor([[False, True], [True, False], [False, False]])
+        >>> episodes = tracker.update(reward, done, torch.ones(3, 2, dtype=torch.bool))
+        >>> episodes.returns[episodes.ended].tolist(), tracker.return_so_far.tolist()
+        ([1.0, 2.0], [1.0, 2.0])
+    """
+
+    def __init__(self, *, num_envs: int, device: torch.device) -> None:
+        self.num_envs = num_envs
+        self.return_so_far = torch.zeros(num_envs, dtype=torch.float64, device=device)
+        self.length_so_far = torch.zeros(num_envs, dtype=torch.int64, device=device)
+
+    def restart(self) -> None:
+        """Every row starts a new episode (after an env reset)."""
+        self.return_so_far.zero_()
+        self.length_so_far.zero_()
+
+    def update(
+        self,
+        reward: Float[Tensor, "num_steps num_envs"],
+        done: Bool[Tensor, "num_steps num_envs"],
+        valid: Bool[Tensor, "num_steps num_envs"],
+    ) -> EpochEpisodes:
+        """The episodes that ended in this rollout; the running ones carry on."""
+        episodes = epoch_episodes(
+            reward.detach(), done, valid, self.return_so_far, self.length_so_far
+        )
+        self.return_so_far = episodes.return_so_far
+        self.length_so_far = episodes.length_so_far
+        return episodes
+
+    def state_dict(self) -> dict[str, Any]:
+        """The running episodes' returns and lengths."""
+        return {"episode_return": self.return_so_far, "episode_length": self.length_so_far}
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`state_dict`.
+
+        Raises:
+            CheckpointError: A key is missing or holds a tensor of another shape
+                (saved with another ``num_envs``); shapes are shown, never values.
+        """
+        rows = self.num_envs
+        for key in ("episode_return", "episode_length"):
+            value = state_dict.get(key)
+            if not isinstance(value, Tensor) or tuple(value.shape) != (rows,):
+                raise CheckpointError(
+                    f"the episode state's {key!r} must be a tensor of shape [{rows}] (one "
+                    f"entry per env row), got {describe(value)}; was it saved with another "
+                    "num_envs?"
+                )
+        device = self.return_so_far.device
+        self.return_so_far = state_dict["episode_return"].to(device, torch.float64)
+        self.length_so_far = state_dict["episode_length"].to(device, torch.int64)
