@@ -30,22 +30,30 @@ def build_mlp(
     *,
     activation: Activation = "tanh",
     output_gain: float = 1.0,
+    layer_norm: bool = False,
 ) -> nn.Sequential:
     """Build ``Linear -> activation`` blocks followed by a linear output layer.
 
     Hidden layers use orthogonal weights with gain ``sqrt(2)`` and zero biases;
     the output layer uses orthogonal weights with ``output_gain`` (0.01 for a
     policy head keeps the initial policy close to uniform; 1.0 for a value head).
+    With ``layer_norm`` each hidden block is ``Linear -> LayerNorm -> activation``
+    (the order of SHAC's reference networks), the LayerNorm starting as the
+    identity (unit weight, zero bias); the output layer is never normalised.
 
     Example:
         >>> mlp = build_mlp(4, [64, 64], 2, output_gain=0.01)
         >>> [type(layer).__name__ for layer in mlp]
         ['Linear', 'Tanh', 'Linear', 'Tanh', 'Linear']
+        >>> [type(layer).__name__ for layer in build_mlp(4, [8], 2, layer_norm=True)]
+        ['Linear', 'LayerNorm', 'Tanh', 'Linear']
     """
     if activation not in _ACTIVATIONS:
         raise ConfigError(
             f"activation must be one of {sorted(_ACTIVATIONS)}, got {describe(activation)}"
         )
+    if not isinstance(layer_norm, bool):
+        raise ConfigError(f"layer_norm must be a bool, got {describe(layer_norm)}")
     sizes = [in_features, *hidden]
     if any(isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in [*sizes, out_features]):
         raise ConfigError(
@@ -54,7 +62,10 @@ def build_mlp(
         )
     layers: list[nn.Module] = []
     for fan_in, fan_out in itertools.pairwise(sizes):
-        layers += [_init(nn.Linear(fan_in, fan_out), math.sqrt(2.0)), _ACTIVATIONS[activation]()]
+        layers.append(_init(nn.Linear(fan_in, fan_out), math.sqrt(2.0)))
+        if layer_norm:
+            layers.append(nn.LayerNorm(fan_out))
+        layers.append(_ACTIVATIONS[activation]())
     layers.append(_init(nn.Linear(sizes[-1], out_features), output_gain))
     return nn.Sequential(*layers)
 
