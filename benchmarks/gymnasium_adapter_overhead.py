@@ -7,14 +7,20 @@ keeps the same-step contract. The reported ratio is raw rate / adapter rate
 (1.0 means no overhead). Rounds alternate between the two loops so drift in
 machine load affects both alike; the median ratio over rounds is reported.
 
+``--clock cpu`` times the loops with the thread's CPU time instead of the wall
+clock, which leaves out the time other processes on a shared machine take
+from this one (their effect on the caches remains).
+
 Usage:
     python benchmarks/gymnasium_adapter_overhead.py --env-id CartPole-v1 --num-envs 8
+    python benchmarks/gymnasium_adapter_overhead.py --env-id HalfCheetah-v5  # gymnasium[mujoco]
 """
 
 import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -34,20 +40,27 @@ def _raw_env(env_id: str, num_envs: int, vectorization: str) -> gym.vector.Vecto
     )
 
 
-def _rate_raw(env: gym.vector.VectorEnv[Any, Any, Any], actions: list[np.ndarray]) -> float:
-    env.reset(seed=0)
-    start = time.perf_counter()
-    for action in actions:
-        env.step(action)
-    return len(actions) * env.num_envs / (time.perf_counter() - start)
+_CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
 
 
-def _rate_adapter(env: GymnasiumVecEnv, actions: list[torch.Tensor]) -> float:
+def _rate_raw(
+    env: gym.vector.VectorEnv[Any, Any, Any], actions: list[np.ndarray], clock: Callable[[], float]
+) -> float:
     env.reset(seed=0)
-    start = time.perf_counter()
+    start = clock()
     for action in actions:
         env.step(action)
-    return len(actions) * env.num_envs / (time.perf_counter() - start)
+    return len(actions) * env.num_envs / (clock() - start)
+
+
+def _rate_adapter(
+    env: GymnasiumVecEnv, actions: list[torch.Tensor], clock: Callable[[], float]
+) -> float:
+    env.reset(seed=0)
+    start = clock()
+    for action in actions:
+        env.step(action)
+    return len(actions) * env.num_envs / (clock() - start)
 
 
 def main() -> None:
@@ -57,6 +70,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5000, help="vector steps per round")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--vectorization", default="sync", choices=["sync", "async"])
+    parser.add_argument(
+        "--clock", default="wall", choices=sorted(_CLOCKS), help="wall clock or thread CPU time"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
@@ -76,13 +92,14 @@ def main() -> None:
     # 0.5 us each, which iterating a NumPy array mostly avoids).
     np_actions = list(np_batch)
     torch_actions = list(torch_batch.unbind(0))
-    _rate_raw(raw, np_actions[:200])
-    _rate_adapter(adapter, torch_actions[:200])
+    clock = _CLOCKS[args.clock]
+    _rate_raw(raw, np_actions[:200], clock)
+    _rate_adapter(adapter, torch_actions[:200], clock)
 
     raw_rates, adapter_rates, ratios = [], [], []
     for _ in range(args.rounds):
-        raw_rate = _rate_raw(raw, np_actions)
-        adapter_rate = _rate_adapter(adapter, torch_actions)
+        raw_rate = _rate_raw(raw, np_actions, clock)
+        adapter_rate = _rate_adapter(adapter, torch_actions, clock)
         raw_rates.append(raw_rate)
         adapter_rates.append(adapter_rate)
         ratios.append(raw_rate / adapter_rate)
@@ -92,6 +109,7 @@ def main() -> None:
         "env_id": args.env_id,
         "num_envs": args.num_envs,
         "vectorization": args.vectorization,
+        "clock": args.clock,
         "raw_env_steps_per_s": statistics.median(raw_rates),
         "adapter_env_steps_per_s": statistics.median(adapter_rates),
         "overhead_ratio": statistics.median(ratios),

@@ -1,16 +1,20 @@
 """Tests for typedrl.envs._gymnasium.GymnasiumVecEnv."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from gymnasium.vector.utils import create_empty_array
 
 from typedrl import StepResult
+from typedrl.envs import make
+from typedrl.envs._checker import check_vec_env
 from typedrl.envs._gymnasium import GymnasiumVecEnv
-from typedrl.errors import ConfigError, SpecError
+from typedrl.errors import ConfigError, EnvContractError, SpecError
 from typedrl.protocols import VecEnv
 from typedrl.testing._gym_envs import RandomEndsEnv, RandomEndsVectorEnv
 
@@ -421,3 +425,341 @@ def test_async_results_keep_their_values(copy: bool) -> None:
         assert counts != [counts[-1]] * len(counts)
     finally:
         env.close()
+
+
+# ------------------------------------------------- checks of the wrapped env's outputs
+
+_Outputs = list[Any]
+
+
+class _NativeVectorEnv(gym.vector.VectorEnv[Any, Any, Any]):
+    """A native (not Sync/Async) vector env of zeros; ``patch`` rewrites one step's outputs.
+
+    The step counter restarts at each ``reset``; ``patch`` sees the outputs of
+    step ``at`` as a list ``[obs, reward, terminated, truncated, info]``.
+    """
+
+    def __init__(
+        self,
+        *,
+        num_envs: int = 2,
+        space: gym.Space[Any] | None = None,
+        at: int = 1,
+        patch: Callable[[_Outputs], _Outputs] | None = None,
+        mode: AutoresetMode = AutoresetMode.SAME_STEP,
+    ) -> None:
+        self.metadata = {"autoreset_mode": mode}
+        self.num_envs = num_envs
+        self.single_observation_space = space or gym.spaces.Box(-9, 9, (3,), np.float32)
+        self.single_action_space = gym.spaces.Discrete(2)
+        self.at = at
+        self.patch = patch
+        self.reset_patch: Callable[[Any], Any] | None = None
+        self.steps = 0
+
+    def _obs(self) -> Any:
+        return create_empty_array(self.single_observation_space, n=self.num_envs)
+
+    def reset(self, **_: Any) -> Any:
+        self.steps = 0
+        outputs: tuple[Any, dict[str, Any]] = (self._obs(), {})
+        return outputs if self.reset_patch is None else self.reset_patch(outputs)
+
+    def step(self, actions: Any) -> Any:
+        self.steps += 1
+        n = self.num_envs
+        outputs: _Outputs = [self._obs(), np.ones(n), np.zeros(n, bool), np.zeros(n, bool), {}]
+        if self.patch is not None and self.steps == self.at:
+            outputs = self.patch(outputs)
+        return tuple(outputs)
+
+
+def _set(index: int, value: Any) -> Callable[[_Outputs], _Outputs]:
+    def patch(outputs: _Outputs) -> _Outputs:
+        outputs[index] = value
+        return outputs
+
+    return patch
+
+
+def _step_native(raw: _NativeVectorEnv, steps: int) -> None:
+    env = GymnasiumVecEnv(raw, partial_reset=True)
+    env.reset(seed=0)
+    for _ in range(steps):
+        env.step(torch.zeros(raw.num_envs, dtype=torch.int64))
+
+
+def test_wrong_observation_shape_names_key_step_and_space() -> None:
+    """A native env returning [8, 4] observations for a (3,) space fails at the step."""
+    raw = _NativeVectorEnv(num_envs=8, at=3, patch=_set(0, np.zeros((8, 4), np.float32)))
+    with pytest.raises(EnvContractError) as caught:
+        _step_native(raw, 3)
+    assert str(caught.value) == (
+        "GymnasiumVecEnv.step (step 3): observation 'obs' has shape [8, 4], expected [8, 3] "
+        "([num_envs, *space.shape]) from the env's single_observation_space "
+        "Box(-9.0, 9.0, (3,), float32)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "message"),
+    [
+        (1, np.ones((2, 1)), r"\(step 2\): reward has shape \[2, 1\], expected \[2\]"),
+        (1, np.ones(2, bool), r"\(step 2\): reward has dtype bool, expected a real"),
+        (1, np.array(["a", "b"]), r"reward has dtype <U1"),
+        (2, np.zeros(2, np.int64), r"terminated has dtype int64, expected bool"),
+        (3, np.zeros(3, bool), r"truncated has shape \[3\], expected \[2\]"),
+        (3, [[False], [False]], r"truncated has shape \[2, 1\], expected \[2\]"),
+        (4, ["not", "a", "dict"], r"\(step 2\): info must be a dict, got \['not'"),
+        (0, np.zeros((2, 3), bool), r"observation 'obs' has dtype bool, expected a real"),
+        (0, np.zeros((2, 3), np.complex64), r"observation 'obs' has dtype complex64"),
+        (0, [[0.0, 0.0], [0.0]], r"observation 'obs' must be a NumPy array"),
+    ],
+)
+def test_wrong_step_outputs_are_reported(index: int, value: Any, message: str) -> None:
+    """Rewards, flags, info and observations of the wrong shape or dtype raise at the step."""
+    with pytest.raises(EnvContractError, match=rf"^GymnasiumVecEnv\.step .*{message}"):
+        _step_native(_NativeVectorEnv(at=2, patch=_set(index, value)), 2)
+
+
+def test_convertible_outputs_pass_the_checks() -> None:
+    """Lists, integer rewards and float64 observations for a float32 Box are converted."""
+    lists = _NativeVectorEnv(patch=_set(0, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    env = GymnasiumVecEnv(lists, partial_reset=True)
+    env.reset()
+    assert env.step(torch.zeros(2, dtype=torch.int64)).obs["obs"][1].tolist() == [4.0, 5.0, 6.0]
+    integers = _NativeVectorEnv(patch=_set(1, np.array([3, 4])))
+    env = GymnasiumVecEnv(integers, partial_reset=True)
+    env.reset()
+    result = env.step(torch.zeros(2, dtype=torch.int64))
+    assert result.reward.tolist() == [3.0, 4.0]
+    assert result.reward.dtype == torch.float32
+
+
+def test_step_outputs_of_the_wrong_arity_are_reported() -> None:
+    """A step returning the old 4-tuple API raises EnvContractError."""
+    raw = _NativeVectorEnv(patch=lambda outputs: outputs[:4])
+    with pytest.raises(EnvContractError, match=r"\(step 1\): the env's step must return the 5"):
+        _step_native(raw, 1)
+
+
+def test_step_numbers_restart_at_reset() -> None:
+    """Steps in messages count from 1 after the latest reset."""
+    raw = _NativeVectorEnv(at=2, patch=_set(1, np.ones(3)))
+    env = GymnasiumVecEnv(raw, partial_reset=True)
+    zeros = torch.zeros(2, dtype=torch.int64)
+    env.reset()
+    env.step(zeros)
+    env.reset()
+    env.step(zeros)
+    with pytest.raises(EnvContractError, match=r"\(step 2\): reward has shape \[3\]"):
+        env.step(zeros)
+
+
+def test_wrong_reset_outputs_are_reported() -> None:
+    """Reset observations are checked too; a reset that is not an (obs, info) pair is refused."""
+    raw = _NativeVectorEnv()
+    raw.reset_patch = lambda outputs: (np.zeros((2, 1), np.float32), {})
+    with pytest.raises(
+        EnvContractError,
+        match=r"^GymnasiumVecEnv\.reset: observation 'obs' has shape \[2, 1\], expected \[2, 3\]",
+    ):
+        GymnasiumVecEnv(raw, partial_reset=True).reset()
+    raw.reset_patch = lambda outputs: outputs[0]
+    with pytest.raises(EnvContractError, match=r"reset must return the pair \(obs, info\)"):
+        GymnasiumVecEnv(raw, partial_reset=True).reset()
+    raw.reset_patch = lambda outputs: (outputs[0], None)
+    with pytest.raises(EnvContractError, match=r"GymnasiumVecEnv\.reset: info must be a dict"):
+        GymnasiumVecEnv(raw, partial_reset=True).reset()
+
+
+_DICT_SPACE = gym.spaces.Dict(
+    {
+        "policy": gym.spaces.Box(-1, 1, (3,)),
+        "extra": gym.spaces.Dict({"flag": gym.spaces.Discrete(2)}),
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("obs", "message"),
+    [
+        (
+            {"policy": np.zeros((2, 3), np.float32)},
+            r"observation has keys \['policy'\], expected \['extra', 'policy'\] "
+            r"\(missing \['extra'\], unexpected \[\]\)",
+        ),
+        (
+            {"policy": np.zeros((2, 3), np.float32), "extra": {"flag": np.zeros((2, 1), int)}},
+            r"observation \('extra', 'flag'\) has shape \[2, 1\], expected \[2\] .*Discrete\(2\)",
+        ),
+        (
+            {"policy": np.zeros((2, 3), np.float32), "extra": {"flag": np.zeros(2)}},
+            r"observation \('extra', 'flag'\) has dtype float64, expected an integer dtype "
+            r"\(converted to int64\)",
+        ),
+        (
+            np.zeros((2, 3), np.float32),
+            r"observation must be a dict with keys \['extra', 'policy'\]",
+        ),
+    ],
+)
+def test_wrong_dict_observations_name_the_key(obs: Any, message: str) -> None:
+    """Dict observations are checked leaf by leaf, nested keys included."""
+    raw = _NativeVectorEnv(space=_DICT_SPACE, at=1, patch=_set(0, obs))
+    with pytest.raises(EnvContractError, match=rf"^GymnasiumVecEnv\.step \(step 1\): {message}"):
+        _step_native(raw, 1)
+
+
+def _ending_row_one(item: Any, rows: int = 2) -> Callable[[_Outputs], _Outputs]:
+    """A patch that terminates row 1 and reports ``item`` as its terminal observation."""
+
+    def patch(outputs: _Outputs) -> _Outputs:
+        outputs[2] = np.array([False, True])
+        final_obs = np.empty(rows, dtype=object)
+        final_obs[rows - 1] = item
+        outputs[4] = {"final_obs": final_obs, "_final_obs": np.array([False, True])}
+        return outputs
+
+    return patch
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        (
+            _ending_row_one(np.zeros(4, np.float32)),
+            r"info\['final_obs'\] observation 'obs' of row 1 has shape \[4\], expected \[3\] "
+            r"\(space.shape\)",
+        ),
+        (
+            _ending_row_one(np.zeros(1, np.float32)),
+            r"info\['final_obs'\] observation 'obs' of row 1 has shape \[1\], expected \[3\]",
+        ),
+        (
+            _ending_row_one(np.zeros(3, bool)),
+            r"info\['final_obs'\] observation 'obs' of row 1 has dtype bool",
+        ),
+        (
+            _ending_row_one(np.zeros(3, np.float32), rows=1),
+            r"info\['final_obs'\] must hold one observation per row \(2 rows; rows \[1\] ended\)",
+        ),
+    ],
+)
+def test_wrong_terminal_observations_are_reported(
+    patch: Callable[[_Outputs], _Outputs], message: str
+) -> None:
+    """Each terminal observation of a same-step env is checked against the space's row shape."""
+    with pytest.raises(EnvContractError, match=rf"^GymnasiumVecEnv\.step \(step 1\): {message}"):
+        _step_native(_NativeVectorEnv(patch=patch), 1)
+
+
+def test_terminal_observations_of_dict_spaces_are_checked() -> None:
+    """A terminal observation missing a key of a Dict space names the row."""
+    item = {"policy": np.zeros(3, np.float32)}
+    raw = _NativeVectorEnv(space=_DICT_SPACE, patch=_ending_row_one(item))
+    with pytest.raises(
+        EnvContractError, match=r"info\['final_obs'\] observation of row 1 has keys \['policy'\]"
+    ):
+        _step_native(raw, 1)
+
+
+def test_partial_reset_observations_are_checked() -> None:
+    """Observations of the partial reset inside a step are checked and named as such."""
+    raw = _NativeVectorEnv(mode=AutoresetMode.NEXT_STEP, patch=_set(2, np.array([True, False])))
+    env = GymnasiumVecEnv(raw, partial_reset=True)
+    env.reset()
+    raw.reset_patch = lambda outputs: (np.zeros((2, 5), np.float32), {})
+    with pytest.raises(
+        EnvContractError,
+        match=r"^GymnasiumVecEnv\.step \(step 1\): reset\(options=\{'reset_mask': \.\.\.\}\) "
+        r"observation 'obs' has shape \[2, 5\], expected \[2, 3\]",
+    ):
+        env.step(torch.zeros(2, dtype=torch.int64))
+
+
+def test_integer_observations_must_stay_integer() -> None:
+    """Float pixels for a uint8 Box would be truncated silently: they are refused."""
+    space = gym.spaces.Box(0, 255, (2, 2), np.uint8)
+    raw = _NativeVectorEnv(space=space, patch=_set(0, np.zeros((2, 2, 2), np.float32)))
+    with pytest.raises(
+        EnvContractError, match=r"observation 'obs' has dtype float32, expected an integer"
+    ):
+        _step_native(raw, 1)
+
+
+# ------------------------------------------------- the space of the returned observations
+
+
+@pytest.mark.parametrize(
+    ("space", "float_dtype", "expected"),
+    [
+        (
+            gym.spaces.Box(-2.5, 3.0, (3,), np.float64),
+            "float32",
+            gym.spaces.Box(-2.5, 3.0, (3,), np.float32),
+        ),
+        (
+            gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+            "float64",
+            gym.spaces.Box(-1.0, 1.0, (2,), np.float64),
+        ),
+        (
+            gym.spaces.MultiDiscrete([2, 3], dtype=np.int32),
+            "float32",
+            gym.spaces.MultiDiscrete([2, 3], dtype=np.int64),
+        ),
+        (
+            gym.spaces.Discrete(4, start=1, dtype=np.int32),
+            "float32",
+            gym.spaces.Discrete(4, start=1, dtype=np.int64),
+        ),
+    ],
+)
+def test_observation_space_describes_the_returned_observations(
+    space: gym.Space[Any], float_dtype: Literal["float32", "float64"], expected: gym.Space[Any]
+) -> None:
+    """single_observation_space has the dtypes the adapter returns, and the same bounds."""
+    env = GymnasiumVecEnv(_sync(space, BOX_ACTION), float_dtype=float_dtype)
+    assert env.single_observation_space == expected
+    assert env.env.single_observation_space is space
+    obs, _ = env.reset(seed=0)
+    result = env.step(torch.zeros(2, 2))
+    for batch in (obs, result.obs):
+        for row in batch["obs"].numpy():
+            assert row.dtype == expected.dtype
+            assert env.single_observation_space.contains(row)
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        gym.spaces.Box(-1, 1, (3,), np.float32),
+        gym.spaces.Box(0, 255, (2, 2), np.uint8),
+        gym.spaces.Discrete(5),
+        gym.spaces.MultiBinary(4),
+        _DICT_SPACE,
+    ],
+)
+def test_observation_space_is_the_envs_own_when_nothing_is_converted(
+    space: gym.Space[Any],
+) -> None:
+    """Spaces whose observations keep their dtype are passed through as they are."""
+    env = GymnasiumVecEnv(_sync(space, BOX_ACTION))
+    assert env.single_observation_space is env.env.single_observation_space
+
+
+def test_float64_gymnasium_env_passes_the_checker() -> None:
+    """A float64 Box env through the adapter (float32 by default) passes check_vec_env."""
+    env = make(
+        "CartPole-v1",
+        num_envs=4,
+        seed=0,
+        wrappers=[lambda single: gym.wrappers.DtypeObservation(single, np.float64)],
+    )
+    try:
+        assert env.single_observation_space.dtype == np.float32
+        report = check_vec_env(env, num_steps=40, max_examples=3)
+    finally:
+        env.close()
+    assert report.ok, str(report)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from typedrl.envs._spaces import ObservationConverter
-from typedrl.errors import SpecError
+from typedrl.envs._spaces import ObservationConverter, converted_space
+from typedrl.errors import EnvContractError, SpecError
 
 CPU = torch.device("cpu")
 
@@ -39,7 +39,7 @@ def test_dict_space_needs_dict_data() -> None:
     """A non-dict batch for a Dict space is reported."""
     space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,))})
     converter = ObservationConverter(space, num_envs=1, device=CPU)
-    with pytest.raises(SpecError, match="expected a dict observation"):
+    with pytest.raises(EnvContractError, match=r"observation must be a dict with keys \['a'\]"):
         converter.batch(np.zeros((1, 2)))
 
 
@@ -87,3 +87,61 @@ def test_batch_with_rows_needs_one_item_per_row() -> None:
     converter = ObservationConverter(gym.spaces.Box(-1, 1, (2,)), num_envs=2, device=CPU)
     with pytest.raises(ValueError, match="2 rows but 1 items"):
         converter.batch_with_rows(np.zeros((2, 2), np.float32), [0, 1], [np.ones(2)])
+
+
+def test_converted_space_keeps_bounds_in_the_new_dtype() -> None:
+    """A float64 Box becomes float32 with its bounds cast as observations are."""
+    low = np.array([-np.inf, -1e300, -0.1, 0.0])
+    high = np.array([np.inf, 1e300, 0.1, 2.5])
+    space = gym.spaces.Box(low, high, dtype=np.float64)
+    converted = converted_space(space, torch.float32)
+    assert isinstance(converted, gym.spaces.Box)
+    assert converted.dtype == np.float32
+    assert converted.low.tolist() == [-np.inf, -np.inf, np.float32(-0.1), 0.0]
+    assert converted.high.tolist() == [np.inf, np.inf, np.float32(0.1), 2.5]
+    converter = ObservationConverter(space, num_envs=2, device=CPU)
+    assert converter.converted_space == converted
+    edges = np.stack([np.array([-5.0, -1e300, -0.1, 0.0]), np.array([5.0, 1e300, 0.1, 2.5])])
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        obs = converter.batch(edges)["obs"]
+    for row in obs.numpy():
+        assert converted.contains(row)
+
+
+def test_converted_space_is_the_space_itself_when_nothing_changes() -> None:
+    """Spaces whose observations keep their dtype are returned as they are."""
+    for space in (
+        gym.spaces.Box(-1, 1, (2,), np.float32),
+        gym.spaces.Box(0, 255, (2, 2), np.uint8),
+        gym.spaces.Discrete(3),
+        gym.spaces.MultiBinary(2),
+        gym.spaces.Dict({"a": gym.spaces.Discrete(2)}),
+    ):
+        assert converted_space(space, torch.float32) is space
+
+
+def test_converted_dict_space_keeps_the_order_of_its_keys() -> None:
+    """A Dict space with a converted leaf is rebuilt with the same keys, in the same order."""
+    space = gym.spaces.Dict(
+        [("z", gym.spaces.Box(-1, 1, (2,), np.float64)), ("a", gym.spaces.Discrete(2))]
+    )
+    converted = converted_space(space, torch.float32)
+    assert isinstance(converted, gym.spaces.Dict)
+    assert list(converted.spaces) == ["z", "a"]
+    assert converted["z"].dtype == np.float32
+    assert converted["a"] is space["a"]
+
+
+def test_wrong_leaves_name_the_caller_step_and_key() -> None:
+    """Shape and dtype mismatches raise EnvContractError with where, step and key."""
+    converter = ObservationConverter(gym.spaces.Discrete(3), num_envs=2, device=CPU)
+    with pytest.raises(
+        EnvContractError,
+        match=r"^E\.step \(step 4\): observation 'obs' has shape \[2, 1\], expected \[2\] "
+        r"\(\[num_envs, \*space\.shape\]\) from the env's single_observation_space Discrete\(3\)$",
+    ):
+        converter.batch(np.zeros((2, 1), np.int64), where="E.step", step=4)
+    with pytest.raises(EnvContractError, match=r"^E\.reset: observation 'obs' has dtype float32"):
+        converter.batch(np.zeros(2, np.float32), where="E.reset")
+    with pytest.raises(EnvContractError, match=r"final_obs 'obs' of row 1 has shape \[2\]"):
+        converter.batch_with_rows(np.zeros(2, np.int64), [1], [np.zeros(2, np.int64)])

@@ -12,12 +12,15 @@ from typedrl._tensor_checks import ActionChecker, action_dtype_for
 from typedrl._types import Action, Obs
 from typedrl._validation import describe
 from typedrl._values import StepResult
-from typedrl.envs._spaces import ObservationConverter
-from typedrl.errors import ConfigError, SpecError
+from typedrl.envs._spaces import ObservationConverter, new_tensordict
+from typedrl.errors import ConfigError, EnvContractError, SpecError
 
 __all__ = ["GymnasiumVecEnv"]
 
 _FLOAT_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64}
+_STEP = "GymnasiumVecEnv.step"
+_RESET = "GymnasiumVecEnv.reset"
+_PARTIAL_RESET_OBS = "reset(options={'reset_mask': ...}) observation"
 
 
 def _autoreset_mode(env: gym.vector.VectorEnv[Any, Any, Any]) -> AutoresetMode:
@@ -63,9 +66,21 @@ class GymnasiumVecEnv:
     trained on). :attr:`emits_ghost_steps` says which case applies.
 
     Observations become a TensorDict (see ``typedrl.envs._spaces`` for
-    dtypes); rewards float ``[num_envs]`` in the float dtype; flags
-    ``torch.bool``. ``info`` is Gymnasium's info dict (NumPy values) without
-    the ``final_obs`` entries, which move to ``result.final_obs``.
+    dtypes), described by :attr:`single_observation_space`; rewards float
+    ``[num_envs]`` in the float dtype; flags ``torch.bool``. ``info`` is
+    Gymnasium's info dict (NumPy values) without the ``final_obs`` entries,
+    which move to ``result.final_obs``.
+
+    Every output of the wrapped env is checked before it is converted, on
+    metadata alone (no value is read): each observation leaf (of ``reset``,
+    ``step``, the partial resets and each terminal observation) must have the
+    shape ``[num_envs, *space.shape]`` of the wrapped env's
+    ``single_observation_space`` and a dtype that converts to the leaf's
+    dtype without losing meaning; rewards must be a real ``[num_envs]`` array,
+    ``terminated`` and ``truncated`` bool ``[num_envs]`` arrays, ``info`` a
+    dict. Anything else raises :class:`~typedrl.errors.EnvContractError`
+    naming the key and the step (counted from 1 after each ``reset``). The
+    returned tensors are on :attr:`device` by construction.
 
     Args:
         env: The Gymnasium vector env; the adapter owns it and closes it.
@@ -128,6 +143,8 @@ class GymnasiumVecEnv:
             device=self._device,
             float_dtype=self._float_dtype,
         )
+        self._obs_leaf = self._observations.single_leaf
+        self._batch_size = torch.Size((self._num_envs,))
         self._action_space = env.single_action_space
         self._action_dtype = action_dtype_for(self._action_space, self._float_dtype)
         self._check_action = ActionChecker(
@@ -136,6 +153,8 @@ class GymnasiumVecEnv:
             device=self._device,
             where="GymnasiumVecEnv.step",
         )
+        self._action_shape = torch.Size((self._num_envs, *(self._action_space.shape or ())))
+        self._accepted_action_dtype: torch.dtype | None = None
         self._clip: tuple[torch.Tensor, torch.Tensor] | None = None
         if clip_actions:
             if not isinstance(self._action_space, gym.spaces.Box):
@@ -146,10 +165,10 @@ class GymnasiumVecEnv:
                 torch.as_tensor(self._action_space.low, device=self._device),
                 torch.as_tensor(self._action_space.high, device=self._device),
             )
-        self._numpy_action_dtype = (
+        self._numpy_action_dtype = np.dtype(
             self._action_space.dtype if self._action_space.dtype is not None else np.int64
         )
-        self._numpy_float_dtype = np.float32 if float_dtype == "float32" else np.float64
+        self._numpy_float_dtype = np.dtype(np.float32 if float_dtype == "float32" else np.float64)
         # Exactly these classes (not subclasses, not wrappers) are known to return
         # arrays that nothing else holds: see _returns_fresh_arrays.
         self._known_env: SyncVectorEnv | AsyncVectorEnv | None = None
@@ -159,6 +178,9 @@ class GymnasiumVecEnv:
         self._default_seed = default_seed
         self._pending_ghosts = np.zeros(env.num_envs, dtype=np.bool_)
         self._all_valid = torch.ones(env.num_envs, dtype=torch.bool, device=self._device)
+        self._row_shape = (self._num_envs,)
+        # Steps since the last reset, for messages.
+        self._steps = 0
         self._closed = False
 
     @property
@@ -173,9 +195,16 @@ class GymnasiumVecEnv:
 
     @property
     def single_observation_space(self) -> gym.Space[Any]:
-        """The wrapped env's single observation space."""
-        space: gym.Space[Any] = self._env.single_observation_space
-        return space
+        """The space of the observations the adapter returns, one row.
+
+        The wrapped env's single observation space with the dtypes the adapter
+        converts to: a floating ``Box`` in the adapter's float dtype, with the
+        same bounds (a float64 ``Box`` becomes a float32 one by default),
+        ``Discrete`` and ``MultiDiscrete`` spaces int64 ones. It is the wrapped
+        env's space itself when nothing is converted; ``env.single_observation_space``
+        is always the wrapped env's own.
+        """
+        return self._observations.converted_space
 
     @property
     def single_action_space(self) -> gym.Space[Any]:
@@ -216,55 +245,108 @@ class GymnasiumVecEnv:
             seed, self._default_seed = self._default_seed, None
         else:
             self._default_seed = None
-        raw_obs, info = self._env.reset(seed=seed, options=options)
+        raw_obs, info = _reset_outputs(self._env.reset(seed=seed, options=options), _RESET, None)
         self._pending_ghosts[:] = False
-        return self._observations.batch(raw_obs), info
+        self._steps = 0
+        return self._observations.batch(raw_obs, where=_RESET), info
 
-    def step(self, action: Action) -> StepResult:
-        """Step every row; rows that end are reset before this returns (see the class)."""
-        self._check_action(action)
+    def step(self, action: Action) -> StepResult:  # noqa: PLR0912, PLR0915 - hot path inline
+        """Step every row; rows that end are reset before this returns (see the class).
+
+        Raises:
+            SpecError: If the action's type, shape, dtype or device is wrong.
+            EnvContractError: If an output of the wrapped env does not have the
+                shape or dtype the contract asks for (see the class).
+        """
+        # Each test below is written out on its fast path: a function call costs
+        # about as much as the test, and three times more after a heavy env step
+        # has evicted the caches (see the benchmarks page of the docs).
+        # An action like the last one the checker accepted (same dtype, shape and
+        # device) needs no second look: the check reads nothing else.
+        if not (
+            type(action) is torch.Tensor
+            and action.dtype is self._accepted_action_dtype
+            and action.shape == self._action_shape
+            and action.device == self._device
+        ):
+            self._check_action(action)
+            self._accepted_action_dtype = action.dtype
         if self._clip is not None:
             action = torch.clamp(action, self._clip[0], self._clip[1])
         if not self._on_cpu:
             action = action.detach().cpu()
         elif action.requires_grad:
             action = action.detach()
-        raw_obs, raw_reward, raw_terminated, raw_truncated, info = self._env.step(
-            action.numpy().astype(self._numpy_action_dtype, copy=False)
-        )
+        numpy_action = action.numpy()
+        if numpy_action.dtype is not self._numpy_action_dtype:
+            numpy_action = numpy_action.astype(self._numpy_action_dtype)
+        outputs = self._env.step(numpy_action)
+        self._steps = step = self._steps + 1
+        if not (type(outputs) is tuple and len(outputs) == 5):
+            outputs = _outputs(outputs, 5, _STEP, step)
+        raw_obs, raw_reward, raw_terminated, raw_truncated, info = outputs
+        if type(info) is not dict:
+            _check_info(info, _STEP, step)
         known = self._known_env
         fresh = known is not None and known.copy is True  # see _returns_fresh_arrays
-        # Unless the arrays are known to be fresh, copy them: the tensors must not
-        # alias arrays the env may reuse.
-        terminated = _owned_flags(raw_terminated, fresh)
-        truncated = _owned_flags(raw_truncated, fresh)
-        done = terminated | truncated
-        # NumPy on the host, so no device synchronisation; on a few rows,
-        # count_nonzero costs a fraction of ndarray.any().
-        any_done = np.count_nonzero(done) > 0
+        row_shape = self._row_shape
+        if not (
+            type(raw_reward) is np.ndarray
+            and raw_reward.shape == row_shape
+            and raw_reward.dtype.kind in "fiu"
+        ):
+            raw_reward = _reward(raw_reward, row_shape, step)
+        # Unless the arrays are known to be fresh, the flags are copied: the
+        # tensors must not alias arrays the env may reuse.
+        terminated = raw_terminated
+        if not (
+            fresh
+            and type(terminated) is np.ndarray
+            and terminated.dtype is _BOOL
+            and terminated.shape == row_shape
+        ):
+            terminated = _owned_flags(raw_terminated, row_shape, "terminated", step, fresh=fresh)
+        truncated = raw_truncated
+        if not (
+            fresh
+            and type(truncated) is np.ndarray
+            and truncated.dtype is _BOOL
+            and truncated.shape == row_shape
+        ):
+            truncated = _owned_flags(raw_truncated, row_shape, "truncated", step, fresh=fresh)
 
         valid = self._all_valid
         if self._ghosts:
             if self._pending_ghosts.any():
                 valid = self._to_device(torch.from_numpy(~self._pending_ghosts))
-            self._pending_ghosts = done
-        obs = self._observations.batch(raw_obs, copy=not fresh)
-        if not any_done:
+            self._pending_ghosts = terminated | truncated
+        leaf = self._obs_leaf
+        if (
+            leaf is not None
+            and type(raw_obs) is np.ndarray
+            and raw_obs.shape == leaf.batch_shape
+            and raw_obs.dtype.kind in leaf.kinds
+        ):
+            if raw_obs.dtype is leaf.dtype:
+                array = raw_obs if fresh else np.array(raw_obs, copy=True)
+            else:
+                array = raw_obs.astype(leaf.dtype)  # NumPy's cast, a fraction of torch's
+            obs_tensor = torch.from_numpy(array)
+            if not self._on_cpu:
+                obs_tensor = obs_tensor.to(self._device, non_blocking=True)
+            obs = new_tensordict({"obs": obs_tensor}, self._batch_size, self._device)
+        else:
+            obs = self._observations.batch(raw_obs, copy=not fresh, where=_STEP, step=step)
+        # NumPy on the host, so no device synchronisation; on a few rows,
+        # count_nonzero costs a fraction of ndarray.any() (and of building done).
+        if np.count_nonzero(terminated) == 0 and np.count_nonzero(truncated) == 0:
             final_obs = obs
         elif self._same_step:
-            final_obs = self._same_step_final_obs(raw_obs, info, done)
-        elif self._partial_reset:
-            # Reset just the rows that ended, so their next step is a real step.
-            final_obs = obs
-            reset_obs, reset_info = self._env.reset(options={"reset_mask": done.copy()})
-            obs = self._observations.batch(reset_obs, copy=not self._returns_fresh_arrays())
-            if reset_info:
-                info = {**info, "reset_info": reset_info}
+            final_obs = self._same_step_final_obs(raw_obs, info, terminated | truncated, step)
         else:
-            # Ghost handling: the env resets these rows inside the next step.
-            final_obs = obs
+            obs, final_obs, info = self._ended(obs, info, terminated | truncated, step)
         # astype copies, so the reward never aliases the env's array.
-        reward = torch.from_numpy(np.asarray(raw_reward).astype(self._numpy_float_dtype))
+        reward = torch.from_numpy(raw_reward.astype(self._numpy_float_dtype))
         terminated_t, truncated_t = torch.from_numpy(terminated), torch.from_numpy(truncated)
         if not self._on_cpu:
             reward, terminated_t, truncated_t = (
@@ -275,6 +357,28 @@ class GymnasiumVecEnv:
         return StepResult.from_trusted(
             obs, reward, terminated_t, truncated_t, info, final_obs=final_obs, valid=valid
         )
+
+    def _ended(
+        self, obs: Obs, info: dict[str, Any], done: np.ndarray, step: int
+    ) -> tuple[Obs, Obs, dict[str, Any]]:
+        """``(obs, final_obs, info)`` of a step without same-step autoreset where ``done`` ended."""
+        if not self._partial_reset:
+            # Ghost handling: the env resets these rows inside the next step.
+            return obs, obs, info
+        # Reset just the rows that ended, so their next step is a real step.
+        reset_obs, reset_info = _reset_outputs(
+            self._env.reset(options={"reset_mask": done}), _STEP, step
+        )
+        new_obs = self._observations.batch(
+            reset_obs,
+            copy=not self._returns_fresh_arrays(),
+            where=_STEP,
+            step=step,
+            what=_PARTIAL_RESET_OBS,
+        )
+        if reset_info:
+            info = {**info, "reset_info": reset_info}
+        return new_obs, obs, info
 
     def _returns_fresh_arrays(self) -> bool:
         """Whether the env's latest ``step``/``reset`` arrays are copies nothing else holds.
@@ -291,17 +395,28 @@ class GymnasiumVecEnv:
     def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor if self._on_cpu else tensor.to(self._device, non_blocking=True)
 
-    def _same_step_final_obs(self, raw_obs: Any, info: dict[str, Any], done: np.ndarray) -> Obs:
+    def _same_step_final_obs(
+        self, raw_obs: Any, info: dict[str, Any], done: np.ndarray, step: int
+    ) -> Obs:
         """Build final_obs from Gymnasium's per-row ``info["final_obs"]`` object array."""
+        rows: list[int] = done.nonzero()[0].tolist()
         if "final_obs" not in info:
             raise SpecError(
-                "GymnasiumVecEnv.step: a same-step autoreset env ended rows "
-                f"{done.nonzero()[0].tolist()} without info['final_obs']"
+                f"{_STEP} (step {step}): a same-step autoreset env ended rows {rows} "
+                "without info['final_obs']"
             )
-        rows: list[int] = done.nonzero()[0].tolist()
         terminal = info.pop("final_obs")
         info.pop("_final_obs", None)
-        return self._observations.batch_with_rows(raw_obs, rows, [terminal[i] for i in rows])
+        try:
+            items = [terminal[i] for i in rows]
+        except (TypeError, IndexError, KeyError) as error:
+            raise EnvContractError(
+                f"{_STEP} (step {step}): info['final_obs'] must hold one observation per row "
+                f"({self._num_envs} rows; rows {rows} ended), got {describe(terminal)}"
+            ) from error
+        return self._observations.batch_with_rows(
+            raw_obs, rows, items, where=_STEP, step=step, what="info['final_obs'] observation"
+        )
 
     def close(self) -> None:
         """Close the wrapped env (idempotent)."""
@@ -310,13 +425,85 @@ class GymnasiumVecEnv:
             self._closed = True
 
 
+# An identity test is enough on the fast path: a boolean dtype that is not the
+# canonical instance only costs the checked copy.
 _BOOL = np.dtype(np.bool_)
 
 
-def _owned_flags(flags: Any, fresh: bool) -> np.ndarray:
-    """``flags`` as a boolean array that nothing else holds (a copy unless ``fresh``)."""
-    # An identity test is enough: a boolean dtype that is not the canonical
-    # instance only costs the copy.
-    if fresh and type(flags) is np.ndarray and flags.dtype is _BOOL:
-        return flags
-    return np.array(flags, dtype=np.bool_)
+def _array(value: object, name: str, step: int) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise EnvContractError(
+            f"{_STEP} (step {step}): {name} must be a NumPy array, as Gymnasium's vector API "
+            f"returns, got {describe(value)} ({error})"
+        ) from error
+
+
+def _owned_flags(
+    flags: Any, row_shape: tuple[int], name: str, step: int, *, fresh: bool
+) -> np.ndarray:
+    """``flags``, checked (bool ``[num_envs]``), as an array nothing else holds.
+
+    A copy unless ``fresh``.
+    """
+    if type(flags) is np.ndarray and flags.dtype is _BOOL and flags.shape == row_shape:
+        return flags if fresh else flags.copy()
+    array = _array(flags, name, step)
+    if array.dtype != _BOOL:
+        raise EnvContractError(
+            f"{_STEP} (step {step}): {name} has dtype {array.dtype}, expected bool "
+            f"([num_envs] flags)"
+        )
+    if array.shape != row_shape:
+        raise EnvContractError(
+            f"{_STEP} (step {step}): {name} has shape {list(array.shape)}, expected "
+            f"{list(row_shape)} ([num_envs])"
+        )
+    return np.array(array, dtype=np.bool_, copy=True)
+
+
+def _reward(reward: object, row_shape: tuple[int], step: int) -> np.ndarray:
+    """``reward`` as an array, checked: real ``[num_envs]``."""
+    array = _array(reward, "reward", step)
+    if array.dtype.kind not in "fiu":
+        raise EnvContractError(
+            f"{_STEP} (step {step}): reward has dtype {array.dtype}, expected a real "
+            "(float or integer) dtype"
+        )
+    if array.shape != row_shape:
+        raise EnvContractError(
+            f"{_STEP} (step {step}): reward has shape {list(array.shape)}, expected "
+            f"{list(row_shape)} ([num_envs])"
+        )
+    return array
+
+
+def _check_info(info: object, where: str, step: int | None) -> None:
+    if not isinstance(info, dict):
+        at = where if step is None else f"{where} (step {step})"
+        raise EnvContractError(f"{at}: info must be a dict, got {describe(info)}")
+
+
+def _outputs(outputs: Any, length: int, where: str, step: int | None) -> tuple[Any, ...]:
+    """``outputs`` as a tuple if it is a tuple or list of ``length`` items; raise otherwise."""
+    if isinstance(outputs, tuple | list) and len(outputs) == length:
+        return tuple(outputs)
+    at = where if step is None else f"{where} (step {step})"
+    if length == 5:
+        expected = (
+            "the env's step must return the 5-tuple (obs, reward, terminated, truncated, info)"
+        )
+    else:
+        expected = "the env's reset must return the pair (obs, info)"
+    raise EnvContractError(f"{at}: {expected}, got {describe(outputs)}")
+
+
+def _reset_outputs(outputs: Any, where: str, step: int | None) -> tuple[Any, dict[str, Any]]:
+    """The ``(obs, info)`` of a wrapped env's ``reset``, checked as a pair with a dict."""
+    if not (type(outputs) is tuple and len(outputs) == 2):
+        outputs = _outputs(outputs, 2, where, step)
+    raw_obs, info = outputs
+    if type(info) is not dict:
+        _check_info(info, where, step)
+    return raw_obs, info

@@ -1,17 +1,29 @@
-"""Conversion of Gymnasium observation batches into TensorDicts.
+"""Conversion of Gymnasium observation batches into checked TensorDicts.
 
 Supported observation spaces: ``Box``, ``Discrete``, ``MultiDiscrete``,
 ``MultiBinary`` (stored under the key ``"obs"``) and ``Dict`` of those (one key
 per entry, nested ``Dict`` spaces become nested TensorDicts).
 
 Dtypes: floating ``Box`` observations travel in the adapter's float dtype
-(float32 by default); integer ``Box`` observations (images) keep their integer
-dtype; ``Discrete`` and ``MultiDiscrete`` become int64; ``MultiBinary`` keeps int8.
+(float32 by default); integer and boolean ``Box`` observations (images, masks)
+keep their dtype; ``Discrete`` and ``MultiDiscrete`` become int64;
+``MultiBinary`` keeps int8. :func:`converted_space` describes the result as a
+space.
+
+Casts are NumPy's (a fraction of torch's cost on small arrays): a float64
+value beyond the range of float32 becomes infinite, with NumPy's
+``RuntimeWarning`` about the overflow.
+
+Every leaf of every batch is checked against the space before it is
+converted: its shape must be ``[num_envs, *space.shape]`` and its dtype one
+that converts without losing meaning (any real dtype for a floating ``Box``,
+an integer dtype for integer leaves, ``bool`` for a boolean ``Box``). The
+checks read array metadata only, never values.
 """
 
-import functools
 import inspect
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, final
 
 import gymnasium as gym
@@ -20,47 +32,150 @@ import torch
 from tensordict import TensorDict
 
 from typedrl._types import Obs
-from typedrl.errors import SpecError
+from typedrl._validation import describe
+from typedrl.errors import EnvContractError, SpecError
 
-__all__ = ["ObservationConverter"]
+__all__ = ["LeafSpec", "ObservationConverter", "converted_space", "new_tensordict"]
+
+# NumPy dtype kinds a leaf accepts, by the kind of the dtype it is converted to:
+# floats take any real number; integers (and MultiBinary's int8) take integers
+# (a float would be truncated); booleans take booleans only.
+_ACCEPTED_KINDS = {"f": "fiu", "i": "iu", "u": "iu", "b": "b"}
+_KIND_NAMES = {"fiu": "a real (float or integer)", "iu": "an integer", "b": "a bool"}
 
 
-def _leaf_dtype(space: gym.Space[Any], float_dtype: torch.dtype, where: str) -> torch.dtype:
-    if isinstance(space, gym.spaces.Box):
-        if np.issubdtype(space.dtype, np.floating):
-            return float_dtype
-        return torch.from_numpy(np.zeros(0, dtype=space.dtype)).dtype
-    if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
-        return torch.int64
-    if isinstance(space, gym.spaces.MultiBinary):
-        return torch.int8
-    raise SpecError(
+def _unsupported(space: gym.Space[Any], where: str) -> SpecError:
+    return SpecError(
         f"{where}: unsupported observation space {space!r}; expected Box, Discrete, "
         "MultiDiscrete, MultiBinary or a Dict of those"
     )
 
 
-def _replace_rows(
-    space: gym.Space[Any], data: Any, rows: Sequence[int], items: Sequence[Any]
-) -> Any:
-    """A copy of the batch ``data`` with ``data[rows[k]] = items[k]``, leaf by leaf."""
+def _leaf_numpy_dtype(
+    space: gym.Space[Any], float_dtype: np.dtype[Any], where: str
+) -> np.dtype[Any]:
+    """The NumPy dtype a leaf of ``space`` is converted to."""
+    if isinstance(space, gym.spaces.Box):
+        return float_dtype if space.dtype.kind == "f" else space.dtype
+    if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+        return np.dtype(np.int64)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return np.dtype(np.int8)
+    raise _unsupported(space, where)
+
+
+def _cast_bounds(bound: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """``bound`` in ``dtype``, rounded exactly as observations are.
+
+    Rounding to nearest is monotonic, so an observation within the original
+    bounds stays within the cast ones; a bound beyond the range of ``dtype``
+    becomes infinite, as an observation beyond it does.
+    """
+    with np.errstate(over="ignore"):
+        return bound.astype(dtype)
+
+
+def converted_space(space: gym.Space[Any], float_dtype: torch.dtype) -> gym.Space[Any]:
+    """The observation space of the batches :class:`ObservationConverter` returns.
+
+    A floating ``Box`` becomes a ``Box`` of ``float_dtype`` with the same
+    bounds (cast as the observations are), ``Discrete`` and ``MultiDiscrete``
+    spaces int64 ones; a space that the conversion leaves as it is is returned
+    itself.
+
+    Args:
+        space: The env's single-row observation space.
+        float_dtype: Dtype of floating-point ``Box`` observations.
+
+    Returns:
+        ``space``, or a copy with the dtypes of the converted observations.
+
+    Raises:
+        SpecError: If a leaf of ``space`` is not supported.
+
+    Example:
+        >>> import gymnasium as gym, numpy as np, torch
+        >>> converted_space(gym.spaces.Box(-1, 1, (2,), np.float64), torch.float32)
+        Box(-1.0, 1.0, (2,), float32)
+    """
+    target = torch.empty(0, dtype=float_dtype).numpy().dtype
+    return _converted(space, target, "observation space")
+
+
+def _converted(space: gym.Space[Any], float_dtype: np.dtype[Any], where: str) -> gym.Space[Any]:
     if isinstance(space, gym.spaces.Dict):
-        return {
-            key: _replace_rows(sub, data[key], rows, [item[key] for item in items])
+        children = {
+            key: _converted(sub, float_dtype, f"{where}[{key!r}]")
             for key, sub in space.spaces.items()
         }
-    return _replace_leaf_rows(data, rows, items)
+        if all(children[key] is sub for key, sub in space.spaces.items()):
+            return space
+        # A sequence of pairs keeps the order of the keys (a dict would be sorted).
+        return gym.spaces.Dict(list(children.items()))
+    dtype = _leaf_numpy_dtype(space, float_dtype, where)
+    if space.dtype == dtype:
+        return space
+    if isinstance(space, gym.spaces.Box):
+        low, high = _cast_bounds(space.low, dtype), _cast_bounds(space.high, dtype)
+        return gym.spaces.Box(low, high, shape=space.shape, dtype=dtype)
+    if isinstance(space, gym.spaces.Discrete):
+        return gym.spaces.Discrete(int(space.n), start=int(space.start), dtype=dtype.type)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return gym.spaces.MultiDiscrete(space.nvec, dtype=dtype.type, start=space.start)
+    # MultiBinary is always int8, which is what it converts to.
+    raise _unsupported(space, where)
 
 
-def _replace_leaf_rows(data: Any, rows: Sequence[int], items: Sequence[Any]) -> np.ndarray:
-    """A copy of the array ``data`` with ``data[rows[k]] = items[k]``."""
-    if len(rows) != len(items):
-        raise ValueError(f"got {len(rows)} rows but {len(items)} items to put in them")
-    array = np.array(data, copy=True)
-    # Indexing beats zip(..., strict=True) here: this runs on every step where rows end.
-    for k, row in enumerate(rows):
-        array[row] = items[k]
-    return array
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeafSpec:
+    """What one observation leaf must look like, worked out once from the space."""
+
+    name: str
+    """The leaf's key for messages: ``'obs'``, ``'policy'`` or ``('extra', 'flag')``."""
+
+    space: gym.Space[Any]
+    """The env's own space of this leaf."""
+
+    batch_shape: tuple[int, ...]
+    """``(num_envs, *space.shape)``."""
+
+    row_shape: tuple[int, ...]
+    """``space.shape``."""
+
+    dtype: np.dtype[Any]
+    """The NumPy dtype the leaf is converted to."""
+
+    kinds: str
+    """The NumPy dtype kinds the leaf accepts."""
+
+
+def _leaf_tree(
+    space: gym.Space[Any], num_envs: int, float_dtype: np.dtype[Any], path: tuple[str, ...]
+) -> Any:
+    """A :class:`LeafSpec` per leaf of the space, shaped like it (dicts for Dict spaces)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {
+            key: _leaf_tree(sub, num_envs, float_dtype, (*path, key))
+            for key, sub in space.spaces.items()
+        }
+    where = "observation space" + "".join(f"[{key!r}]" for key in path)
+    dtype = _leaf_numpy_dtype(space, float_dtype, where)
+    row_shape = tuple(space.shape or ())
+    if not path:
+        name = "'obs'"
+    elif len(path) == 1:
+        name = repr(path[0])
+    else:
+        name = repr(path)
+    return LeafSpec(
+        name=name,
+        space=space,
+        batch_shape=(num_envs, *row_shape),
+        row_shape=row_shape,
+        dtype=dtype,
+        kinds=_ACCEPTED_KINDS[dtype.kind],
+    )
 
 
 # TensorDict's constructor re-validates every leaf; the leaves built here have the
@@ -68,31 +183,40 @@ def _replace_leaf_rows(data: Any, rows: Sequence[int], items: Sequence[Any]) -> 
 # used where the installed tensordict provides it (it saves about 2 us a step).
 # Nested levels are built bottom-up as TensorDicts, so the constructor never has
 # to look for plain dicts among the values (``nested=False``) when it can skip it.
-_NEW_UNSAFE = getattr(TensorDict, "_new_unsafe", None)
-if _NEW_UNSAFE is not None and "nested" in inspect.signature(_NEW_UNSAFE).parameters:
-    _NEW_UNSAFE = functools.partial(_NEW_UNSAFE, nested=False)
+# The keyword is passed directly: a functools.partial costs 0.2 us a call.
+_NEW_UNSAFE: Any = getattr(TensorDict, "_new_unsafe", None)
+_NOT_NESTED = _NEW_UNSAFE is not None and "nested" in inspect.signature(_NEW_UNSAFE).parameters
 
 
-def _tensordict(leaves: dict[str, Any], batch_size: torch.Size, device: torch.device) -> Obs:
-    if _NEW_UNSAFE is not None:
-        fast: Obs = _NEW_UNSAFE(leaves, batch_size=batch_size, device=device)
+def new_tensordict(leaves: dict[str, Any], batch_size: torch.Size, device: torch.device) -> Obs:
+    """A TensorDict of ``leaves``, which must already have ``batch_size`` and ``device``."""
+    if _NOT_NESTED:
+        fast: Obs = _NEW_UNSAFE(leaves, batch_size=batch_size, device=device, nested=False)
         return fast
+    if _NEW_UNSAFE is not None:
+        unchecked: Obs = _NEW_UNSAFE(leaves, batch_size=batch_size, device=device)
+        return unchecked
     return TensorDict(leaves, batch_size=batch_size, device=device)
 
 
-def _dtype_tree(space: gym.Space[Any], float_dtype: torch.dtype, where: str) -> Any:
-    """The torch dtype of each leaf, shaped like the space (dicts for Dict spaces)."""
-    if isinstance(space, gym.spaces.Dict):
-        return {
-            key: _dtype_tree(sub, float_dtype, f"{where}[{key!r}]")
-            for key, sub in space.spaces.items()
-        }
-    return _leaf_dtype(space, float_dtype, where)
+# Where a batch comes from, for messages: (caller, step or None, what the batch is).
+_Context = tuple[str, int | None, str]
+
+
+def _prefix(context: _Context) -> str:
+    where, step, _ = context
+    return where if step is None else f"{where} (step {step})"
 
 
 @final
 class ObservationConverter:
-    """Turns batched NumPy observations of one space into TensorDicts on a device.
+    """Checks batched NumPy observations of one space and turns them into TensorDicts.
+
+    The expected shape and dtype of every leaf are worked out once; each batch
+    then costs a shape comparison and a dtype identity test per leaf before
+    its conversion. Anything that does not fit the space raises
+    :class:`~typedrl.errors.EnvContractError` naming the caller (``where``),
+    the step, the leaf's key, what came and what the space declares.
 
     Args:
         space: The single-row observation space.
@@ -107,6 +231,12 @@ class ObservationConverter:
         ... )
         >>> converter.batch(np.zeros((3, 2))).batch_size
         torch.Size([3])
+        >>> converter.batch(np.zeros((3, 4)), where="MyEnv.step", step=7)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.EnvContractError: MyEnv.step (step 7): observation 'obs' has shape
+        [3, 4], expected [3, 2] ([num_envs, *space.shape]) from the env's
+        single_observation_space Box(-1.0, 1.0, (2,), float32)
     """
 
     def __init__(
@@ -123,31 +253,25 @@ class ObservationConverter:
         self._on_cpu = device.type == "cpu"
         self._batch_size = torch.Size((num_envs,))
         self._is_dict = isinstance(space, gym.spaces.Dict)
-        self._dtypes = _dtype_tree(space, float_dtype, "observation space")
+        numpy_float = torch.empty(0, dtype=float_dtype).numpy().dtype
+        self._leaves = _leaf_tree(space, num_envs, numpy_float, ())
+        self.single_leaf: LeafSpec | None = None if self._is_dict else self._leaves
+        """The one leaf of a non-``Dict`` space, for callers that convert it inline."""
+        self.converted_space = _converted(space, numpy_float, "observation space")
+        """The space of the returned observations (see :func:`converted_space`)."""
 
-    def _leaf(self, array: Any, dtype: torch.dtype, copy: bool) -> torch.Tensor:
-        if copy:
-            # np.array(copy=True) detaches the tensor from buffers the env may reuse.
-            array = np.array(array, copy=True)
-        tensor = torch.from_numpy(array)
-        if tensor.dtype != dtype:
-            tensor = tensor.to(dtype)
-        if self._on_cpu:
-            return tensor
-        return tensor.to(self.device, non_blocking=True)
+    # ---------------------------------------------------------------- public
 
-    def _tree(self, data: Any, dtypes: Any, copy: bool) -> dict[str, Any]:
-        return {
-            key: (
-                _tensordict(self._tree(data[key], sub, copy), self._batch_size, self.device)
-                if isinstance(sub, dict)
-                else self._leaf(data[key], sub, copy)
-            )
-            for key, sub in dtypes.items()
-        }
-
-    def batch(self, data: Any, *, copy: bool = True) -> Obs:
-        """Convert one batched observation (``num_envs`` rows) into a TensorDict.
+    def batch(
+        self,
+        data: Any,
+        *,
+        copy: bool = True,
+        where: str = "ObservationConverter.batch",
+        step: int | None = None,
+        what: str = "observation",
+    ) -> Obs:
+        """Check and convert one batched observation (``num_envs`` rows) into a TensorDict.
 
         Args:
             data: The batch: an array, or a dict of them for a ``Dict`` space.
@@ -155,28 +279,196 @@ class ObservationConverter:
                 caller's arrays. Pass ``False`` only for leaves that nothing
                 else holds or will write to, and that are writeable NumPy arrays
                 with non-negative strides (such as a fresh ``copy.deepcopy`` of
-                an array): the tensors then share their memory.
-        """
-        if not self._is_dict:
-            leaf = self._leaf(data, self._dtypes, copy)
-            return _tensordict({"obs": leaf}, self._batch_size, self.device)
-        return self._convert_dict(data, copy=copy)
+                an array): the tensors then share their memory. A leaf whose
+                dtype is converted is always copied.
+            where: Who returned ``data``, for messages (``"GymnasiumVecEnv.step"``).
+            step: The step number, for messages; ``None`` outside steps.
+            what: What ``data`` is, for messages.
 
-    def batch_with_rows(self, data: Any, rows: Sequence[int], items: Sequence[Any]) -> Obs:
+        Raises:
+            EnvContractError: If a leaf is missing or not an array, or its shape
+                or dtype does not fit the space.
+        """
+        leaf = self.single_leaf
+        if leaf is None:
+            return self._convert_tree(data, self._leaves, (where, step, what), copy=copy)
+        # The common case, inline: one array of the right shape and dtype kind.
+        if type(data) is np.ndarray and data.shape == leaf.batch_shape:
+            dtype = data.dtype
+            if dtype is leaf.dtype:
+                array = np.array(data, copy=True) if copy else data
+            elif dtype.kind in leaf.kinds:
+                array = data.astype(leaf.dtype)
+            else:
+                raise self._dtype_error(leaf, dtype, (where, step, what))
+        else:
+            array = self._array(data, leaf, (where, step, what), copy=copy)
+        tensor = torch.from_numpy(array)
+        if not self._on_cpu:
+            tensor = tensor.to(self.device, non_blocking=True)
+        return new_tensordict({"obs": tensor}, self._batch_size, self.device)
+
+    def batch_with_rows(
+        self,
+        data: Any,
+        rows: Sequence[int],
+        items: Sequence[Any],
+        *,
+        where: str = "ObservationConverter.batch_with_rows",
+        step: int | None = None,
+        what: str = "final_obs",
+    ) -> Obs:
         """Convert a batch whose row ``rows[k]`` is replaced by the single observation ``items[k]``.
 
         Used for terminal observations: the replacement happens on the NumPy
         side, before the one conversion, which is far cheaper than an indexed
-        TensorDict assignment. ``data`` and ``items`` are copied, never aliased.
-        """
-        # Both helpers return fresh arrays: no second copy is needed.
-        if self._is_dict:
-            return self._convert_dict(_replace_rows(self.space, data, rows, items), copy=False)
-        return self.batch(_replace_leaf_rows(data, rows, items), copy=False)
+        TensorDict assignment. ``data`` and ``items`` are copied, never
+        aliased; each item is checked against the space's row shape and dtype.
 
-    def _convert_dict(self, data: Any, *, copy: bool) -> Obs:
+        Raises:
+            EnvContractError: If ``data`` or an item does not fit the space.
+            ValueError: If ``rows`` and ``items`` differ in length.
+        """
+        if len(rows) != len(items):
+            raise ValueError(f"got {len(rows)} rows but {len(items)} items to put in them")
+        leaf = self.single_leaf
+        if leaf is None:
+            context = (where, step, what)
+            replaced = self._replace_rows(self._leaves, data, rows, items, context)
+            return self._convert_tree(replaced, self._leaves, context, copy=False)
+        # The common case, inline: one array, rows that are arrays of the right shape.
+        if type(data) is np.ndarray and data.shape == leaf.batch_shape:
+            if data.dtype.kind not in leaf.kinds:
+                raise self._dtype_error(leaf, data.dtype, (where, step, what))
+            array = data.astype(leaf.dtype)  # a copy, in the leaf's dtype
+        else:
+            array = self._array(data, leaf, (where, step, what), copy=True)
+        row_shape, kinds = leaf.row_shape, leaf.kinds
+        # Indexing beats zip(..., strict=True) here: this runs on every step where rows end.
+        for k, row in enumerate(rows):
+            item = items[k]
+            if not (
+                type(item) is np.ndarray and item.shape == row_shape and item.dtype.kind in kinds
+            ):
+                item = self._row(item, leaf, row, (where, step, what))
+            array[row] = item
+        tensor = torch.from_numpy(array)
+        if not self._on_cpu:
+            tensor = tensor.to(self.device, non_blocking=True)
+        return new_tensordict({"obs": tensor}, self._batch_size, self.device)
+
+    # ------------------------------------------------------------- helpers
+
+    def _array(self, data: Any, leaf: LeafSpec, context: _Context, *, copy: bool) -> np.ndarray:
+        """``data`` checked against ``leaf``, as an array of the leaf's dtype."""
+        array = data if type(data) is np.ndarray else self._as_array(data, leaf, context)
+        if array.shape != leaf.batch_shape:
+            raise self._shape_error(leaf, array.shape, context)
+        dtype = array.dtype
+        if dtype is not leaf.dtype and dtype != leaf.dtype:
+            if dtype.kind not in leaf.kinds:
+                raise self._dtype_error(leaf, dtype, context)
+            # NumPy's cast is a fraction of torch's on small arrays, and copies.
+            return array.astype(leaf.dtype)
+        if copy:
+            # np.array(copy=True) detaches the tensor from buffers the env may reuse.
+            return np.array(array, copy=True)
+        return array
+
+    def _tensor(self, array: np.ndarray) -> torch.Tensor:
+        tensor = torch.from_numpy(array)
+        if self._on_cpu:
+            return tensor
+        return tensor.to(self.device, non_blocking=True)
+
+    def _convert_tree(self, data: Any, leaves: Any, context: _Context, *, copy: bool) -> Obs:
+        values = self._entries(data, leaves, context)
+        converted: dict[str, Any] = {}
+        for key, sub in leaves.items():
+            if isinstance(sub, dict):
+                converted[key] = self._convert_tree(values[key], sub, context, copy=copy)
+            else:
+                converted[key] = self._tensor(self._array(values[key], sub, context, copy=copy))
+        return new_tensordict(converted, self._batch_size, self.device)
+
+    def _entries(
+        self, data: Any, leaves: dict[str, Any], context: _Context, row: int | None = None
+    ) -> Any:
+        """``data`` if it is a dict with exactly the keys of ``leaves``; raise otherwise."""
+        what = context[2] if row is None else f"{context[2]} of row {row}"
         if not isinstance(data, dict):
-            raise SpecError(
-                f"expected a dict observation for {self.space!r}, got {type(data).__name__}"
+            raise EnvContractError(
+                f"{_prefix(context)}: {what} must be a dict with keys {list(leaves)} for "
+                f"the env's single_observation_space {self.space!r}, got {describe(data)}"
             )
-        return _tensordict(self._tree(data, self._dtypes, copy), self._batch_size, self.device)
+        # dict_keys compare as sets, in C: a fraction of a Python loop over the keys.
+        if data.keys() != leaves.keys():
+            missing = [key for key in leaves if key not in data]
+            extra = [key for key in data if key not in leaves]
+            raise EnvContractError(
+                f"{_prefix(context)}: {what} has keys {list(data)}, expected {list(leaves)} "
+                f"(missing {missing}, unexpected {extra}) from the env's "
+                f"single_observation_space {self.space!r}"
+            )
+        return data
+
+    def _replace_rows(
+        self, leaves: Any, data: Any, rows: Sequence[int], items: Sequence[Any], context: _Context
+    ) -> Any:
+        """A copy of the batch ``data`` with ``data[rows[k]] = items[k]``, leaf by leaf."""
+        if isinstance(leaves, dict):
+            data = self._entries(data, leaves, context)
+            for row, item in zip(rows, items, strict=True):
+                self._entries(item, leaves, context, row)
+            return {
+                key: self._replace_rows(
+                    sub, data[key], rows, [item[key] for item in items], context
+                )
+                for key, sub in leaves.items()
+            }
+        array = self._array(data, leaves, context, copy=True)
+        # Indexing beats zip(..., strict=True) here: this runs on every step where rows end.
+        for k, row in enumerate(rows):
+            array[row] = self._row(items[k], leaves, row, context)
+        return array
+
+    def _row(self, item: Any, leaf: LeafSpec, row: int, context: _Context) -> np.ndarray:
+        """One row's observation ``item`` checked against ``leaf``."""
+        value = item if type(item) is np.ndarray else self._as_array(item, leaf, context)
+        if value.shape != leaf.row_shape:
+            raise self._shape_error(leaf, value.shape, context, row=row)
+        if value.dtype.kind not in leaf.kinds:
+            raise self._dtype_error(leaf, value.dtype, context, row=row)
+        return value
+
+    def _as_array(self, data: Any, leaf: LeafSpec, context: _Context) -> np.ndarray:
+        try:
+            return np.asarray(data)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise EnvContractError(
+                f"{_prefix(context)}: {context[2]} {leaf.name} must be a NumPy array, as "
+                f"Gymnasium's vector API returns, got {describe(data)} ({error})"
+            ) from error
+
+    def _shape_error(
+        self, leaf: LeafSpec, got: tuple[int, ...], context: _Context, *, row: int | None = None
+    ) -> EnvContractError:
+        if row is None:
+            expected, layout, of_row = leaf.batch_shape, "[num_envs, *space.shape]", ""
+        else:
+            expected, layout, of_row = leaf.row_shape, "space.shape", f" of row {row}"
+        return EnvContractError(
+            f"{_prefix(context)}: {context[2]} {leaf.name}{of_row} has shape {list(got)}, "
+            f"expected {list(expected)} ({layout}) from the env's single_observation_space "
+            f"{leaf.space!r}"
+        )
+
+    def _dtype_error(
+        self, leaf: LeafSpec, got: np.dtype[Any], context: _Context, *, row: int | None = None
+    ) -> EnvContractError:
+        of_row = "" if row is None else f" of row {row}"
+        return EnvContractError(
+            f"{_prefix(context)}: {context[2]} {leaf.name}{of_row} has dtype {got}, expected "
+            f"{_KIND_NAMES[leaf.kinds]} dtype (converted to {leaf.dtype}) from the env's "
+            f"single_observation_space {leaf.space!r}"
+        )

@@ -210,11 +210,30 @@ def test_invalid_arguments_raise_typed_errors() -> None:
 def test_close_twice_and_repr() -> None:
     """close() is idempotent; repr names the configuration."""
     env: BaseTorchVecEnv = PointMass(num_envs=2)
+    assert math.isfinite(float(env.reset(seed=0)[0]["obs"].sum()))
     env.close()
     env.close()
     assert "PointMass(num_envs=2" in repr(env)
     assert env.max_episode_steps == 200
-    assert math.isfinite(float(env.reset(seed=0)[0]["obs"].sum()))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_step_and_reset_after_close_raise(name: str) -> None:
+    """A closed env refuses to step or reset, with an error naming the call."""
+    env = FACTORIES[name](num_envs=2)
+    env.reset(seed=0)
+    action = random_actions(env, torch.Generator().manual_seed(0))
+    env.step(action)
+    env.close()
+    owner = type(env).__name__
+    with pytest.raises(EnvContractError, match=rf"{owner}\.step: the env is closed"):
+        env.step(action)
+    with pytest.raises(EnvContractError, match=rf"{owner}\.reset: the env is closed"):
+        env.reset(seed=0)
+    never_reset = FACTORIES[name](num_envs=2)
+    never_reset.close()
+    with pytest.raises(EnvContractError, match="the env is closed"):
+        never_reset.step(action)
 
 
 @pytest.mark.gpu

@@ -277,8 +277,11 @@ class BaseTorchVecEnv(abc.ABC):
         Raises:
             ConfigError: If ``seed`` is not a non-negative int or ``options`` is
                 not empty.
+            EnvContractError: If the env was closed.
         """
         owner = f"{type(self).__name__}.reset"
+        if self._closed:
+            raise EnvContractError(_closed_message(owner))
         checked_seed = _check_seed(owner, "seed", seed)
         if options:
             raise ConfigError(
@@ -320,7 +323,8 @@ class BaseTorchVecEnv(abc.ABC):
 
         Raises:
             SpecError: If the action's type, shape, dtype or device is wrong.
-            EnvContractError: If :meth:`reset` was never called.
+            EnvContractError: If :meth:`reset` was never called, or the env was
+                closed.
         """
         check_action(
             action,
@@ -329,7 +333,9 @@ class BaseTorchVecEnv(abc.ABC):
             device=self._device,
             where=self._where,
         )
-        if not self._has_reset:
+        if self._closed or not self._has_reset:
+            if self._closed:
+                raise EnvContractError(_closed_message(self._where))
             raise EnvContractError(f"{self._where}: call reset() before the first step()")
         if action.is_floating_point():
             action = action.to(self._dtype)
@@ -356,7 +362,10 @@ class BaseTorchVecEnv(abc.ABC):
         return self._wrap(self._observe(self._state))
 
     def close(self) -> None:
-        """Release nothing (plain tensors); calling it twice is harmless."""
+        """Mark the env closed: later :meth:`reset` and :meth:`step` calls raise.
+
+        There is nothing to release (plain tensors); calling it twice is harmless.
+        """
         self._closed = True
 
     def state_dict(self) -> dict[str, Any]:
@@ -537,6 +546,10 @@ class BaseTorchVecEnv(abc.ABC):
         return TensorDict(
             {"obs": obs}, batch_size=[self._num_envs], device=self._device, non_blocking=True
         )
+
+
+def _closed_message(where: str) -> str:
+    return f"{where}: the env is closed (close() was called); build a new env to keep stepping"
 
 
 def _check_seed(owner: str, name: str, seed: object) -> int | None:
