@@ -298,3 +298,28 @@ def test_load_state_dict_rejects_foreign_state() -> None:
     del state["pool"]
     with pytest.raises(CheckpointError, match="expected keys"):
         small.load_state_dict(state)
+
+
+def test_random_elapsed_steps_spread_the_time_outs() -> None:
+    """random_elapsed_steps starts each row's clock at a reproducible random step."""
+    horizon = 50
+
+    def truncation_steps(seed: int) -> list[int]:
+        env = PointMass(num_envs=16, max_episode_steps=horizon)
+        env.reset(seed=seed, options={"random_elapsed_steps": True})
+        first = [-1] * 16
+        for step in range(horizon):
+            truncated = env.step(torch.zeros(16, 2)).truncated
+            for row in range(16):
+                if bool(truncated[row]) and first[row] < 0:
+                    first[row] = step
+        return first
+
+    steps = truncation_steps(3)
+    assert all(0 <= step < horizon for step in steps)  # every row times out in time
+    assert len(set(steps)) > 8  # not all on the same step
+    assert truncation_steps(3) == steps  # reproducible from the seed
+    plain = PointMass(num_envs=4, max_episode_steps=horizon)
+    plain.reset(seed=3, options={"random_elapsed_steps": False})
+    with pytest.raises(ConfigError, match="random_elapsed_steps"):
+        plain.reset(options={"random_elapsed_steps": 1})

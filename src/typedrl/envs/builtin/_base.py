@@ -33,6 +33,9 @@ _DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.fl
 _MAX_POOL_SIZE = 16
 _POOL_ELEMENTS = 2**18
 
+_CLOCK_SALT = 0x7F4A7C15
+"""Salt of the random episode-clock draw (apart from the initial-state draws)."""
+
 
 class BaseTorchVecEnv(abc.ABC):
     """Base of batched, differentiable vector envs written in plain torch.
@@ -269,25 +272,33 @@ class BaseTorchVecEnv(abc.ABC):
                 of the stream keyed by ``(seed, i)``. ``None`` continues the
                 current streams (every row starts its next episode); the first
                 reset without a seed uses the constructor's ``seed``.
-            options: No reset options are supported; pass ``None`` or ``{}``.
+            options: ``{"random_elapsed_steps": True}`` starts every row's
+                episode clock at a random step in ``[0, max_episode_steps)``
+                (a hash of the row's stream, so reproducible), so that the
+                time-outs of all rows do not fall on the same step; no other
+                option is supported.
 
         Returns:
             The first observation and an empty info dict.
 
         Raises:
-            ConfigError: If ``seed`` is not a non-negative int or ``options`` is
-                not empty.
+            ConfigError: If ``seed`` is not a non-negative int or ``options`` holds
+                anything else.
             EnvContractError: If the env was closed.
         """
         owner = f"{type(self).__name__}.reset"
         if self._closed:
             raise EnvContractError(_closed_message(owner))
         checked_seed = _check_seed(owner, "seed", seed)
+        random_clocks = False
         if options:
-            raise ConfigError(
-                f"{owner}: no reset options are supported, got {describe(options)}; "
-                "pass options=None"
-            )
+            flag = options.get("random_elapsed_steps")
+            if set(options) != {"random_elapsed_steps"} or (flag is not True and flag is not False):
+                raise ConfigError(
+                    f"{owner}: the only reset option is {{'random_elapsed_steps': bool}}, got "
+                    f"options={describe(options)}"
+                )
+            random_clocks = bool(options["random_elapsed_steps"])
         if checked_seed is None and not self._has_reset:
             checked_seed = self._seed if self._seed is not None else secrets.randbits(64)
         if checked_seed is not None:
@@ -304,6 +315,19 @@ class BaseTorchVecEnv(abc.ABC):
         self._pool_check_age = 0
         self._state = self._initial_state(self._draws(episode, 1))
         self._started = torch.zeros_like(self._started)
+        if random_clocks:
+            # As if each row's episode had begun up to max_episode_steps - 1 steps ago.
+            # A draw of its own (salted apart from the initial-state draws) of each row's
+            # stream at this episode.
+            offsets = _counter_rng.uniform(
+                self._keys.to(torch.int64) & 0xFFFFFFFF,
+                episode,
+                _counter_rng.draw_salts(1, self._device) ^ _CLOCK_SALT,
+                torch.float64,
+            )[:, 0]
+            self._started = (
+                -(offsets * self._max_episode_steps).long().clamp(max=self._max_episode_steps - 1)
+            )
         self._steps = 0
         self._has_reset = True
         return self._wrap(self._observe(self._state)), {}
