@@ -108,3 +108,13 @@ def test_action_checker_rejects_wrong_device() -> None:
     assert _checker(space, torch.device("meta"))(meta) is meta
     with pytest.raises(SpecError, match="action is on cpu"):
         _checker(space, torch.device("meta"))(torch.zeros(3, 2))
+
+
+def test_same_device_treats_an_index_free_device_as_index_zero() -> None:
+    """ "cuda" and "cuda:0" are one device; types must match; every CPU is the CPU."""
+    from typedrl._tensor_checks import same_device
+
+    assert same_device("cuda", "cuda:0")
+    assert same_device(torch.device("cpu"), "cpu")
+    assert not same_device("cuda:1", "cuda")
+    assert not same_device("cpu", "cuda:0")

@@ -24,6 +24,7 @@ from typedrl.errors import EnvError as EnvError
 from typedrl.errors import MissingDependencyError as MissingDependencyError
 from typedrl.errors import NonFiniteError as NonFiniteError
 from typedrl.errors import SpecError as SpecError
+from typedrl.errors import StateError as StateError
 from typedrl.errors import TypedRLError as TypedRLError
 from typedrl.protocols import ActorCritic as ActorCritic
 from typedrl.protocols import Collector as Collector
@@ -59,6 +60,7 @@ __all__ = [
     "Policy",
     "ScheduledDifferentiableVecEnv",
     "SpecError",
+    "StateError",
     "StepResult",
     "SupportsObservationNormalizeMask",
     "SupportsStateDict",

@@ -13,11 +13,34 @@ from torch import Tensor
 from typedrl._validation import describe
 from typedrl.errors import SpecError
 
-__all__ = ["ActionChecker", "action_dtype_for", "check_action"]
+__all__ = ["ActionChecker", "action_dtype_for", "check_action", "same_device"]
 
 _INTEGER_DTYPES = frozenset(
     {torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32}
 )
+
+
+def same_device(a: torch.device | str, b: torch.device | str) -> bool:
+    """Whether two devices are the same, ``"cuda"`` and ``"cuda:0"`` alike.
+
+    A device without an index means the current device of its type (index 0
+    unless the process chose another).
+
+    Example:
+        >>> same_device("cuda", "cuda:0"), same_device("cpu", "cuda:0")
+        (True, False)
+    """
+    first, second = torch.device(a), torch.device(b)
+    if first.type != second.type:
+        return False
+    if first.type == "cpu":
+        return True
+    default = (
+        torch.cuda.current_device() if first.type == "cuda" and torch.cuda.is_available() else 0
+    )
+    return (first.index if first.index is not None else default) == (
+        second.index if second.index is not None else default
+    )
 
 
 def action_dtype_for(

@@ -65,6 +65,15 @@ def epoch_episodes(
         length_so_far: Per row, that episode's length so far (int64).
     """
     num_steps = reward.shape[0]
+    if num_steps == 0:
+        # No step, no episode ended: the running ones carry on unchanged.
+        return EpochEpisodes(
+            returns=torch.zeros_like(reward, dtype=torch.float64),
+            lengths=torch.zeros_like(reward, dtype=torch.int64),
+            ended=torch.zeros_like(done),
+            return_so_far=return_so_far,
+            length_so_far=length_so_far,
+        )
     step_reward = torch.where(valid, reward.to(torch.float64), 0.0)
     # Running totals of each row since the start of its episode running at step 0.
     total_return = step_reward.cumsum(0) + return_so_far

@@ -28,6 +28,7 @@ __all__ = [
     "MissingDependencyError",
     "NonFiniteError",
     "SpecError",
+    "StateError",
     "TypedRLError",
 ]
 
@@ -73,6 +74,11 @@ class CheckpointError(TypedRLError, OSError):
 @final
 class DistributedError(TypedRLError, RuntimeError):
     """Ranks disagree on something that must be identical on every rank."""
+
+
+@final
+class StateError(TypedRLError, RuntimeError):
+    """A method was called in the wrong state (an update finished that never began, ...)."""
 
 
 @final

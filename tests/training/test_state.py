@@ -10,7 +10,7 @@ from torch import nn
 from typedrl.checkpoint import load_into
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.testing import CounterState
-from typedrl.training import GeneratorState, TrainerState
+from typedrl.training import Counters, GeneratorState, TrainerState
 
 _GROUPS = ("modules", "optimizers", "schedulers", "rank_local")
 
@@ -144,3 +144,18 @@ def test_a_bad_generator_state_in_a_checkpoint_names_the_component(tmp_path: Pat
     path = tmp_path / "last.ckpt"
     with pytest.raises(CheckpointError, match=r"cannot restore rank_local\['sampler'\]"):
         load_into(holder, {}, name="rank_local['sampler']", path=path)
+
+
+def test_counters_round_trip_and_refuse_unknown_names() -> None:
+    """Counters save and restore by name; unknown or mismatched names raise ConfigError."""
+    counters = Counters("applied", "skipped")
+    counters["applied"] += 2
+    restored = Counters("applied", "skipped")
+    restored.load_state_dict(counters.state_dict())
+    assert (restored["applied"], restored["skipped"]) == (2, 0)
+    with pytest.raises(ConfigError, match="no counter 'other'"):
+        counters["other"] = 1
+    with pytest.raises(ConfigError, match="expects"):
+        Counters("applied").load_state_dict(counters.state_dict())
+    with pytest.raises(ConfigError, match="distinct"):
+        Counters("a", "a")

@@ -326,6 +326,47 @@ def test_an_injected_evaluator_is_used_and_its_metrics_are_logged() -> None:
     assert result.best_score == 4.0
 
 
+class _SequenceEvaluator:
+    """An Evaluator whose n-th evaluation reports ``values[n]`` as ``eval/cost``."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = list(values)
+        self.calls = 0
+
+    def evaluate(self, policy: Policy) -> EvaluationResult:
+        del policy
+        value = self.values[self.calls]
+        self.calls += 1
+        return EvaluationResult(metrics={"cost": value}, score=-value, num_items=1)
+
+
+def test_best_checkpoint_follows_a_configured_metric_to_minimise(tmp_path: Path) -> None:
+    """best_metric="eval/cost", best_mode="min": best.ckpt tracks the smallest cost."""
+    evaluator = _SequenceEvaluator([3.0, 1.0, 2.0, 1.0])
+    options = _options(
+        run_dir=tmp_path, eval_every_steps=3, best_metric="eval/cost", best_mode="min"
+    )
+    trainer = TinyTrainer(budget=Budget(iterations=4), evaluator=evaluator, options=options)
+    result = trainer.fit()
+    assert evaluator.calls == 4
+    assert result.best_score == 1.0
+    best = load_checkpoint(tmp_path / "checkpoints" / "best.ckpt")
+    assert best.best_score == 1.0
+    # Written at the second evaluation (cost 1.0); the equal fourth is not strictly better.
+    assert best.counters["iteration"] == 2
+
+
+def test_an_unknown_best_metric_is_named() -> None:
+    """A best_metric the evaluation does not report raises ConfigError listing what it has."""
+    trainer = TinyTrainer(
+        budget=Budget(iterations=1),
+        evaluator=_SequenceEvaluator([1.0]),
+        options=_options(best_metric="eval/missing"),
+    )
+    with pytest.raises(ConfigError, match=r"'eval/missing'.*eval/cost"):
+        trainer.fit()
+
+
 def test_evaluation_runs_on_the_env_step_schedule() -> None:
     """eval_every_steps=5 with 3 steps per iteration evaluates at 6, 12 and 15 steps, no more."""
     evaluator = ScriptedEvaluator(_result([1.0, 2.0]))

@@ -8,14 +8,16 @@ from jaxtyping import Bool, Float
 from tensordict import TensorDict
 from torch import Tensor
 
+from typedrl._collector_state import collector_state_dict, load_collector_state
+from typedrl._env_calls import step_env
 from typedrl._types import Obs
 from typedrl._values import StepResult
 from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
-from typedrl.errors import CheckpointError, ConfigError, EnvContractError, EnvError, NonFiniteError
+from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.policies import MLPActorCritic
-from typedrl.protocols import ActorCritic, SupportsStateDict, VecEnv
+from typedrl.protocols import ActorCritic, VecEnv
 
 __all__ = ["OnPolicyCollector", "OnPolicyRollout"]
 
@@ -202,7 +204,7 @@ class OnPolicyCollector:
                 else:
                     outputs = policy.act(obs)
                     action, log_prob, value = (outputs[key] for key in _STEP_KEYS)
-                result = self._step(action, t, iteration)
+                result = step_env(self.env, action, step=t, iteration=iteration)
                 final_values = self._final_values(
                     policy=policy,
                     result=result,
@@ -244,19 +246,6 @@ class OnPolicyCollector:
             approximate_bootstrap=approximate,
             episodes=self._track_episodes(data),
         )
-
-    def _step(self, action: Tensor, step: int, iteration: int) -> StepResult:
-        where = f"step {step} of iteration {iteration}"
-        try:
-            return self.env.step(action)
-        except Exception as error:
-            if isinstance(error, ConfigError | EnvContractError | NonFiniteError | EnvError):
-                error.add_note(f"raised by the env at {where}")
-                raise
-            raise EnvError(
-                f"the env ({type(self.env).__name__}) raised {type(error).__name__} at {where}: "
-                f"{error}"
-            ) from error
 
     def _final_values(
         self,
@@ -323,13 +312,7 @@ class OnPolicyCollector:
         Empty when the env is not checkpointable (no ``state_dict``): a resumed
         run then restarts the env (:attr:`needs_reset`).
         """
-        if not isinstance(self.env, SupportsStateDict):
-            return {}
-        state: dict[str, Any] = {"env": self.env.state_dict(), **self.episodes.state_dict()}
-        if self._obs is not None:
-            # A TensorDict is not plain data: store its leaves as a nested dict.
-            state["obs"] = self._obs.to_dict()
-        return state
+        return collector_state_dict(self.env, self._obs, self.episodes)
 
     def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
         """Restore :meth:`state_dict`'s output; an empty dict asks for a fresh reset.
@@ -338,25 +321,7 @@ class OnPolicyCollector:
             CheckpointError: The state holds env state for an env that is not
                 checkpointable, or lacks a piece (the key is named).
         """
-        if not state_dict:
-            self._obs = None
-            return
-        if not isinstance(self.env, SupportsStateDict):
-            raise CheckpointError(
-                f"the collector state holds env state, but {type(self.env).__name__} has no "
-                "load_state_dict"
-            )
-        missing = sorted({"env", "episode_return", "episode_length"} - set(state_dict))
-        if missing:
-            raise CheckpointError(f"the collector state lacks {missing}")
-        self.episodes.load_state_dict(state_dict)
-        self.env.load_state_dict(state_dict["env"])
-        obs = state_dict.get("obs")
-        self._obs = (
-            TensorDict(obs, batch_size=[self.env.num_envs], device=self.device)
-            if obs is not None
-            else None
-        )
+        self._obs = load_collector_state(self.env, state_dict, self.episodes)
 
 
 def _rows_finite(obs: Obs) -> Tensor:

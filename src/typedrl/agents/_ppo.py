@@ -11,6 +11,7 @@ from lightning.fabric.plugins.precision import DoublePrecision, MixedPrecision, 
 from torch import Tensor
 
 from typedrl import _validation
+from typedrl._tensor_checks import same_device
 from typedrl.advantages import compute_gae
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OBS_KEY, OnPolicyCollector, OnPolicyRollout
@@ -139,7 +140,7 @@ class PPOAgent(AbstractTrainer):
                 f"the env runs on {env.device} but Fabric on {self.device}; "
                 "create the env on fabric.device"
             )
-            if env.device != self.device
+            if not same_device(env.device, self.device)
             else None
         )
         # A rank with the wrong device stops every rank, before any other collective.

@@ -12,6 +12,7 @@ from typedrl.training._fabric import default_fabric as default_fabric
 from typedrl.training._fabric import setup_module_and_optimizer as setup_module_and_optimizer
 from typedrl.training._options import RunOptions as RunOptions
 from typedrl.training._signals import StopRequest as StopRequest
+from typedrl.training._state import Counters as Counters
 from typedrl.training._state import GeneratorState as GeneratorState
 from typedrl.training._state import TrainerState as TrainerState
 from typedrl.training._trainer import AbstractTrainer as AbstractTrainer
@@ -22,6 +23,7 @@ from typedrl.training._trainer import IterationResult as IterationResult
 __all__ = [
     "AbstractTrainer",
     "Budget",
+    "Counters",
     "FitResult",
     "GeneratorState",
     "IterationResult",

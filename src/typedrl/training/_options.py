@@ -4,7 +4,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import final
+from typing import Literal, final
 
 from lightning.fabric.loggers.logger import Logger
 
@@ -66,6 +66,24 @@ class RunOptions:
     there is a ``run_dir``, and none otherwise. A list is converted to a tuple."""
     progress: bool = True
     """Show a progress bar on rank 0 when standard output is a terminal."""
+    best_metric: str = "eval/score"
+    """The evaluation metric ``best.ckpt`` follows (any ``eval/*`` metric the evaluator
+    reports, pooled over ranks)."""
+    best_mode: Literal["max", "min"] = "max"
+    """Whether a larger (``"max"``) or smaller (``"min"``) :attr:`best_metric` is better; a
+    checkpoint is written on a strictly better finite value."""
+
+    def _validate_best(self) -> None:
+        if type(self.best_metric) is not str or not self.best_metric.startswith("eval/"):
+            raise ConfigError(
+                "RunOptions.best_metric must name an evaluation metric ('eval/...'), "
+                f"got {describe(self.best_metric)}"
+            )
+        if self.best_mode not in ("max", "min"):
+            raise ConfigError(
+                "RunOptions.best_mode must be one of ['max', 'min'], "
+                f"got {describe(self.best_mode)}"
+            )
 
     def __post_init__(self) -> None:
         if self.run_dir is not None:
@@ -116,5 +134,6 @@ class RunOptions:
                         f"got {describe(logger)}"
                     )
             object.__setattr__(self, "loggers", loggers)
+        self._validate_best()
         if self.progress is not True and self.progress is not False:
             raise ConfigError(f"RunOptions.progress must be a bool, got {describe(self.progress)}")

@@ -12,7 +12,7 @@ from typedrl._validation import describe
 from typedrl.errors import ConfigError
 from typedrl.protocols import SupportsStateDict
 
-__all__ = ["GeneratorState", "TrainerState"]
+__all__ = ["Counters", "GeneratorState", "TrainerState"]
 
 _GROUPS = ("modules", "optimizers", "schedulers", "rank_local")
 
@@ -111,3 +111,45 @@ class GeneratorState:
                 f"{sorted(state_dict)}"
             )
         self.generator.set_state(value.cpu())
+
+
+@final
+class Counters:
+    """Named integer counters of a trainer or algorithm, as one checkpointable object.
+
+    Example:
+        >>> counters = Counters("applied", "skipped")
+        >>> counters["applied"] += 1
+        >>> restored = Counters("applied", "skipped")
+        >>> restored.load_state_dict(counters.state_dict())
+        >>> restored["applied"], restored["skipped"]
+        (1, 0)
+    """
+
+    def __init__(self, *names: str) -> None:
+        if not names or len(set(names)) != len(names):
+            raise ConfigError(f"Counters needs distinct names, got {list(names)}")
+        self._values = dict.fromkeys(names, 0)
+
+    def __getitem__(self, name: str) -> int:
+        return self._values[name]
+
+    def __setitem__(self, name: str, value: int) -> None:
+        if name not in self._values:
+            raise ConfigError(f"Counters has no counter {name!r}; it has {sorted(self._values)}")
+        self._values[name] = int(value)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every counter by name."""
+        return dict(self._values)
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`state_dict`.
+
+        Raises:
+            ConfigError: The names differ from this object's.
+        """
+        if set(state_dict) != set(self._values):
+            raise ConfigError(f"Counters expects {sorted(self._values)}, got {sorted(state_dict)}")
+        for name, value in state_dict.items():
+            self._values[name] = int(value)

@@ -110,11 +110,14 @@ class FitResult:
     env_steps: int
     """Env steps taken over all ranks."""
     best_score: float | None
-    """The best evaluation score, or ``None`` when nothing was evaluated."""
+    """The best value of ``RunOptions.best_metric`` (the evaluation score by default), or
+    ``None`` when nothing was evaluated."""
     stopped_by_signal: bool
     """Whether a SIGINT/SIGTERM stopped the run before its budget was spent."""
     run_dir: Path | None
     """The run's folder, if it has one."""
+    wall_seconds: float
+    """Wall time of this :meth:`~AbstractTrainer.fit` call."""
 
 
 class AbstractTrainer(ABC):
@@ -270,6 +273,7 @@ class AbstractTrainer(ABC):
                 logger.finalize(status)
 
     def _fit(self) -> FitResult:
+        started = time.perf_counter()
         self._prepare()
         budget = self.budget
         by_steps = budget.timesteps is not None
@@ -319,6 +323,7 @@ class AbstractTrainer(ABC):
             best_score=self.best_score,
             stopped_by_signal=stopped,
             run_dir=self.run_dir,
+            wall_seconds=time.perf_counter() - started,
         )
 
     def _evaluate_on_schedule(self, metrics: dict[str, float]) -> None:
@@ -371,10 +376,18 @@ class AbstractTrainer(ABC):
         metrics = {f"eval/{name}": value for name, value in pooled.metrics.items()}
         metrics["eval/score"] = pooled.score
         metrics["eval/episodes"] = float(pooled.num_items)
-        if math.isfinite(pooled.score) and (
-            self.best_score is None or pooled.score > self.best_score
-        ):
-            self.best_score = pooled.score
+        name = self.options.best_metric
+        if name not in metrics:
+            raise ConfigError(
+                f"RunOptions.best_metric is {name!r}, but the evaluation reports only "
+                f"{sorted(metrics)}"
+            )
+        value = metrics[name]
+        better = self.best_score is None or (
+            value > self.best_score if self.options.best_mode == "max" else value < self.best_score
+        )
+        if math.isfinite(value) and better:
+            self.best_score = value
             self.save(self.paths.best if self.paths else None)
         self.last_metrics.update(metrics)
         return metrics
