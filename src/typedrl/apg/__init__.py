@@ -1,0 +1,33 @@
+"""Analytic policy gradients: train a policy by backpropagating through a differentiable env.
+
+- :class:`DifferentiableCollector` steps a
+  :class:`~typedrl.protocols.DifferentiableVecEnv` with a
+  :class:`~typedrl.protocols.DifferentiablePolicy`, keeping the graph, into a
+  :class:`DifferentiableRollout`; :class:`ActionAdjointClipper` bounds the
+  gradient that flows back through each row's action.
+- :class:`APG` (with :class:`APGConfig`) turns rollouts into optimizer updates:
+  truncated segments or complete rollouts, one gradient all-reduce per update.
+- :class:`DifferentiableTrainer` (with :class:`DifferentiableTrainerConfig`) runs
+  it all on the shared trainer core (:mod:`typedrl.training`): budgets,
+  evaluation, checkpoints, exact resume, DDP.
+"""
+
+from typedrl.apg._adjoint import ActionAdjointClipper as ActionAdjointClipper
+from typedrl.apg._algorithm import APG as APG
+from typedrl.apg._algorithm import DifferentiableAlgorithm as DifferentiableAlgorithm
+from typedrl.apg._collector import DifferentiableCollector as DifferentiableCollector
+from typedrl.apg._config import APGConfig as APGConfig
+from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
+from typedrl.apg._trainer import DifferentiableTrainer as DifferentiableTrainer
+from typedrl.apg._trainer_config import DifferentiableTrainerConfig as DifferentiableTrainerConfig
+
+__all__ = [
+    "APG",
+    "APGConfig",
+    "ActionAdjointClipper",
+    "DifferentiableAlgorithm",
+    "DifferentiableCollector",
+    "DifferentiableRollout",
+    "DifferentiableTrainer",
+    "DifferentiableTrainerConfig",
+]

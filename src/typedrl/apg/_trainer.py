@@ -1,0 +1,406 @@
+"""The differentiable trainer: APG (and SHAC) on the shared trainer core, with DDP."""
+
+import math
+import time
+from pathlib import Path
+from typing import Any, cast, final
+
+import torch
+from lightning.fabric import Fabric
+from lightning.fabric.plugins.precision import DoublePrecision, Precision
+from tensordict import TensorDict
+from torch import Tensor, nn
+
+from typedrl import _validation
+from typedrl._tensor_checks import same_device
+from typedrl._values import DifferentiableRolloutSpec
+from typedrl.apg._algorithm import APG, DifferentiableAlgorithm
+from typedrl.apg._collector import DifferentiableCollector
+from typedrl.apg._rollout import DifferentiableRollout
+from typedrl.apg._trainer_config import DifferentiableTrainerConfig
+from typedrl.distributed import raise_together
+from typedrl.errors import ConfigError
+from typedrl.logging import MetricAggregator
+from typedrl.policies import DifferentiableMLPPolicy
+from typedrl.protocols import (
+    DifferentiablePolicy,
+    DifferentiableVecEnv,
+    Evaluator,
+    Policy,
+    ScheduledDifferentiableVecEnv,
+    SupportsObservationNormalizeMask,
+    VecEnv,
+)
+from typedrl.seeding import derive_seed
+from typedrl.training import (
+    AbstractTrainer,
+    Budget,
+    Counters,
+    IterationResult,
+    RunOptions,
+    TrainerState,
+)
+
+__all__ = ["DifferentiableTrainer"]
+
+_EPISODE_METRICS = ["episode/return", "episode/length"]
+
+
+@final
+class DifferentiableTrainer(AbstractTrainer):
+    """Trains a policy by backpropagating through a differentiable vector env.
+
+    A trainer on the core (:class:`~typedrl.training.AbstractTrainer`): one
+    iteration is one optimizer update of the algorithm (:class:`~typedrl.apg.APG`).
+
+    - **Segmented** (``rollout_mode="segmented"``): the env keeps running; an
+      update spans ``update_horizon`` steps cut into segments of
+      ``segment_length``; after each segment the loss is backpropagated and the
+      env's state is detached (``env.detach_state()``), so memory stays bounded.
+    - **Complete** (``rollout_mode="complete"``): each of the
+      ``gradient_accumulation_steps`` microbatches resets the env (a
+      :class:`~typedrl.protocols.ScheduledDifferentiableVecEnv` is asked for the
+      rollout's spec first: its horizon, objective scale and metadata, which is
+      averaged into the logs as ``schedule/*``) and rolls out its full horizon.
+
+    The observation normaliser (inside the policy) is frozen during an update
+    and updated after each applied update from the update's alive rows,
+    synchronised across ranks. In DDP every rank steps its own env rows, the
+    gradients are averaged across ranks once per update (not per segment), a
+    non-finite gradient on any rank skips the update on every rank, and every
+    rank holds identical weights after every update. An exception in the
+    middle of an update (the env's own, say) cancels it: weights, optimizer and
+    scheduler are unchanged and the error surfaces with its step.
+
+    Args:
+        env: This rank's differentiable training env (on ``fabric.device``).
+        config: The trainer's hyper-parameters.
+        policy: A differentiable policy module to train; by default a
+            :class:`~typedrl.policies.DifferentiableMLPPolicy` built from ``config``.
+        fabric: A launched Fabric (32-true or 64-true precision).
+        eval_env: This rank's evaluation env (scored with deterministic actions).
+        evaluator: Any :class:`~typedrl.protocols.Evaluator` instead of ``eval_env``.
+        options: Run folder, cadences, loggers, progress.
+
+    Example:
+        >>> from typedrl.envs import make
+        >>> from typedrl.training import RunOptions
+        >>> env = make("typedrl/PointMass-v0", num_envs=8, seed=0)
+        >>> config = DifferentiableTrainerConfig(total_updates=3, segment_length=8)
+        >>> trainer = DifferentiableTrainer(
+        ...     env=env, config=config, options=RunOptions(progress=False)
+        ... )
+        >>> result = trainer.train()
+        >>> result.iterations, result.env_steps
+        (3, 192)
+    """
+
+    kind = "apg"
+    """APG writes and resumes checkpoints of kind ``"apg"``."""
+    resumable_changes = frozenset({"total_timesteps", "total_updates", "extra"})
+    """Config fields a resumed run may change: the budget and user bookkeeping."""
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        env: VecEnv,
+        config: DifferentiableTrainerConfig,
+        policy: nn.Module | None = None,
+        fabric: Fabric | None = None,
+        eval_env: VecEnv | None = None,
+        evaluator: Evaluator | None = None,
+        options: RunOptions | None = None,
+    ) -> None:
+        if not isinstance(config, DifferentiableTrainerConfig):
+            raise ConfigError(
+                f"config must be a DifferentiableTrainerConfig, got {type(config).__name__}"
+            )
+        super().__init__(
+            env=env,
+            fabric=fabric,
+            eval_env=eval_env,
+            evaluator=evaluator,
+            options=options,
+            seed=config.seed,
+        )
+        self.config = config
+        self.device = self.fabric.device
+        error: ConfigError | None = None
+        if not isinstance(env, DifferentiableVecEnv):
+            error = ConfigError(
+                f"DifferentiableTrainer needs a DifferentiableVecEnv (a step that keeps the "
+                f"graph and detach_state()), got {type(env).__name__}"
+            )
+        elif not same_device(env.device, self.device):
+            error = ConfigError(
+                f"the env runs on {env.device} but Fabric on {self.device}; "
+                "create the env on fabric.device"
+            )
+        elif type(self.fabric.strategy.precision) not in (Precision, DoublePrecision):
+            error = ConfigError(
+                "DifferentiableTrainer differentiates the env in its own dtype and supports "
+                "Fabric's 32-true and 64-true precision only; got "
+                f"{type(self.fabric.strategy.precision).__name__}"
+            )
+        elif policy is not None and not (
+            isinstance(policy, nn.Module) and isinstance(policy, DifferentiablePolicy)
+        ):
+            error = ConfigError(
+                f"policy must be an nn.Module implementing DifferentiablePolicy, got "
+                f"{type(policy).__name__}"
+            )
+        # A rank that refuses stops every rank, before any other collective.
+        raise_together(error, "the differentiable trainer's checks", self.dist)
+        self.scheduled = isinstance(env, ScheduledDifferentiableVecEnv)
+        if (
+            self.scheduled
+            and config.rollout_mode == "complete"
+            and config.algorithm.learning_rate_schedule != "constant"
+            and config.total_updates is None
+        ):
+            raise ConfigError(
+                "DifferentiableTrainerConfig: a scheduled env chooses each rollout's horizon, "
+                f"so the {config.algorithm.learning_rate_schedule!r} learning-rate schedule "
+                "cannot be planned from total_timesteps; set total_updates instead"
+            )
+        env_rows = torch.tensor([env.num_envs], dtype=torch.int64, device=self.dist.device)
+        self.global_num_envs = int(self.dist.all_reduce_sum(env_rows).item())
+        self._given_policy = policy
+        self.collector = DifferentiableCollector(
+            env,  # type: ignore[arg-type]  # checked above, on every rank
+            clip_actions=config.clip_actions,
+            adjoint_max_norm=config.adjoint_max_norm,
+        )
+        self.progress_counters = Counters("rollouts")
+        self.metrics = MetricAggregator(_EPISODE_METRICS, device=self.device)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def policy(self) -> Policy:
+        """The policy being trained (its observation normaliser inside it)."""
+        return self._policy
+
+    @property
+    def budget(self) -> Budget:
+        """``total_timesteps`` env steps or ``total_updates`` updates."""
+        config = self.config
+        if config.total_updates is not None:
+            return Budget(iterations=config.total_updates)
+        return Budget(timesteps=config.total_timesteps)
+
+    @property
+    def planned_updates(self) -> int | None:
+        """The updates the run plans (what decaying learning-rate schedules are bound to).
+
+        ``None`` for a scheduled env in complete mode budgeted in timesteps (its
+        horizons, hence its updates, are not known in advance).
+        """
+        config = self.config
+        if config.total_updates is not None:
+            return config.total_updates
+        if self.scheduled and config.rollout_mode == "complete":
+            return None
+        per_update = config.steps_per_update * self.global_num_envs
+        return math.ceil((config.total_timesteps or 0) / per_update)
+
+    # ------------------------------------------------------------------ setup
+
+    def train(self, *, total_timesteps: int | None = None, total_updates: int | None = None) -> Any:
+        """Train for the configured budget, or for this one (exactly one of the two).
+
+        Returns:
+            The :class:`~typedrl.training.FitResult` of :meth:`fit`.
+
+        Raises:
+            ConfigError: Both budgets given, or a budget given after the trainer
+                was built (by :meth:`setup`, :meth:`load` or an earlier run).
+        """
+        if total_timesteps is not None or total_updates is not None:
+            if self._is_built:
+                raise ConfigError(
+                    "DifferentiableTrainer.train: the budget is fixed once the trainer is built "
+                    "(by setup(), load() or an earlier train()); set it in the config instead"
+                )
+            values = self.config.to_dict()
+            values.update(total_timesteps=total_timesteps, total_updates=total_updates)
+            self.config = DifferentiableTrainerConfig.from_dict(values)
+        return self.fit()
+
+    def _build(self) -> None:
+        config, env = self.config, self.env
+        torch.manual_seed(derive_seed(config.seed, "init", rank=self.dist.rank))
+        if self._given_policy is not None:
+            model = self._given_policy
+        else:
+            mask = (
+                env.observation_normalize_mask
+                if isinstance(env, SupportsObservationNormalizeMask)
+                else None
+            )
+            model = DifferentiableMLPPolicy(
+                env.single_observation_space,
+                env.single_action_space,
+                hidden=config.hidden,
+                activation=config.activation,
+                layer_norm=config.layer_norm,
+                squash=config.squash_actions,
+                log_std_init=config.log_std_init,
+                learn_log_std=config.learn_log_std,
+                normalize_observations=config.normalize_observations,
+                observation_normalize_mask=mask.cpu() if mask is not None else None,
+                observation_clip=config.observation_clip,
+            )
+        model = model.to(self.device)
+        # Every rank starts from rank 0's weights (no DDP wrapper: the gradients are
+        # averaged by hand, once per update).
+        if self.dist.world_size > 1:
+            with torch.no_grad():
+                for tensor in [*model.parameters(), *model.buffers()]:
+                    tensor.copy_(self.dist.broadcast(tensor.detach().clone(), src=0))
+        self.model = model
+        # Checked in __init__ (a given policy) or by construction (the default one).
+        self._policy = cast("DifferentiablePolicy", model)
+        self.algorithm: DifferentiableAlgorithm = APG(
+            model, config.algorithm, dist=self.dist, planned_updates=self.planned_updates
+        )
+
+    def _prepare(self) -> None:
+        """Reset the env where it has no current observation (a fresh run)."""
+        collector = self.collector
+        if collector.needs_reset:
+            rank = self.dist.rank
+            collector.reset(
+                seed=derive_seed(self.config.seed, "env", rank=rank)
+                if self.iteration == 0
+                else derive_seed(self.config.seed, "env_restart", rank=rank, index=self.iteration)
+            )
+
+    def load(
+        self, path: str | Path, *, strict_config: bool = True, restart_schedule: bool = False
+    ) -> None:
+        """Resume from a checkpoint (see :meth:`typedrl.training.AbstractTrainer.load`).
+
+        Args:
+            path: The checkpoint file.
+            strict_config: Refuse a checkpoint saved with another config.
+            restart_schedule: Start the learning-rate curve again from its beginning
+                (the optimizer's moments are kept), to continue a finished run.
+        """
+        super().load(path, strict_config=strict_config)
+        if restart_schedule:
+            self.algorithm.restart_schedule()
+
+    # ------------------------------------------------------------------ training
+
+    def _train_iteration(self) -> IterationResult:
+        started = time.perf_counter()
+        algorithm = self.algorithm
+        algorithm.begin_update()
+        try:
+            if self.config.rollout_mode == "segmented":
+                observations, alive, local_steps, schedule = self._segmented_update()
+            else:
+                observations, alive, local_steps, schedule = self._complete_update()
+        except BaseException:
+            # Nothing of a half-accumulated update may reach the weights.
+            algorithm.cancel_update()
+            raise
+        applied_before = algorithm.counters["applied"]
+        metrics = algorithm.finish_update()
+        if algorithm.counters["applied"] > applied_before:
+            self._update_normalizer(observations, alive)
+        metrics.update(self._episode_metrics())
+        metrics.update(schedule)
+        steps = local_steps * self.global_num_envs
+        elapsed = time.perf_counter() - started
+        metrics["time/sps"] = steps / elapsed
+        metrics["train/applied_updates"] = float(algorithm.counters["applied"])
+        return IterationResult(metrics=metrics, env_steps=steps)
+
+    def _segmented_update(self) -> tuple[list[TensorDict], list[Tensor], int, dict[str, float]]:
+        config = self.config
+        observations: list[TensorDict] = []
+        alive: list[Tensor] = []
+        for _ in range(config.horizon // config.segment_length):
+            rollout = self.collector.collect(
+                self._policy, num_steps=config.segment_length, iteration=self.iteration
+            )
+            self.algorithm.accumulate_segment(rollout)
+            self.collector.detach_state()
+            self._record_episodes(rollout)
+            observations.append(rollout.observations.detach())
+            alive.append(torch.ones_like(rollout.alive_mask))
+        return observations, alive, config.horizon, {}
+
+    def _complete_update(self) -> tuple[list[TensorDict], list[Tensor], int, dict[str, float]]:
+        config, env = self.config, self.env
+        accumulation = config.gradient_accumulation_steps
+        observations: list[TensorDict] = []
+        alive: list[Tensor] = []
+        metadata: dict[str, list[float]] = {}
+        local_steps = 0
+        for _ in range(accumulation):
+            index = self.progress_counters["rollouts"]
+            spec = (
+                env.prepare_differentiable_rollout(index)  # type: ignore[attr-defined]
+                if self.scheduled
+                else DifferentiableRolloutSpec(num_steps=config.horizon)
+            )
+            # Every complete rollout starts from fresh starts of the env's own streams.
+            self.collector.reset(seed=None)
+            rollout = self.collector.collect(
+                self._policy, num_steps=spec.num_steps, iteration=self.iteration
+            )
+            self.algorithm.accumulate_complete_rollout(
+                rollout,
+                objective_scale=spec.objective_scale,
+                accumulation_scale=1.0 / accumulation,
+            )
+            self.progress_counters["rollouts"] = index + 1
+            self._record_episodes(rollout)
+            observations.append(rollout.observations.detach())
+            alive.append(rollout.alive_mask)
+            local_steps += spec.num_steps
+            for key, value in spec.metadata.items():
+                metadata.setdefault(key, []).append(float(value))
+        schedule = {f"schedule/{key}": sum(v) / len(v) for key, v in metadata.items()}
+        return observations, alive, local_steps, schedule
+
+    def _record_episodes(self, rollout: DifferentiableRollout) -> None:
+        episodes = rollout.episodes
+        ended = episodes.ended.reshape(-1)
+        self.metrics.add_many("episode/return", episodes.returns.reshape(-1), ended)
+        self.metrics.add_many("episode/length", episodes.lengths.reshape(-1), ended)
+
+    def _episode_metrics(self) -> dict[str, float]:
+        reduced = self.metrics.reduce(self.dist)
+        return {f"{name}_mean": reduced[name] for name in _EPISODE_METRICS if name in reduced}
+
+    def _update_normalizer(self, observations: list[TensorDict], alive: list[Tensor]) -> None:
+        update = getattr(self.model, "update_normalizers", None)
+        if update is None or not self.config.normalize_observations:
+            return
+        stacked = torch.cat([obs.reshape(-1) for obs in observations])
+        mask = torch.cat([flags.reshape(-1) for flags in alive])
+        update(stacked, dist=self.dist, mask=mask)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _state(self) -> TrainerState:
+        """Policy, algorithm counters, rollout index; optimizer and scheduler; the collector."""
+        optimizers, schedulers = self.algorithm.state()
+        return TrainerState(
+            modules={
+                "policy": self.model,
+                "algorithm": self.algorithm.counters,
+                "progress": self.progress_counters,
+            },
+            optimizers=optimizers,
+            schedulers=schedulers,
+            rank_local={"collector": self.collector},
+        )
+
+    def _config_dict(self) -> dict[str, Any]:
+        return self.config.to_dict()
