@@ -180,3 +180,39 @@ def test_train_logs_to_wandb_when_asked(tmp_path: Path, monkeypatch: pytest.Monk
     assert any("time/sps" in metrics for metrics in logged)
     assert any("eval/score" in metrics for metrics in logged)
     assert (run_dir / "logs" / "typedrl" / "metrics.csv").is_file()
+
+
+def test_train_apg_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--algo apg trains through the differentiable env; evaluate scores its checkpoint."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "typedrl/PointMass-v0", "--algo", "apg", "--total-timesteps", "1024"]
+    options = ["--num-envs", "8", "--run-dir", str(run_dir), "--no-progress"]
+    overrides = ["--set", "segment_length=16", "--set", "algorithm.gamma=0.98"]
+    assert main([*argv, *options, *overrides]) == 0
+    out = capsys.readouterr().out
+    assert "eval score" in out
+    last = run_dir / "checkpoints" / "last.ckpt"
+    from typedrl.checkpoint import load_checkpoint
+
+    checkpoint = load_checkpoint(last)
+    assert (checkpoint.kind, checkpoint.env_id) == ("apg", "typedrl/PointMass-v0")
+    assert checkpoint.config["segment_length"] == 16
+    assert checkpoint.config["algorithm"]["gamma"] == 0.98
+    assert main(["evaluate", str(last), "--episodes", "4", "--num-envs", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["env_id"], report["episodes"]) == ("typedrl/PointMass-v0", 4)
+
+
+def test_apg_overrides_reach_the_nested_algorithm_config() -> None:
+    """--set algorithm.<field> sets the APGConfig; an unknown field is named."""
+    with pytest.raises(ConfigError, match="APGConfig has no fields"):
+        main(["train", "--algo", "apg", "--no-progress", "--set", "algorithm.lr=1"])
+
+
+def test_apg_presets_are_valid_configs() -> None:
+    """Every APG preset builds a valid DifferentiableTrainerConfig."""
+    from typedrl.apg import DifferentiableTrainerConfig
+    from typedrl.cli._train import APG_PRESETS
+
+    for preset in APG_PRESETS.values():
+        DifferentiableTrainerConfig.from_dict(dict(preset["config"]))

@@ -149,9 +149,9 @@ class DifferentiableCollector:
         """
         return self._obs is None
 
-    def reset(self, *, seed: int | None = None) -> None:
-        """Reset the env (seeded) and start new episodes on every row."""
-        obs, _ = self.env.reset(seed=seed)
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Reset the env (seeded, with the env's reset ``options``); new episodes on every row."""
+        obs, _ = self.env.reset(seed=seed, options=options)
         self._obs = obs
         self.episodes.restart()
 

@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 from typing import Any, cast, final
 
+import gymnasium as gym
 import torch
 from lightning.fabric import Fabric
 from lightning.fabric.plugins.precision import DoublePrecision, Precision
@@ -173,6 +174,9 @@ class DifferentiableTrainer(AbstractTrainer):
             adjoint_max_norm=config.adjoint_max_norm,
         )
         self.progress_counters = Counters("rollouts")
+        self._reset_options = (
+            {"random_elapsed_steps": True} if config.random_initial_clocks else None
+        )
         self.metrics = MetricAggregator(_EPISODE_METRICS, device=self.device)
 
     # ------------------------------------------------------------------ properties
@@ -228,30 +232,52 @@ class DifferentiableTrainer(AbstractTrainer):
             self.config = DifferentiableTrainerConfig.from_dict(values)
         return self.fit()
 
+    @staticmethod
+    def build_policy(
+        config: DifferentiableTrainerConfig,
+        observation_space: gym.Space[Any],
+        action_space: gym.Space[Any],
+        *,
+        observation_normalize_mask: Tensor | None = None,
+    ) -> DifferentiableMLPPolicy:
+        """The policy the trainer builds from ``config`` (on the CPU, freshly initialised).
+
+        Use it to rebuild a trained policy from a checkpoint's config before
+        loading its weights (``typedrl evaluate`` does).
+        """
+        return DifferentiableMLPPolicy(
+            observation_space,
+            action_space,
+            hidden=config.hidden,
+            activation=config.activation,
+            layer_norm=config.layer_norm,
+            squash=config.squash_actions,
+            log_std_init=config.log_std_init,
+            learn_log_std=config.learn_log_std,
+            normalize_observations=config.normalize_observations,
+            observation_normalize_mask=(
+                observation_normalize_mask.cpu() if observation_normalize_mask is not None else None
+            ),
+            observation_clip=config.observation_clip,
+        )
+
     def _build(self) -> None:
         config, env = self.config, self.env
         torch.manual_seed(derive_seed(config.seed, "init", rank=self.dist.rank))
-        if self._given_policy is not None:
-            model = self._given_policy
-        else:
-            mask = (
-                env.observation_normalize_mask
-                if isinstance(env, SupportsObservationNormalizeMask)
-                else None
-            )
-            model = DifferentiableMLPPolicy(
+        model = (
+            self._given_policy
+            if self._given_policy is not None
+            else self.build_policy(
+                config,
                 env.single_observation_space,
                 env.single_action_space,
-                hidden=config.hidden,
-                activation=config.activation,
-                layer_norm=config.layer_norm,
-                squash=config.squash_actions,
-                log_std_init=config.log_std_init,
-                learn_log_std=config.learn_log_std,
-                normalize_observations=config.normalize_observations,
-                observation_normalize_mask=mask.cpu() if mask is not None else None,
-                observation_clip=config.observation_clip,
+                observation_normalize_mask=(
+                    env.observation_normalize_mask
+                    if isinstance(env, SupportsObservationNormalizeMask)
+                    else None
+                ),
             )
+        )
         model = model.to(self.device)
         # Every rank starts from rank 0's weights (no DDP wrapper: the gradients are
         # averaged by hand, once per update).
@@ -274,7 +300,8 @@ class DifferentiableTrainer(AbstractTrainer):
             collector.reset(
                 seed=derive_seed(self.config.seed, "env", rank=rank)
                 if self.iteration == 0
-                else derive_seed(self.config.seed, "env_restart", rank=rank, index=self.iteration)
+                else derive_seed(self.config.seed, "env_restart", rank=rank, index=self.iteration),
+                options=self._reset_options,
             )
 
     def load(
@@ -349,7 +376,7 @@ class DifferentiableTrainer(AbstractTrainer):
                 else DifferentiableRolloutSpec(num_steps=config.horizon)
             )
             # Every complete rollout starts from fresh starts of the env's own streams.
-            self.collector.reset(seed=None)
+            self.collector.reset(seed=None, options=self._reset_options)
             rollout = self.collector.collect(
                 self._policy, num_steps=spec.num_steps, iteration=self.iteration
             )

@@ -14,7 +14,14 @@ __all__ = ["DifferentiableTrainerConfig", "RolloutMode"]
 RolloutMode = Literal["segmented", "complete"]
 
 _MAX_SEED = 2**32 - 1
-_BOOLS = ("normalize_observations", "clip_actions", "layer_norm", "squash_actions", "learn_log_std")
+_BOOLS = (
+    "normalize_observations",
+    "random_initial_clocks",
+    "clip_actions",
+    "layer_norm",
+    "squash_actions",
+    "learn_log_std",
+)
 
 
 @final
@@ -57,6 +64,10 @@ multiple of segment_length (16)
     """Normalise observations with running statistics (frozen within an update, updated
     after each applied update from alive rows, synchronised across ranks), leaving the
     features the env's ``observation_normalize_mask`` marks False untouched."""
+    random_initial_clocks: bool = False
+    """Start every row's episode clock at a random step at each reset (the built-in envs'
+    reset option ``random_elapsed_steps``), so that the time-outs of all rows do not fall
+    on the same step of a segmented run."""
     clip_actions: bool = False
     """Clamp actions to the action space's bounds before the env (clamped coordinates get
     no gradient; the squashing policy keeps actions in bounds without it)."""

@@ -1,4 +1,4 @@
-"""``typedrl train`` and ``typedrl evaluate``: PPO from the command line."""
+"""``typedrl train`` and ``typedrl evaluate``: PPO and APG from the command line."""
 
 import argparse
 import importlib.util
@@ -9,10 +9,20 @@ from typing import Any, Literal
 
 from typedrl.errors import ConfigError, MissingDependencyError
 
-__all__ = ["DEFAULT_ENV_ID", "PRESETS", "add_evaluate_parser", "add_train_parser"]
+__all__ = [
+    "APG_PRESETS",
+    "DEFAULT_APG_ENV_ID",
+    "DEFAULT_ENV_ID",
+    "PRESETS",
+    "add_evaluate_parser",
+    "add_train_parser",
+]
 
 DEFAULT_ENV_ID = "typedrl/CartPole-v0"
 """The env ``typedrl train`` uses when none is named: the built-in torch CartPole."""
+
+DEFAULT_APG_ENV_ID = "typedrl/Reacher-v0"
+"""The env ``typedrl train --algo apg`` uses when none is named: the built-in Reacher."""
 
 PRESETS: dict[str, dict[str, Any]] = {
     "typedrl/CartPole-v0": {
@@ -59,6 +69,26 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 """Hyper-parameters known to work per env id (others start from :class:`PPOConfig`'s defaults)."""
 
+APG_PRESETS: dict[str, dict[str, Any]] = {
+    "typedrl/PointMass-v0": {
+        "num_envs": 64,
+        "config": {"total_timesteps": 200_000, "segment_length": 32},
+    },
+    "typedrl/Reacher-v0": {
+        "num_envs": 64,
+        "config": {"total_timesteps": 400_000, "segment_length": 32},
+    },
+    "typedrl/Pendulum-v0": {
+        "num_envs": 64,
+        "config": {
+            "total_timesteps": 1_000_000,
+            "segment_length": 32,
+            "normalize_observations": True,
+        },
+    },
+}
+"""APG settings known to work per built-in differentiable env (others: the config defaults)."""
+
 
 def _parse_override(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
@@ -75,13 +105,22 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
     """Add the ``train`` subcommand."""
     train = commands.add_parser(
         "train",
-        help="train PPO on an env (default: the built-in torch CartPole)",
+        help="train PPO (default) or APG on an env (default: a built-in torch env)",
         description=(
-            "Train PPO. Known env ids start from tuned presets "
-            f"({', '.join(PRESETS)}); --set overrides any PPOConfig field."
+            "Train PPO or, with --algo apg, analytic policy gradients through a "
+            "differentiable env. Known env ids start from tuned presets (PPO: "
+            f"{', '.join(PRESETS)}; APG: {', '.join(APG_PRESETS)}); --set overrides any "
+            "field of the algorithm's config (APG: DifferentiableTrainerConfig, and "
+            "algorithm.<field> for its APGConfig)."
         ),
     )
-    train.add_argument("env_id", nargs="?", default=DEFAULT_ENV_ID)
+    train.add_argument(
+        "env_id",
+        nargs="?",
+        default=None,
+        help=f"an env id (default: {DEFAULT_ENV_ID} for PPO, {DEFAULT_APG_ENV_ID} for APG)",
+    )
+    train.add_argument("--algo", default="ppo", choices=["ppo", "apg"], help="the trainer")
     train.add_argument("--num-envs", type=int, help="env rows per rank (default: preset or 8)")
     train.add_argument("--total-timesteps", type=int, help="budget in env steps over all ranks")
     train.add_argument("--seed", type=int, default=0)
@@ -126,30 +165,47 @@ def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentP
 
 
 def _config_for(env_id: str, args: argparse.Namespace) -> tuple[int, Any]:
-    from typedrl.agents import PPOConfig  # noqa: PLC0415 - keep `typedrl --help` fast
+    """The number of env rows and the config of ``args.algo`` for ``env_id``."""
+    # Imported here to keep `typedrl --help` fast.
+    from typedrl.agents import PPOConfig  # noqa: PLC0415
+    from typedrl.apg import DifferentiableTrainerConfig  # noqa: PLC0415
 
-    preset = PRESETS.get(env_id, {})
+    apg = args.algo == "apg"
+    preset = (APG_PRESETS if apg else PRESETS).get(env_id, {})
     values: dict[str, Any] = dict(preset.get("config", {}))
     values["seed"] = args.seed
+    if apg and "total_timesteps" not in values:
+        values["total_timesteps"] = 200_000
     if args.total_timesteps is not None:
         values["total_timesteps"] = args.total_timesteps
     for override in args.set:
         key, value = _parse_override(override)
-        values[key] = value
+        group, dot, field = key.partition(".")
+        if apg and dot and group == "algorithm":
+            values.setdefault("algorithm", {})[field] = value
+        else:
+            values[key] = value
     num_envs = args.num_envs if args.num_envs is not None else int(preset.get("num_envs", 8))
+    if apg:
+        if values.get("total_updates") is not None:
+            values["total_timesteps"] = None
+        return num_envs, DifferentiableTrainerConfig.from_dict(values)
     return num_envs, PPOConfig.from_dict(values)
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Train PPO as the arguments say; print where the run went and its final score."""
+    """Train as the arguments say; print where the run went and its final score."""
     from lightning.fabric import Fabric  # noqa: PLC0415
 
     from typedrl.agents import PPOAgent  # noqa: PLC0415
+    from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
     from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import RunOptions  # noqa: PLC0415
 
+    if args.env_id is None:
+        args.env_id = DEFAULT_APG_ENV_ID if args.algo == "apg" else DEFAULT_ENV_ID
     num_envs, config = _config_for(args.env_id, args)
     if args.wandb_project is not None and importlib.util.find_spec("wandb") is None:
         # Checked by every process before any starts, so that all of them stop.
@@ -192,7 +248,8 @@ def run_train(args: argparse.Namespace) -> int:
         device=fabric.device,
         vectorization=vectorization,
     )
-    agent = PPOAgent(
+    trainer_type = DifferentiableTrainer if args.algo == "apg" else PPOAgent
+    agent = trainer_type(
         env=env,
         config=config,
         fabric=fabric,
@@ -225,7 +282,8 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"checkpoints     {run_dir / 'checkpoints'}")
         if result.stopped_by_signal:
             last = run_dir / "checkpoints" / "last.ckpt"
-            print(f"stopped by a signal; resume with: typedrl train {args.env_id} --resume {last}")
+            again = f"typedrl train {args.env_id} --algo {args.algo}"
+            print(f"stopped by a signal; resume with: {again} --resume {last}")
     return 0
 
 
@@ -234,27 +292,40 @@ def run_evaluate(args: argparse.Namespace) -> int:
     import torch  # noqa: PLC0415
 
     from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
+    from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig  # noqa: PLC0415
     from typedrl.checkpoint import load_checkpoint, load_into  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
     from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
+    from typedrl.protocols import SupportsObservationNormalizeMask  # noqa: PLC0415
 
     checkpoint = load_checkpoint(args.checkpoint)
-    if checkpoint.kind != PPOAgent.kind:
-        raise ConfigError(
-            f"{args.checkpoint}: typedrl evaluate scores {PPOAgent.kind!r} checkpoints, "
-            f"this one is of kind {checkpoint.kind!r}"
-        )
     env_id = args.env_id if args.env_id is not None else checkpoint.env_id
     if env_id is None:
         raise ConfigError(
             f"{args.checkpoint} does not record the env it was trained on (it was saved "
             "without RunOptions.env_id); name the env: typedrl evaluate CHECKPOINT ENV_ID"
         )
-    config = PPOConfig.from_dict(checkpoint.config)
     env = make(env_id, num_envs=args.num_envs, seed=args.seed)
     try:
         # The observation normalisers are part of the model and of its saved state.
-        model = PPOAgent.build_policy(config, env.single_observation_space, env.single_action_space)
+        model: torch.nn.Module
+        if checkpoint.kind == PPOAgent.kind:
+            model = PPOAgent.build_policy(
+                PPOConfig.from_dict(checkpoint.config),
+                env.single_observation_space,
+                env.single_action_space,
+            )
+        else:
+            model = DifferentiableTrainer.build_policy(
+                DifferentiableTrainerConfig.from_dict(checkpoint.config),
+                env.single_observation_space,
+                env.single_action_space,
+                observation_normalize_mask=(
+                    env.observation_normalize_mask
+                    if isinstance(env, SupportsObservationNormalizeMask)
+                    else None
+                ),
+            )
         load_into(model, checkpoint.modules["policy"], name="policy", path=args.checkpoint)
         evaluator = EpisodeEvaluator(env, num_episodes=args.episodes, seed=args.seed)
         with torch.no_grad():
