@@ -7,6 +7,9 @@
   gradient that flows back through each row's action.
 - :class:`APG` (with :class:`APGConfig`) turns rollouts into optimizer updates:
   truncated segments or complete rollouts, one gradient all-reduce per update.
+- :class:`SHAC` (with :class:`SHACConfig`), the short-horizon actor-critic: short
+  windows ended by a learned target critic's value, the critic regressed on
+  TD(lambda) targets; the same life cycle, trainer and collector as APG.
 - :class:`DifferentiableTrainer` (with :class:`DifferentiableTrainerConfig`) runs
   it all on the shared trainer core (:mod:`typedrl.training`): budgets,
   evaluation, checkpoints, exact resume, DDP.
@@ -18,11 +21,14 @@ from typedrl.apg._algorithm import DifferentiableAlgorithm as DifferentiableAlgo
 from typedrl.apg._collector import DifferentiableCollector as DifferentiableCollector
 from typedrl.apg._config import APGConfig as APGConfig
 from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
+from typedrl.apg._shac import SHAC as SHAC
+from typedrl.apg._shac_config import SHACConfig as SHACConfig
 from typedrl.apg._trainer import DifferentiableTrainer as DifferentiableTrainer
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig as DifferentiableTrainerConfig
 
 __all__ = [
     "APG",
+    "SHAC",
     "APGConfig",
     "ActionAdjointClipper",
     "DifferentiableAlgorithm",
@@ -30,4 +36,5 @@ __all__ = [
     "DifferentiableRollout",
     "DifferentiableTrainer",
     "DifferentiableTrainerConfig",
+    "SHACConfig",
 ]

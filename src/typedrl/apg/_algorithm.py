@@ -12,6 +12,7 @@ ranks, the finite check, clipping, the optimizer and scheduler steps) or
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, final
 
 import torch
@@ -27,7 +28,13 @@ from typedrl.errors import ConfigError, NonFiniteError, StateError
 from typedrl.protocols import SupportsStateDict
 from typedrl.training import Counters
 
-__all__ = ["APG", "DifferentiableAlgorithm", "build_optimizer", "build_scheduler"]
+__all__ = [
+    "APG",
+    "AlgorithmState",
+    "DifferentiableAlgorithm",
+    "build_optimizer",
+    "build_scheduler",
+]
 
 _Mode = Literal["segmented", "complete"]
 # Scalars reduced with the gradient in the update's one all-reduce.
@@ -123,6 +130,21 @@ def build_scheduler(
     return LambdaLR(optimizer, factor)
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class AlgorithmState:
+    """An algorithm's checkpointable objects, by group (merged into the trainer's state)."""
+
+    modules: dict[str, SupportsStateDict] = field(default_factory=dict)
+    """Shared across ranks: counters, critics."""
+    optimizers: dict[str, SupportsStateDict] = field(default_factory=dict)
+    """Optimizers by name."""
+    schedulers: dict[str, SupportsStateDict] = field(default_factory=dict)
+    """Learning-rate schedulers by name."""
+    rank_local: dict[str, SupportsStateDict] = field(default_factory=dict)
+    """Per rank: samplers."""
+
+
 class DifferentiableAlgorithm(ABC):
     """The one interface of the algorithms :class:`~typedrl.apg.DifferentiableTrainer` drives.
 
@@ -199,9 +221,17 @@ class DifferentiableAlgorithm(ABC):
         del rollouts_seen
         return {}
 
-    def state(self) -> tuple[dict[str, SupportsStateDict], dict[str, SupportsStateDict]]:
-        """``(optimizers, schedulers)`` to checkpoint; counters go with :attr:`counters`."""
-        return {"policy": self.optimizer}, {"policy": self.scheduler}
+    def state(self) -> AlgorithmState:
+        """What the algorithm checkpoints besides the policy.
+
+        Its optimizers, schedulers and counters and, for an actor-critic, the
+        critics and the per-rank samplers.
+        """
+        return AlgorithmState(
+            modules={"algorithm": self.counters},
+            optimizers={"policy": self.optimizer},
+            schedulers={"policy": self.scheduler},
+        )
 
     # ------------------------------------------------------------------ life cycle
 

@@ -18,6 +18,8 @@ from typedrl._values import DifferentiableRolloutSpec
 from typedrl.apg._algorithm import APG, DifferentiableAlgorithm
 from typedrl.apg._collector import DifferentiableCollector
 from typedrl.apg._rollout import DifferentiableRollout
+from typedrl.apg._shac import SHAC
+from typedrl.apg._shac_config import SHACConfig
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.errors import ConfigError
@@ -154,15 +156,18 @@ class DifferentiableTrainer(AbstractTrainer):
         # A rank that refuses stops every rank, before any other collective.
         raise_together(error, "the differentiable trainer's checks", self.dist)
         self.scheduled = isinstance(env, ScheduledDifferentiableVecEnv)
+        actor = (
+            config.algorithm.actor if isinstance(config.algorithm, SHACConfig) else config.algorithm
+        )
         if (
             self.scheduled
             and config.rollout_mode == "complete"
-            and config.algorithm.learning_rate_schedule != "constant"
+            and actor.learning_rate_schedule != "constant"
             and config.total_updates is None
         ):
             raise ConfigError(
                 "DifferentiableTrainerConfig: a scheduled env chooses each rollout's horizon, "
-                f"so the {config.algorithm.learning_rate_schedule!r} learning-rate schedule "
+                f"so the {actor.learning_rate_schedule!r} learning-rate schedule "
                 "cannot be planned from total_timesteps; set total_updates instead"
             )
         env_rows = torch.tensor([env.num_envs], dtype=torch.int64, device=self.dist.device)
@@ -288,9 +293,28 @@ class DifferentiableTrainer(AbstractTrainer):
         self.model = model
         # Checked in __init__ (a given policy) or by construction (the default one).
         self._policy = cast("DifferentiablePolicy", model)
-        self.algorithm: DifferentiableAlgorithm = APG(
-            model, config.algorithm, dist=self.dist, planned_updates=self.planned_updates
-        )
+        self.algorithm: DifferentiableAlgorithm
+        if isinstance(config.algorithm, SHACConfig):
+            features = getattr(model, "features", None)
+            if not callable(features):
+                raise ConfigError(
+                    "SHAC needs a policy with features(obs), the critic's input (as "
+                    f"DifferentiableMLPPolicy has), got {type(model).__name__}"
+                )
+            with torch.no_grad():
+                width = int(features(_zero_observation(env, self.device)).shape[-1])
+            self.algorithm = SHAC(
+                model,
+                config.algorithm,
+                dist=self.dist,
+                planned_updates=self.planned_updates,
+                seed=derive_seed(config.seed, "sampler", rank=self.dist.rank),
+                feature_width=width,
+            )
+        else:
+            self.algorithm = APG(
+                model, config.algorithm, dist=self.dist, planned_updates=self.planned_updates
+            )
 
     def _prepare(self) -> None:
         """Reset the env where it has no current observation (a fresh run)."""
@@ -417,17 +441,27 @@ class DifferentiableTrainer(AbstractTrainer):
 
     def _state(self) -> TrainerState:
         """Policy, algorithm counters, rollout index; optimizer and scheduler; the collector."""
-        optimizers, schedulers = self.algorithm.state()
+        algorithm = self.algorithm.state()
         return TrainerState(
-            modules={
-                "policy": self.model,
-                "algorithm": self.algorithm.counters,
-                "progress": self.progress_counters,
-            },
-            optimizers=optimizers,
-            schedulers=schedulers,
-            rank_local={"collector": self.collector},
+            modules={"policy": self.model, "progress": self.progress_counters, **algorithm.modules},
+            optimizers=algorithm.optimizers,
+            schedulers=algorithm.schedulers,
+            rank_local={"collector": self.collector, **algorithm.rank_local},
         )
 
     def _config_dict(self) -> dict[str, Any]:
         return self.config.to_dict()
+
+
+def _zero_observation(env: VecEnv, device: torch.device) -> TensorDict:
+    """One row of zeros shaped as the env's observations (to size a network's input)."""
+    space = env.single_observation_space
+    spaces = dict(space.spaces) if isinstance(space, gym.spaces.Dict) else {"obs": space}
+    return TensorDict(
+        {
+            key: torch.zeros(1, *(sub.shape or ()), dtype=torch.float32, device=device)
+            for key, sub in spaces.items()
+        },
+        batch_size=[1],
+        device=device,
+    )

@@ -6,6 +6,7 @@ from typing import Any, Literal, final
 from typedrl import _validation
 from typedrl._validation import describe, json_like, positive_float, positive_int
 from typedrl.apg._config import APGConfig
+from typedrl.apg._shac_config import SHACConfig
 from typedrl.errors import ConfigError
 from typedrl.policies import Activation
 
@@ -88,8 +89,10 @@ multiple of segment_length (16)
     """Learn the log standard deviation (else it stays at :attr:`log_std_init`)."""
     observation_clip: float = 10.0
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
-    algorithm: APGConfig = field(default_factory=APGConfig)
-    """The policy optimisation: optimizer, schedule, discount, clipping, non-finite rule."""
+    algorithm: APGConfig | SHACConfig = field(default_factory=APGConfig)
+    """The algorithm: :class:`~typedrl.apg.APGConfig` for plain analytic policy gradients,
+    :class:`~typedrl.apg.SHACConfig` for the short-horizon actor-critic (segmented only,
+    one window of ``segment_length`` steps per update)."""
     seed: int = 0
     """Seed of the run, in ``[0, 2**32 - 1]`` (every stream derives its seed from it)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -127,9 +130,18 @@ multiple of segment_length (16)
                 "update_horizon steps instead"
             )
         self._validate_policy()
-        if not isinstance(self.algorithm, APGConfig):
+        if not isinstance(self.algorithm, APGConfig | SHACConfig):
             raise ConfigError(
-                f"{owner}.algorithm must be an APGConfig, got {describe(self.algorithm)}"
+                f"{owner}.algorithm must be an APGConfig or a SHACConfig, got "
+                f"{describe(self.algorithm)}"
+            )
+        if isinstance(self.algorithm, SHACConfig) and (
+            self.rollout_mode != "segmented" or self.horizon != self.segment_length
+        ):
+            raise ConfigError(
+                f"{owner}: SHAC learns from one window of segment_length steps per update; "
+                f"set rollout_mode='segmented' and leave update_horizon unset (got "
+                f"rollout_mode={self.rollout_mode!r}, update_horizon={self.update_horizon!r})"
             )
         seed: object = self.seed
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= _MAX_SEED:
@@ -207,6 +219,12 @@ multiple of segment_length (16)
         values = dict(data)
         if "hidden" in values:
             values["hidden"] = tuple(values["hidden"])
-        if isinstance(values.get("algorithm"), dict):
-            values["algorithm"] = APGConfig.from_dict(values["algorithm"])
+        algorithm = values.get("algorithm")
+        if isinstance(algorithm, dict):
+            # A SHAC config is the one with an actor; the others configure APG.
+            values["algorithm"] = (
+                SHACConfig.from_dict(algorithm)
+                if "actor" in algorithm
+                else APGConfig.from_dict(algorithm)
+            )
         return cls(**values)
