@@ -216,3 +216,25 @@ def test_apg_presets_are_valid_configs() -> None:
 
     for preset in APG_PRESETS.values():
         DifferentiableTrainerConfig.from_dict(dict(preset["config"]))
+
+
+def test_train_shac_with_a_nested_actor_override(tmp_path: Path) -> None:
+    """--algo shac trains SHAC; algorithm.actor.<field> reaches its actor's APGConfig."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "typedrl/Pendulum-v0", "--algo", "shac", "--total-timesteps", "512"]
+    options = ["--num-envs", "8", "--run-dir", str(run_dir), "--no-progress"]
+    overrides = ["--set", "segment_length=16", "--set", "algorithm.actor.learning_rate=0.003"]
+    assert main([*argv, *options, *overrides, "--set", "algorithm.critic_iterations=2"]) == 0
+    from typedrl.checkpoint import load_checkpoint
+
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.ckpt")
+    assert checkpoint.config["algorithm"]["actor"]["learning_rate"] == 0.003
+    assert checkpoint.config["algorithm"]["critic_iterations"] == 2
+    assert {"critic", "target_critic"} <= set(checkpoint.modules)
+    assert {"policy", "critic"} <= set(checkpoint.optimizers)
+
+
+def test_nested_overrides_are_refused_for_ppo() -> None:
+    """A dotted --set key for PPO names the configs that have nested fields."""
+    with pytest.raises(ConfigError, match="only the APG and SHAC configs have nested fields"):
+        main(["train", "--no-progress", "--set", "algorithm.gamma=0.9"])

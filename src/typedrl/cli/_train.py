@@ -1,6 +1,7 @@
 """``typedrl train`` and ``typedrl evaluate``: PPO and APG from the command line."""
 
 import argparse
+import copy
 import importlib.util
 import json
 import time
@@ -13,7 +14,9 @@ __all__ = [
     "APG_PRESETS",
     "DEFAULT_APG_ENV_ID",
     "DEFAULT_ENV_ID",
+    "DEFAULT_SHAC_ENV_ID",
     "PRESETS",
+    "SHAC_PRESETS",
     "add_evaluate_parser",
     "add_train_parser",
 ]
@@ -23,6 +26,9 @@ DEFAULT_ENV_ID = "typedrl/CartPole-v0"
 
 DEFAULT_APG_ENV_ID = "typedrl/Reacher-v0"
 """The env ``typedrl train --algo apg`` uses when none is named: the built-in Reacher."""
+
+DEFAULT_SHAC_ENV_ID = "typedrl/CartPoleSwingUp-v0"
+"""The env ``typedrl train --algo shac`` uses when none is named: the paper's swing-up."""
 
 PRESETS: dict[str, dict[str, Any]] = {
     "typedrl/CartPole-v0": {
@@ -89,6 +95,20 @@ APG_PRESETS: dict[str, dict[str, Any]] = {
 }
 """APG settings known to work per built-in differentiable env (others: the config defaults)."""
 
+SHAC_PRESETS: dict[str, dict[str, Any]] = {
+    "typedrl/CartPoleSwingUp-v0": {
+        "num_envs": 64,
+        "config": {
+            "total_timesteps": 2_000_000,
+            "segment_length": 32,
+            "normalize_observations": True,
+            "layer_norm": True,
+        },
+    },
+}
+"""SHAC settings per built-in env: the paper's CartPoleSwingUp setup (64 envs, windows of
+32 steps, observation normalisation, [64, 64] ELU networks with LayerNorm)."""
+
 
 def _parse_override(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
@@ -118,9 +138,17 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
         "env_id",
         nargs="?",
         default=None,
-        help=f"an env id (default: {DEFAULT_ENV_ID} for PPO, {DEFAULT_APG_ENV_ID} for APG)",
+        help=(
+            f"an env id (default: {DEFAULT_ENV_ID} for PPO, {DEFAULT_APG_ENV_ID} for APG, "
+            f"{DEFAULT_SHAC_ENV_ID} for SHAC)"
+        ),
     )
-    train.add_argument("--algo", default="ppo", choices=["ppo", "apg"], help="the trainer")
+    train.add_argument(
+        "--algo",
+        default="ppo",
+        choices=["ppo", "apg", "shac"],
+        help="ppo, apg (analytic policy gradients) or shac (short-horizon actor-critic)",
+    )
     train.add_argument("--num-envs", type=int, help="env rows per rank (default: preset or 8)")
     train.add_argument("--total-timesteps", type=int, help="budget in env steps over all ranks")
     train.add_argument("--seed", type=int, default=0)
@@ -170,21 +198,29 @@ def _config_for(env_id: str, args: argparse.Namespace) -> tuple[int, Any]:
     from typedrl.agents import PPOConfig  # noqa: PLC0415
     from typedrl.apg import DifferentiableTrainerConfig  # noqa: PLC0415
 
-    apg = args.algo == "apg"
-    preset = (APG_PRESETS if apg else PRESETS).get(env_id, {})
-    values: dict[str, Any] = dict(preset.get("config", {}))
+    apg = args.algo in ("apg", "shac")
+    presets = {"ppo": PRESETS, "apg": APG_PRESETS, "shac": SHAC_PRESETS}[args.algo]
+    preset = presets.get(env_id, {})
+    values: dict[str, Any] = copy.deepcopy(preset.get("config", {}))
     values["seed"] = args.seed
     if apg and "total_timesteps" not in values:
         values["total_timesteps"] = 200_000
+    if args.algo == "shac":
+        values.setdefault("algorithm", {}).setdefault("actor", {})
     if args.total_timesteps is not None:
         values["total_timesteps"] = args.total_timesteps
     for override in args.set:
         key, value = _parse_override(override)
-        group, dot, field = key.partition(".")
-        if apg and dot and group == "algorithm":
-            values.setdefault("algorithm", {})[field] = value
-        else:
-            values[key] = value
+        *groups, field = key.split(".")
+        if groups and not (apg and groups[0] == "algorithm"):
+            raise ConfigError(
+                f"--set {key}: only the APG and SHAC configs have nested fields "
+                "(algorithm.<field>, and algorithm.actor.<field> for SHAC)"
+            )
+        target = values
+        for group in groups:
+            target = target.setdefault(group, {})
+        target[field] = value
     num_envs = args.num_envs if args.num_envs is not None else int(preset.get("num_envs", 8))
     if apg:
         if values.get("total_updates") is not None:
@@ -205,7 +241,11 @@ def run_train(args: argparse.Namespace) -> int:
     from typedrl.training import RunOptions  # noqa: PLC0415
 
     if args.env_id is None:
-        args.env_id = DEFAULT_APG_ENV_ID if args.algo == "apg" else DEFAULT_ENV_ID
+        args.env_id = {
+            "ppo": DEFAULT_ENV_ID,
+            "apg": DEFAULT_APG_ENV_ID,
+            "shac": DEFAULT_SHAC_ENV_ID,
+        }[args.algo]
     num_envs, config = _config_for(args.env_id, args)
     if args.wandb_project is not None and importlib.util.find_spec("wandb") is None:
         # Checked by every process before any starts, so that all of them stop.
@@ -248,7 +288,7 @@ def run_train(args: argparse.Namespace) -> int:
         device=fabric.device,
         vectorization=vectorization,
     )
-    trainer_type = DifferentiableTrainer if args.algo == "apg" else PPOAgent
+    trainer_type = DifferentiableTrainer if args.algo in ("apg", "shac") else PPOAgent
     agent = trainer_type(
         env=env,
         config=config,
