@@ -8,13 +8,12 @@ from typing import Any, ClassVar
 import lightning.pytorch.loggers
 import pytest
 import torch
-from lightning.fabric.loggers.csv_logs import CSVLogger
 from lightning.fabric.loggers.logger import Logger
 
 import typedrl.logging as logging_module
 from typedrl.distributed import SingleProcess
 from typedrl.errors import MissingDependencyError
-from typedrl.logging import MetricAggregator, build_loggers
+from typedrl.logging import CSVMetricsLogger, MetricAggregator, build_loggers
 
 CPU = torch.device("cpu")
 
@@ -90,7 +89,7 @@ def test_build_loggers_csv_always_tensorboard_when_installed(
 ) -> None:
     _pretend_installed(monkeypatch, set())
     (csv,) = build_loggers(tmp_path)
-    assert isinstance(csv, CSVLogger)
+    assert isinstance(csv, CSVMetricsLogger)
     assert Path(csv.root_dir) == tmp_path / "logs"
     with pytest.raises(MissingDependencyError, match="tensorboard=True needs TensorBoard"):
         build_loggers(tmp_path, tensorboard=True)
@@ -98,7 +97,7 @@ def test_build_loggers_csv_always_tensorboard_when_installed(
     monkeypatch.setattr(logging_module, "TensorBoardLogger", _FakeLogger)
     _FakeLogger.built.clear()
     assert [type(logger) for logger in build_loggers(tmp_path, run_name="r")] == [
-        CSVLogger,
+        CSVMetricsLogger,
         _FakeLogger,
     ]
     assert _FakeLogger.built == [{"args": (tmp_path / "logs",), "name": "r", "version": ""}]
@@ -115,10 +114,64 @@ def test_build_loggers_adds_wandb_when_asked(
     monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", _FakeLogger)
     _FakeLogger.built.clear()
     loggers = build_loggers(tmp_path, wandb_project="typedrl-tests", run_name="r")
-    assert [type(logger) for logger in loggers] == [CSVLogger, _FakeLogger]
+    assert [type(logger) for logger in loggers] == [CSVMetricsLogger, _FakeLogger]
     build_loggers(tmp_path, wandb_project="typedrl-tests", wandb_run_name="w")
     save_dir = str(tmp_path / "logs")
     assert _FakeLogger.built == [
         {"args": (), "project": "typedrl-tests", "name": "r", "save_dir": save_dir},
         {"args": (), "project": "typedrl-tests", "name": "w", "save_dir": save_dir},
     ]
+
+
+def test_csv_metrics_reach_the_file_at_once_and_append_on_resume(tmp_path: Path) -> None:
+    """Every row is on disk when logged (a kill keeps it); a reopened log appends."""
+    logger = CSVMetricsLogger(tmp_path)
+    for step in (32, 64):  # even steps: Lightning's logger would not have written them
+        logger.log_metrics({"loss": step / 32}, step=step)
+    lines = logger.path.read_text().splitlines()
+    assert lines == ["step,loss", "32,1.0", "64,2.0"]
+    resumed = CSVMetricsLogger(tmp_path)
+    resumed.log_metrics({"loss": 3.0, "eval/score": 9.5}, step=96)
+    assert logger.path.read_text().splitlines() == [
+        "step,loss,eval/score",
+        "32,1.0,",
+        "64,2.0,",
+        "96,3.0,9.5",
+    ]
+
+
+def test_a_run_that_fails_keeps_its_metrics_and_a_resume_appends(tmp_path: Path) -> None:
+    """A failing PPO run leaves its epochs' rows; resuming into the same folder appends."""
+    from typedrl.agents import PPOAgent, PPOConfig
+    from typedrl.testing import CountingVecEnv
+    from typedrl.training import RunOptions
+
+    config = PPOConfig(total_timesteps=64, num_steps=8, batch_size=8, num_mini_epochs=1)
+    options = RunOptions(run_dir=tmp_path, progress=False, last_checkpoint_every_iterations=1)
+    agent = PPOAgent(
+        env=CountingVecEnv(num_envs=2, terminate_after=3), config=config, options=options
+    )
+    calls = 0
+    original = agent._train_iteration
+
+    def fail_in_the_third() -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("simulated crash")
+        return original()
+
+    agent._train_iteration = fail_in_the_third  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        agent.fit()
+    path = tmp_path / "logs" / "typedrl" / "metrics.csv"
+    assert len(path.read_text().splitlines()) == 1 + 2  # the header and two epochs
+    longer = PPOConfig(total_timesteps=80, num_steps=8, batch_size=8, num_mini_epochs=1)
+    resumed = PPOAgent(
+        env=CountingVecEnv(num_envs=2, terminate_after=3), config=longer, options=options
+    )
+    resumed.load(tmp_path / "checkpoints" / "last.ckpt")
+    resumed.fit()
+    steps = [line.split(",")[0] for line in path.read_text().splitlines()[1:]]
+    assert steps[:2] == ["16", "32"]
+    assert steps[-1] == "80"

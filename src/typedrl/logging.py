@@ -1,5 +1,6 @@
 """Metric aggregation across ranks, run loggers (CSV, TensorBoard, W&B) and the progress display."""
 
+import csv
 import importlib.util
 import sys
 from collections.abc import Mapping
@@ -8,7 +9,6 @@ from types import TracebackType
 from typing import Any, final
 
 import torch
-from lightning.fabric.loggers.csv_logs import CSVLogger
 from lightning.fabric.loggers.logger import Logger
 from lightning.fabric.loggers.tensorboard import TensorBoardLogger
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -17,7 +17,7 @@ from torch import Tensor
 from typedrl.distributed import Distributed
 from typedrl.errors import MissingDependencyError
 
-__all__ = ["MetricAggregator", "ProgressDisplay", "build_loggers"]
+__all__ = ["CSVMetricsLogger", "MetricAggregator", "ProgressDisplay", "build_loggers"]
 
 
 @final
@@ -87,6 +87,107 @@ class MetricAggregator:
         }
 
 
+@final
+class CSVMetricsLogger(Logger):
+    """Streams metrics to ``<root>/<name>/metrics.csv``, one row per call, appending.
+
+    Unlike Lightning's CSV logger, which writes only every 100 steps and clears
+    an existing log folder, every :meth:`log_metrics` call reaches the file at
+    once (a killed run keeps every row it logged), and a resumed run appends
+    to the rows already there, so its curves continue where they stopped. The
+    header is the union of every metric seen; when a new metric appears the
+    file is rewritten once with the wider header (earlier rows leave it blank).
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as root:
+        ...     logger = CSVMetricsLogger(root)
+        ...     logger.log_metrics({"loss": 1.5}, step=10)
+        ...     CSVMetricsLogger(root).log_metrics({"loss": 1.0, "score": 2.0}, step=20)
+        ...     print(Path(logger.path).read_text().strip())
+        step,loss,score
+        10,1.5,
+        20,1.0,2.0
+    """
+
+    def __init__(self, root: str | Path, *, name: str = "typedrl") -> None:
+        super().__init__()
+        self._root = Path(root)
+        self._name = name
+        self.path = self._root / name / "metrics.csv"
+        self._columns: list[str] = []
+        if self.path.is_file():
+            with self.path.open(newline="") as handle:
+                header = next(csv.reader(handle), [])
+            self._columns = [column for column in header if column != "step"]
+
+    @property
+    def name(self) -> str:
+        """The run's name (the folder under ``root``)."""
+        return self._name
+
+    @property
+    def version(self) -> str:
+        """No versions: one file per run folder."""
+        return ""
+
+    @property
+    def root_dir(self) -> str:
+        """Where the log folder lives."""
+        return str(self._root)
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        """Hyper-parameters go to the run's checkpoints, not to the metrics file."""
+        del params, args, kwargs
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """Append one row (``step`` and every metric) and flush it to the file."""
+        new = [key for key in metrics if key not in self._columns]
+        if new:
+            self._columns.extend(new)
+            self._rewrite_header()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.is_file()
+        with self.path.open("a", newline="") as handle:
+            writer = csv.writer(handle)
+            if fresh:
+                writer.writerow(["step", *self._columns])
+            writer.writerow(
+                ["" if step is None else step]
+                + [_cell(metrics.get(column)) for column in self._columns]
+            )
+            handle.flush()
+
+    def _rewrite_header(self) -> None:
+        """Widen an existing file's header to the current columns (rows keep their values)."""
+        if not self.path.is_file():
+            return
+        with self.path.open(newline="") as handle:
+            rows = list(csv.reader(handle))
+        if not rows:
+            return
+        old = rows[0]
+        index = {column: position for position, column in enumerate(old)}
+        header = ["step", *self._columns]
+        temp = self.path.with_name(f".{self.path.name}.tmp")
+        with temp.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(header)
+            for row in rows[1:]:
+                writer.writerow(
+                    [
+                        row[index[column]] if column in index and index[column] < len(row) else ""
+                        for column in header
+                    ]
+                )
+        temp.replace(self.path)
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
 def build_loggers(
     run_dir: str | Path,
     *,
@@ -109,7 +210,7 @@ def build_loggers(
         MissingDependencyError: TensorBoard or W&B was asked for but is not installed.
     """
     root = Path(run_dir) / "logs"
-    loggers: list[Logger] = [CSVLogger(root, name=run_name, version="")]
+    loggers: list[Logger] = [CSVMetricsLogger(root, name=run_name)]
     has_tensorboard = any(
         importlib.util.find_spec(name) is not None for name in ("tensorboard", "tensorboardX")
     )
