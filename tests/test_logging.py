@@ -175,3 +175,22 @@ def test_a_run_that_fails_keeps_its_metrics_and_a_resume_appends(tmp_path: Path)
     steps = [line.split(",")[0] for line in path.read_text().splitlines()[1:]]
     assert steps[:2] == ["16", "32"]
     assert steps[-1] == "80"
+
+
+def test_progress_prints_compact_lines_when_stdout_is_not_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not a terminal: a line per interval and one at the end, none on other ranks."""
+    from typedrl.logging import ProgressDisplay
+
+    with ProgressDisplay(total_steps=300, line_every_seconds=0.0) as display:
+        display.update(steps=100, metrics={"time/sps": 1234.0, "episode/return_mean": 2.5})
+        display.update(steps=300, metrics={"eval/score": 9.0})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "train 100/300 steps  1,234 sps  return 2.50",
+        "train 300/300 steps  eval 9.00",
+    ]
+    with ProgressDisplay(total_steps=300, enabled=False) as display:
+        display.update(steps=300, metrics={})
+    assert capsys.readouterr().out == ""

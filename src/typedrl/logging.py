@@ -3,6 +3,7 @@
 import csv
 import importlib.util
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -239,8 +240,10 @@ class ProgressDisplay:
     """A rich progress bar of env steps (or iterations) with SPS and the latest mean return.
 
     Shown on rank 0 only; ``unit`` names what the bar counts (``"steps"`` or
-    ``"iterations"``). Disabled (a no-op) on other ranks, when ``enabled`` is ``False``, and when
-    standard output is not a terminal unless ``force`` is set.
+    ``"iterations"``). Disabled (a no-op) on other ranks and when ``enabled`` is
+    ``False``. When standard output is not a terminal (``nohup``, a scheduler's
+    log file) and ``force`` is not set, it prints one compact line at most every
+    ``line_every_seconds`` seconds instead (progress, SPS, return, eval score).
     """
 
     def __init__(
@@ -250,12 +253,17 @@ class ProgressDisplay:
         enabled: bool = True,
         force: bool = False,
         unit: str = "steps",
+        line_every_seconds: float = 10.0,
     ) -> None:
-        self._active = enabled and (force or sys.stdout.isatty())
+        terminal = force or sys.stdout.isatty()
+        self._active = enabled and terminal
+        self._lines = enabled and not terminal
         self._progress: Progress | None = None
         self._task: Any = None
         self._total = total_steps
         self._unit = unit
+        self._line_every = line_every_seconds
+        self._last_line = time.monotonic()
 
     def __enter__(self) -> "ProgressDisplay":
         if self._active:
@@ -274,10 +282,23 @@ class ProgressDisplay:
 
     def update(self, *, steps: int, metrics: Mapping[str, float]) -> None:
         """Move the bar to ``steps`` and show the latest SPS and mean episode return."""
-        if self._progress is None:
-            return
         sps = metrics.get("time/sps")
         ret = metrics.get("episode/return_mean")
+        if self._lines:
+            now = time.monotonic()
+            if now - self._last_line >= self._line_every or steps >= self._total:
+                self._last_line = now
+                score = metrics.get("eval/score")
+                parts = [
+                    f"train {steps:,}/{self._total:,} {self._unit}",
+                    f"{sps:,.0f} sps" if sps is not None else "",
+                    f"return {ret:.2f}" if ret is not None else "",
+                    f"eval {score:.2f}" if score is not None else "",
+                ]
+                print("  ".join(part for part in parts if part), flush=True)
+            return
+        if self._progress is None:
+            return
         self._progress.update(
             self._task,
             completed=steps,

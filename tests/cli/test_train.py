@@ -74,7 +74,7 @@ def test_evaluate_needs_an_env_when_the_checkpoint_has_none(tmp_path: Path) -> N
     PPOAgent(env=env, config=config, options=RunOptions(run_dir=tmp_path, progress=False)).fit()
     env.close()
     with pytest.raises(ConfigError, match="does not record the env"):
-        main(["evaluate", str(tmp_path / "checkpoints" / "last.ckpt")])
+        main(["--debug", "evaluate", str(tmp_path / "checkpoints" / "last.ckpt")])
 
 
 def test_train_resume_continues_the_counters(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_override_parsing() -> None:
 def test_unknown_config_field_is_reported() -> None:
     """A --set for a field PPOConfig does not have names the valid fields."""
     with pytest.raises(ConfigError, match="no fields"):
-        main(["train", "--total-timesteps", "64", "--no-progress", "--set", "lr=1"])
+        main(["--debug", "train", "--total-timesteps", "64", "--no-progress", "--set", "lr=1"])
 
 
 def test_presets_are_valid_configs() -> None:
@@ -137,7 +137,7 @@ def test_train_wandb_project_needs_wandb(tmp_path: Path, monkeypatch: pytest.Mon
     run_dir = tmp_path / "run"
     argv = ["train", "--run-dir", str(run_dir), "--wandb-project", "p", "--no-progress"]
     with pytest.raises(MissingDependencyError, match="--wandb-project needs W&B"):
-        main(argv)
+        main(["--debug", *argv])
     assert not run_dir.exists()
 
 
@@ -206,7 +206,7 @@ def test_train_apg_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_apg_overrides_reach_the_nested_algorithm_config() -> None:
     """--set algorithm.<field> sets the APGConfig; an unknown field is named."""
     with pytest.raises(ConfigError, match="APGConfig has no fields"):
-        main(["train", "--algo", "apg", "--no-progress", "--set", "algorithm.lr=1"])
+        main(["--debug", "train", "--algo", "apg", "--no-progress", "--set", "algorithm.lr=1"])
 
 
 def test_apg_presets_are_valid_configs() -> None:
@@ -237,4 +237,16 @@ def test_train_shac_with_a_nested_actor_override(tmp_path: Path) -> None:
 def test_nested_overrides_are_refused_for_ppo() -> None:
     """A dotted --set key for PPO names the configs that have nested fields."""
     with pytest.raises(ConfigError, match="only the APG and SHAC configs have nested fields"):
-        main(["train", "--no-progress", "--set", "algorithm.gamma=0.9"])
+        main(["--debug", "train", "--no-progress", "--set", "algorithm.gamma=0.9"])
+
+
+def test_a_user_error_prints_one_line_and_exits_non_zero(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without --debug a TypedRLError is one clear line on stderr and exit status 1."""
+    assert main(["train", "--no-progress", "--set", "lr=1"]) == 1
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert lines[0].startswith("typedrl: ConfigError: PPOConfig has no fields ['lr']")
+    assert lines[-1] == "(run with --debug for the traceback)"
+    assert "Traceback" not in captured.err

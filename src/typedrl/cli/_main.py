@@ -1,6 +1,7 @@
 """Entry point and argument parsing of the ``typedrl`` command."""
 
 import argparse
+import os
 import platform
 import sys
 from collections.abc import Sequence
@@ -9,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 __all__ = ["build_parser", "main"]
 
 from typedrl.cli._train import add_evaluate_parser, add_train_parser
+from typedrl.errors import TypedRLError
 
 _REPORTED_PACKAGES = ("typedrl", "torch", "gymnasium", "tensordict", "lightning", "numpy")
 
@@ -66,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"typedrl {_package_version('typedrl')}"
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the full traceback of an error instead of its one-line message",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = commands.add_parser("info", help="print package versions and available devices")
     info.set_defaults(handler=_run_info)
@@ -106,7 +113,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    status: int = args.handler(args)
+    try:
+        status: int = args.handler(args)
+    except TypedRLError as error:
+        if args.debug:
+            raise
+        # One clear line for a mistake a user can fix, printed once (rank 0 of a DDP run).
+        if os.environ.get("RANK", "0") == "0":
+            first, *rest = str(error).splitlines() or [""]
+            print(f"typedrl: {type(error).__name__}: {first}", file=sys.stderr)
+            for line in rest:
+                print(f"  {line}", file=sys.stderr)
+            print("(run with --debug for the traceback)", file=sys.stderr)
+        return 1
     return status
 
 
