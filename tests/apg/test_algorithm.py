@@ -476,12 +476,6 @@ def test_complete_rollout_refuses_bad_scales(kwargs: dict[str, Any], message: st
     assert table.rewards.grad is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="accumulate_complete_rollout validates accumulation_scale only: a negative or "
-    "non-finite float objective_scale is used as it is, though its docstring promises a "
-    "ConfigError for a scale that is not finite and non-negative",
-)
 @pytest.mark.parametrize("scale", [-1.0, math.nan, math.inf])
 def test_complete_rollout_refuses_a_bad_float_objective_scale(scale: float) -> None:
     """A negative or non-finite float objective_scale raises ConfigError like the other scale."""
@@ -492,12 +486,6 @@ def test_complete_rollout_refuses_a_bad_float_objective_scale(scale: float) -> N
         apg.accumulate_complete_rollout(table.rollout(), objective_scale=scale)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="APG._segment_loss and APG._complete_loss never read rollout.valid: the reward and "
-    "entropy of a ghost transition (valid=False) are trained on, though DifferentiableRollout "
-    "documents that such steps must never count",
-)
 @pytest.mark.parametrize("mode", ["segmented", "complete"])
 def test_ghost_transitions_never_train(mode: str) -> None:
     """A step marked invalid contributes neither reward nor entropy to the gradient."""
@@ -595,12 +583,6 @@ def test_nonfinite_raise_raises_and_leaves_everything_identical() -> None:
     assert apg.counters.state_dict() == {"applied": 2, "skipped": 0}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finish_update checks only the gradient norm: a NaN loss whose gradient is finite "
-    "(a NaN reward term without gradient, or one whose action adjoint the clipper zeroed) is "
-    "applied, though APGConfig.nonfinite promises to skip a non-finite loss or gradient",
-)
 @pytest.mark.parametrize("case", ["detached_term", "clipped_adjoint"])
 def test_nonfinite_loss_with_a_finite_gradient_is_skipped(case: str) -> None:
     """A non-finite loss skips the update even when its gradient happens to be finite."""

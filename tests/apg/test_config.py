@@ -230,11 +230,6 @@ def test_trainer_invalid_field_raises_config_error_naming_it(
         DifferentiableTrainerConfig(**fields)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DifferentiableTrainerConfig._validate_policy tests `value not in (True, False)`, "
-    "which lets the ints 1 and 0 (equal to True and False) through; PPOConfig refuses them",
-)
 @pytest.mark.parametrize("value", [1, 0])
 @pytest.mark.parametrize("name", _BOOL_FIELDS)
 def test_trainer_bool_fields_refuse_ints(name: str, value: int) -> None:

@@ -407,12 +407,6 @@ def test_reduced_precision_is_refused(precision: str) -> None:
         trainer_for(point_mass(), fabric=fabric)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DifferentiableTrainer accepts Fabric's 64-true precision but never applies it: "
-    "_build moves the policy with .to(device) only (no fabric.setup / convert_module), so "
-    "the default policy stays float32 (PPOAgent's model becomes float64 under 64-true)",
-)
 def test_double_precision_trains_a_float64_policy() -> None:
     """Under 64-true precision the default policy's parameters are float64."""
     fabric = Fabric(accelerator="cpu", devices=1, precision="64-true")
@@ -645,7 +639,8 @@ def test_restart_schedule_on_load(tmp_path: Path) -> None:
 
     kept = trainer_for(point_mass(), total_updates=4, **fields)
     kept.load(checkpoint)
-    assert kept.algorithm.optimizer.param_groups[0]["lr"] == 0.0
+    # Without a restart the rate continues on the new plan's curve: 2 of 4 updates done.
+    assert kept.algorithm.optimizer.param_groups[0]["lr"] == pytest.approx(lr * 0.5)
 
     logger = RecordingLogger()
     restarted = trainer_for(point_mass(), total_updates=4, loggers=[logger], **fields)

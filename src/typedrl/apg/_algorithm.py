@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
+from typedrl import _validation
 from typedrl.apg._config import APGConfig
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed
@@ -38,7 +39,15 @@ __all__ = [
 
 _Mode = Literal["segmented", "complete"]
 # Scalars reduced with the gradient in the update's one all-reduce.
-_SUMMED = ("loss", "objective", "entropy", "adjoint_rows", "adjoint_clipped", "adjoint_nonfinite")
+_SUMMED = (
+    "loss",
+    "objective",
+    "entropy",
+    "adjoint_rows",
+    "adjoint_clipped",
+    "adjoint_nonfinite",
+    "adjoint_norm_sum",
+)
 _ADJOINT_KEYS = (
     "adjoint/rows",
     "adjoint/clipped_fraction",
@@ -200,7 +209,6 @@ class DifferentiableAlgorithm(ABC):
         self._steps = 0
         self._sums: dict[str, Tensor] = {}
         self._norm_max: Tensor | None = None
-        self._norm_sum: Tensor | None = None
 
     # ------------------------------------------------------------------ objective
 
@@ -258,7 +266,6 @@ class DifferentiableAlgorithm(ABC):
         self._steps = 0
         self._sums = {}
         self._norm_max = None
-        self._norm_sum = None
 
     def accumulate_segment(self, rollout: DifferentiableRollout) -> None:
         """Backpropagate one truncated segment of a segmented update.
@@ -286,6 +293,7 @@ class DifferentiableAlgorithm(ABC):
         self._steps += rollout.num_steps
         self._record(rollout, loss, objective, entropy)
 
+    @_validation.no_type_check
     def accumulate_complete_rollout(
         self,
         rollout: DifferentiableRollout,
@@ -316,12 +324,22 @@ class DifferentiableAlgorithm(ABC):
                 f"accumulation_scale must be a finite float >= 0, got {accumulation_scale!r}"
             )
         rewards = rollout.rewards
+        if isinstance(objective_scale, bool) or not isinstance(
+            objective_scale, int | float | Tensor
+        ):
+            raise ConfigError(
+                f"objective_scale must be a float or a tensor of shape [{rollout.num_envs}], "
+                f"got {type(objective_scale).__name__}"
+            )
         scale = torch.as_tensor(objective_scale, dtype=rewards.dtype, device=rewards.device)
         if scale.ndim not in (0, 1) or (scale.ndim == 1 and scale.shape[0] != rollout.num_envs):
             raise ConfigError(
                 f"objective_scale must be a float or a tensor of shape [{rollout.num_envs}], "
                 f"got shape {list(scale.shape)}"
             )
+        # One host read per complete rollout: a negative or non-finite weight is a mistake.
+        if not bool((torch.isfinite(scale) & (scale >= 0)).all()):
+            raise ConfigError(f"objective_scale must be finite and >= 0, got {scale.tolist()}")
         loss, objective, entropy = self._complete_loss(rollout, scale.detach())
         loss = loss * accumulation_scale
         torch.autograd.backward(loss)
@@ -331,7 +349,8 @@ class DifferentiableAlgorithm(ABC):
     def finish_update(self) -> dict[str, float]:
         """Average the gradients across ranks and apply the update, or skip it.
 
-        One all-reduce carries every rank's gradient and statistics. A
+        One all-reduce carries every rank's gradient and statistics (when the
+        action adjoint is measured, one small gather adds its largest norm). A
         non-finite gradient on any rank is non-finite on all of them after it,
         so every rank skips alike: weights, optimizer state and learning rate
         stay bit-identical (or :class:`~typedrl.errors.NonFiniteError` is raised
@@ -372,7 +391,9 @@ class DifferentiableAlgorithm(ABC):
         totals = dict(zip(_SUMMED, packed[flat.numel() :].tolist(), strict=True))
         norm = torch.linalg.vector_norm(flat)
         grad_norm = float(norm)
-        finite = math.isfinite(grad_norm)
+        # A non-finite loss is skipped too, even when its gradient came out finite (a NaN
+        # reward that carries no gradient, or one whose adjoint rows were zeroed).
+        finite = math.isfinite(grad_norm) and math.isfinite(totals["loss"])
         large = (
             finite
             and config.skip_grad_norm_above is not None
@@ -417,6 +438,21 @@ class DifferentiableAlgorithm(ABC):
         self._clear_gradients()
         self._active = False
 
+    def resync_schedule(self) -> None:
+        """Set the learning rate to the schedule's value at its current update.
+
+        After loading a checkpoint into a run with another plan (a longer
+        budget), the saved rate belongs to the old curve; this puts the optimizer
+        on the new one. Within the same plan it changes nothing.
+        """
+        for group, base, factor in zip(
+            self.optimizer.param_groups,
+            self.scheduler.base_lrs,
+            self.scheduler.lr_lambdas,
+            strict=True,
+        ):
+            group["lr"] = base * factor(self.scheduler.last_epoch)
+
     def restart_schedule(self) -> None:
         """Start the learning-rate curve again from its beginning; optimizer moments stay."""
         self.scheduler.last_epoch = 0
@@ -454,11 +490,10 @@ class DifferentiableAlgorithm(ABC):
                     "adjoint_rows": clipper.rows,
                     "adjoint_clipped": clipper.clipped,
                     "adjoint_nonfinite": clipper.nonfinite,
+                    "adjoint_norm_sum": clipper.norm_sum,
                 }
             )
-            norm_sum = clipper.norm_sum.detach().to(torch.float64).clone()
             norm_max = clipper.norm_max.detach().to(torch.float64).clone()
-            self._norm_sum = norm_sum if self._norm_sum is None else self._norm_sum + norm_sum
             self._norm_max = (
                 norm_max if self._norm_max is None else torch.maximum(self._norm_max, norm_max)
             )
@@ -485,18 +520,17 @@ class DifferentiableAlgorithm(ABC):
             "train/skipped_large": float(large),
             "train/learning_rate": learning_rate,
         }
-        if self._norm_sum is not None and self._norm_max is not None:
+        if self._norm_max is not None:
             rows = totals["adjoint_rows"]
             finite_rows = rows - totals["adjoint_nonfinite"]
             norm_max = self._norm_max.detach().reshape(1).to(torch.float64)
-            norm_sum = self._norm_sum.detach().reshape(1).to(torch.float64)
             if world > 1:
+                # The one statistic a sum cannot carry: gathered for its maximum.
                 norm_max = self.dist.all_gather(norm_max).max().reshape(1)
-                norm_sum = self.dist.all_reduce_sum(norm_sum)
             metrics["adjoint/rows"] = rows
             metrics["adjoint/clipped_fraction"] = totals["adjoint_clipped"] / max(rows, 1.0)
             metrics["adjoint/nonfinite_rows"] = totals["adjoint_nonfinite"]
-            metrics["adjoint/norm_mean"] = float(norm_sum[0]) / max(finite_rows, 1.0)
+            metrics["adjoint/norm_mean"] = totals["adjoint_norm_sum"] / max(finite_rows, 1.0)
             metrics["adjoint/norm_max"] = float(norm_max[0])
         return metrics
 
@@ -543,21 +577,29 @@ class APG(DifferentiableAlgorithm):
             current = torch.where(done[step], torch.ones_like(current), gamma * current)
         stacked = torch.stack(weights)
         rows = rollout.num_envs
+        # Ghost steps never count (torch.where, so that nothing of them reaches the loss).
+        zero = torch.zeros((), dtype=rollout.rewards.dtype, device=rollout.rewards.device)
+        rewards = torch.where(rollout.valid, rollout.rewards, zero)
+        entropies = torch.where(rollout.valid, rollout.entropies, zero)
         # J = sum_t d_t r_t, summed over rows; averaged over rows and steps in finish_update.
-        objective = (stacked * rollout.rewards).sum() / rows
-        entropy = rollout.entropies.sum() / rows
+        objective = (stacked * rewards).sum() / rows
+        entropy = entropies.sum() / rows
         loss = -(objective + self.config.entropy_coef * entropy)
         return loss, objective, entropy, current
 
     def _complete_loss(
         self, rollout: DifferentiableRollout, objective_scale: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
-        rewards = rollout.rewards
+        zero = torch.zeros((), dtype=rollout.rewards.dtype, device=rollout.rewards.device)
+        counted = rollout.alive_mask & rollout.valid
+        # Rewards after the row's first done, and of ghost steps, never reach the loss.
+        rewards = torch.where(counted, rollout.rewards, zero)
+        entropies = torch.where(counted, rollout.entropies, zero)
         steps = torch.arange(rollout.num_steps, dtype=rewards.dtype, device=rewards.device)
-        # gamma^t, never restarting; rewards after the row's first done are masked out.
-        weights = (self.config.gamma**steps).unsqueeze(1) * rollout.alive_mask.to(rewards.dtype)
+        # J_i = sum_t gamma^t r_{t,i}, the discount never restarting.
+        weights = (self.config.gamma**steps).unsqueeze(1)
         per_row = (weights * rewards).sum(dim=0)
         objective = (objective_scale * per_row).mean()
-        entropy = (rollout.alive_mask.to(rewards.dtype) * rollout.entropies).sum(dim=0).mean()
+        entropy = entropies.sum(dim=0).mean()
         loss = -(objective + self.config.entropy_coef * entropy)
         return loss, objective, entropy

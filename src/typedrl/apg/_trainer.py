@@ -283,7 +283,8 @@ class DifferentiableTrainer(AbstractTrainer):
                 ),
             )
         )
-        model = model.to(self.device)
+        # On the device, in the precision's dtype (float64 under Fabric's 64-true).
+        model = self.fabric.strategy.precision.convert_module(model.to(self.device))
         # Every rank starts from rank 0's weights (no DDP wrapper: the gradients are
         # averaged by hand, once per update).
         if self.dist.world_size > 1:
@@ -342,6 +343,9 @@ class DifferentiableTrainer(AbstractTrainer):
         super().load(path, strict_config=strict_config)
         if restart_schedule:
             self.algorithm.restart_schedule()
+        else:
+            # The saved rate belongs to the saved plan; a longer budget has another curve.
+            self.algorithm.resync_schedule()
 
     # ------------------------------------------------------------------ training
 
@@ -382,7 +386,7 @@ class DifferentiableTrainer(AbstractTrainer):
             self.collector.detach_state()
             self._record_episodes(rollout)
             observations.append(rollout.observations.detach())
-            alive.append(torch.ones_like(rollout.alive_mask))
+            alive.append(rollout.valid)
         return observations, alive, config.horizon, {}
 
     def _complete_update(self) -> tuple[list[TensorDict], list[Tensor], int, dict[str, float]]:
@@ -412,7 +416,7 @@ class DifferentiableTrainer(AbstractTrainer):
             self.progress_counters["rollouts"] = index + 1
             self._record_episodes(rollout)
             observations.append(rollout.observations.detach())
-            alive.append(rollout.alive_mask)
+            alive.append(rollout.alive_mask & rollout.valid)
             local_steps += spec.num_steps
             for key, value in spec.metadata.items():
                 metadata.setdefault(key, []).append(float(value))

@@ -155,7 +155,7 @@ multiple of segment_length (16)
     def _validate_policy(self) -> None:
         owner = "DifferentiableTrainerConfig"
         for name in _BOOLS:
-            if getattr(self, name) not in (True, False):
+            if getattr(self, name) is not True and getattr(self, name) is not False:
                 raise ConfigError(
                     f"{owner}.{name} must be a bool, got {describe(getattr(self, name))}"
                 )
