@@ -10,6 +10,7 @@ from tensordict import TensorDict
 from typedrl._types import Action, Obs
 from typedrl._values import StepResult
 from typedrl.protocols import VecEnv
+from typedrl.testing import VecEnvWrapper
 
 __all__ = ["NaNRewardEnv", "RandomWalkEnv", "StepCounter"]
 
@@ -116,54 +117,8 @@ class RandomWalkEnv:
         self._t = state_dict["t"].clone()
 
 
-class BaseEnvWrapper:
-    """Delegates every VecEnv member to ``env``; subclasses override what they change."""
-
-    def __init__(self, env: VecEnv) -> None:
-        self.env = env
-
-    @property
-    def num_envs(self) -> int:
-        """The wrapped env's rows."""
-        return self.env.num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """The wrapped env's device."""
-        return self.env.device
-
-    @property
-    def single_observation_space(self) -> gym.Space[Any]:
-        """The wrapped env's observation space."""
-        return self.env.single_observation_space
-
-    @property
-    def single_action_space(self) -> gym.Space[Any]:
-        """The wrapped env's action space."""
-        return self.env.single_action_space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """As the wrapped env."""
-        return self.env.provides_final_obs
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Obs, dict[str, Any]]:
-        """Reset the wrapped env."""
-        return self.env.reset(seed=seed, options=options)
-
-    def step(self, action: Action) -> StepResult:
-        """Step the wrapped env."""
-        return self.env.step(action)
-
-    def close(self) -> None:
-        """Close the wrapped env."""
-        self.env.close()
-
-
 @final
-class NaNRewardEnv(BaseEnvWrapper):
+class NaNRewardEnv(VecEnvWrapper):
     """Wraps a VecEnv and returns a NaN reward in row 0 at step ``nan_at`` (counted from 0)."""
 
     def __init__(self, env: VecEnv, *, nan_at: int) -> None:
@@ -190,7 +145,7 @@ class NaNRewardEnv(BaseEnvWrapper):
 
 
 @final
-class StepCounter(BaseEnvWrapper):
+class StepCounter(VecEnvWrapper):
     """Wraps a VecEnv and counts its steps and resets (to show evaluation leaves it alone)."""
 
     def __init__(self, env: VecEnv) -> None:

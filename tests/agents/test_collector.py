@@ -7,7 +7,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from tests.agents._envs import BaseEnvWrapper, RandomWalkEnv
+from tests.agents._envs import RandomWalkEnv
 from typedrl._types import Action
 from typedrl._values import StepResult
 from typedrl.agents import OnPolicyCollector
@@ -20,10 +20,10 @@ from typedrl.errors import (
 )
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Collector, VecEnv
-from typedrl.testing import CountingVecEnv
+from typedrl.testing import CountingVecEnv, VecEnvWrapper
 
 
-class _Spoiled(BaseEnvWrapper):
+class _Spoiled(VecEnvWrapper):
     """Steps the wrapped env and lets ``spoil(step, result)`` rewrite the result."""
 
     def __init__(self, env: VecEnv, spoil: Any) -> None:

@@ -17,7 +17,7 @@ from typedrl.apg._collector import DifferentiableCollector
 from typedrl.envs.builtin import CartPole, PointMass
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError, EnvError, SpecError
 from typedrl.protocols import Collector, DifferentiableVecEnv
-from typedrl.testing import CountingVecEnv, QuadraticEnv
+from typedrl.testing import CountingVecEnv, DifferentiableVecEnvWrapper, QuadraticEnv
 
 Spoil = Callable[[int, StepResult], StepResult]
 
@@ -79,7 +79,7 @@ def _collector(env: DifferentiableVecEnv, **options: Any) -> DifferentiableColle
     return collector
 
 
-class _Wrapper:
+class _Wrapper(DifferentiableVecEnvWrapper):
     """Delegates to a differentiable env; ``spoil(step, result)`` may rewrite each step."""
 
     def __init__(
@@ -89,41 +89,15 @@ class _Wrapper:
         *,
         provides_final_obs: bool = True,
     ) -> None:
-        self.env = env
+        super().__init__(env)
         self.spoil = spoil
         self.steps_taken = 0
         self._provides_final_obs = provides_final_obs
 
     @property
-    def num_envs(self) -> int:
-        """As the wrapped env."""
-        return self.env.num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """As the wrapped env."""
-        return self.env.device
-
-    @property
-    def single_observation_space(self) -> gym.Space[Any]:
-        """As the wrapped env."""
-        return self.env.single_observation_space
-
-    @property
-    def single_action_space(self) -> gym.Space[Any]:
-        """As the wrapped env."""
-        return self.env.single_action_space
-
-    @property
     def provides_final_obs(self) -> bool:
         """As given to the constructor."""
         return self._provides_final_obs
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Obs, dict[str, Any]]:
-        """As the wrapped env."""
-        return self.env.reset(seed=seed, options=options)
 
     def step(self, action: Action) -> StepResult:
         """The wrapped env's step, spoiled."""
@@ -132,14 +106,6 @@ class _Wrapper:
             result = self.spoil(self.steps_taken, result)
         self.steps_taken += 1
         return result
-
-    def detach_state(self) -> Obs:
-        """As the wrapped env."""
-        return self.env.detach_state()
-
-    def close(self) -> None:
-        """As the wrapped env."""
-        self.env.close()
 
 
 def _with(result: StepResult, **changes: Any) -> StepResult:

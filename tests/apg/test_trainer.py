@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import pytest
 import torch
 from lightning.fabric import Fabric
@@ -14,7 +13,7 @@ from lightning.fabric.loggers.logger import Logger
 from torch import Tensor
 
 from tests.multiprocess import run_in_fresh_process
-from typedrl._types import Action, Obs, ObsMask
+from typedrl._types import Action
 from typedrl._values import StepResult
 from typedrl.apg import APGConfig, DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import load_checkpoint
@@ -24,6 +23,7 @@ from typedrl.normalization import RunningMeanStd
 from typedrl.protocols import DifferentiableVecEnv
 from typedrl.testing import (
     CountingVecEnv,
+    DifferentiableVecEnvWrapper,
     LinearDifferentiablePolicy,
     QuadraticEnv,
     ScheduledQuadraticEnv,
@@ -59,7 +59,7 @@ class RecordingLogger(Logger):
             self._on_log(metrics)
 
 
-class Faulty:
+class Faulty(DifferentiableVecEnvWrapper):
     """Delegates to a differentiable env; a NaN reward or an exception at chosen global steps."""
 
     def __init__(
@@ -69,47 +69,10 @@ class Faulty:
         nan_at: Iterable[int] = (),
         raise_at: Iterable[int] = (),
     ) -> None:
-        self.env = env
+        super().__init__(env)
         self.nan_at = set(nan_at)
         self.raise_at = set(raise_at)
         self.steps_taken = 0
-
-    @property
-    def num_envs(self) -> int:
-        """As the wrapped env."""
-        return self.env.num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """As the wrapped env."""
-        return self.env.device
-
-    @property
-    def single_observation_space(self) -> gym.Space[Any]:
-        """As the wrapped env."""
-        return self.env.single_observation_space
-
-    @property
-    def single_action_space(self) -> gym.Space[Any]:
-        """As the wrapped env."""
-        return self.env.single_action_space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """As the wrapped env."""
-        return self.env.provides_final_obs
-
-    @property
-    def observation_normalize_mask(self) -> ObsMask:
-        """As the wrapped env."""
-        mask: ObsMask = getattr(self.env, "observation_normalize_mask")  # noqa: B009
-        return mask
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Obs, dict[str, Any]]:
-        """As the wrapped env."""
-        return self.env.reset(seed=seed, options=options)
 
     def step(self, action: Action) -> StepResult:
         """The wrapped env's step, with row 0's reward NaN or an exception where chosen."""
@@ -132,14 +95,6 @@ class Faulty:
             final_obs=result.final_obs,
             valid=result.valid,
         )
-
-    def detach_state(self) -> Obs:
-        """As the wrapped env."""
-        return self.env.detach_state()
-
-    def close(self) -> None:
-        """As the wrapped env."""
-        self.env.close()
 
 
 def point_mass(num_envs: int = 4, seed: int = 0, max_episode_steps: int = 6) -> Any:

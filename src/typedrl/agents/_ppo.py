@@ -11,7 +11,6 @@ from lightning.fabric.plugins.precision import DoublePrecision, MixedPrecision, 
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._tensor_checks import same_device
 from typedrl.advantages import compute_gae
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OBS_KEY, OnPolicyCollector, OnPolicyRollout
@@ -19,7 +18,6 @@ from typedrl.agents._compiled_update import CompiledUpdate
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._loss import LOSS_STATISTICS, EpochData, masked_mean, ppo_loss
 from typedrl.buffers import minibatch_indices
-from typedrl.distributed import raise_together
 from typedrl.errors import ConfigError, NonFiniteError
 from typedrl.logging import MetricAggregator
 from typedrl.normalization import RewardNormalizer
@@ -134,17 +132,6 @@ class PPOAgent(AbstractTrainer):
             seed=config.seed,
         )
         self.config = config
-        self.device = self.fabric.device
-        device_error = (
-            ConfigError(
-                f"the env runs on {env.device} but Fabric on {self.device}; "
-                "create the env on fabric.device"
-            )
-            if not same_device(env.device, self.device)
-            else None
-        )
-        # A rank with the wrong device stops every rank, before any other collective.
-        raise_together(device_error, "the env device check", self.dist)
         _require_single_process_compile(config, self.fabric, self.dist.world_size)
         # Checked before any other collective: a mismatch would deadlock the update.
         self.num_minibatches = agree_on_batch_plan(
@@ -154,8 +141,6 @@ class PPOAgent(AbstractTrainer):
             batch_size=config.batch_size,
             dist=self.dist,
         )
-        env_rows = torch.tensor([env.num_envs], dtype=torch.int64, device=self.dist.device)
-        self.global_num_envs = int(self.dist.all_reduce_sum(env_rows).item())
         self.learning_rate = config.learning_rate
         self.metrics = MetricAggregator(
             [*_METRICS, "train/approximate_bootstrap"], device=self.device

@@ -13,7 +13,6 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
-from typedrl._tensor_checks import same_device
 from typedrl._values import DifferentiableRolloutSpec
 from typedrl.apg._algorithm import APG, DifferentiableAlgorithm
 from typedrl.apg._collector import DifferentiableCollector
@@ -128,17 +127,11 @@ class DifferentiableTrainer(AbstractTrainer):
             seed=config.seed,
         )
         self.config = config
-        self.device = self.fabric.device
         error: ConfigError | None = None
         if not isinstance(env, DifferentiableVecEnv):
             error = ConfigError(
                 f"DifferentiableTrainer needs a DifferentiableVecEnv (a step that keeps the "
                 f"graph and detach_state()), got {type(env).__name__}"
-            )
-        elif not same_device(env.device, self.device):
-            error = ConfigError(
-                f"the env runs on {env.device} but Fabric on {self.device}; "
-                "create the env on fabric.device"
             )
         elif type(self.fabric.strategy.precision) not in (Precision, DoublePrecision):
             error = ConfigError(
@@ -170,8 +163,6 @@ class DifferentiableTrainer(AbstractTrainer):
                 f"so the {actor.learning_rate_schedule!r} learning-rate schedule "
                 "cannot be planned from total_timesteps; set total_updates instead"
             )
-        env_rows = torch.tensor([env.num_envs], dtype=torch.int64, device=self.dist.device)
-        self.global_num_envs = int(self.dist.all_reduce_sum(env_rows).item())
         self._given_policy = policy
         self.collector = DifferentiableCollector(
             env,  # type: ignore[arg-type]  # checked above, on every rank

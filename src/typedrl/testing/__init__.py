@@ -12,6 +12,8 @@ simulator:
   :class:`LinearDifferentiablePolicy`: the policy protocols;
 - :class:`TransitionCollector`, :class:`EpisodeReturnEvaluator`: the loop protocols;
 - :class:`CounterState`: :class:`~typedrl.protocols.SupportsStateDict`;
+- :class:`VecEnvWrapper`, :class:`DifferentiableVecEnvWrapper`: one delegating
+  base for test doubles that change one thing of an env;
 - :class:`RandomEndsEnv` and :class:`RandomEndsVectorEnv`: Gymnasium envs with
   seeded random episode ends (the vector one resets inside the next step and
   ignores ``reset_mask``), for testing adapters against hand-stepped references;
@@ -34,11 +36,14 @@ from typedrl.testing._policies import LinearDifferentiablePolicy as LinearDiffer
 from typedrl.testing._quadratic import QuadraticEnv as QuadraticEnv
 from typedrl.testing._quadratic import ScheduledQuadraticEnv as ScheduledQuadraticEnv
 from typedrl.testing._state import CounterState as CounterState
+from typedrl.testing._wrapper import DifferentiableVecEnvWrapper as DifferentiableVecEnvWrapper
+from typedrl.testing._wrapper import VecEnvWrapper as VecEnvWrapper
 
 __all__ = [
     "ConstantPolicy",
     "CounterState",
     "CountingVecEnv",
+    "DifferentiableVecEnvWrapper",
     "EpisodeReturnEvaluator",
     "FakeDirectRLEnv",
     "FakeManagerBasedRLEnv",
@@ -51,4 +56,5 @@ __all__ = [
     "ScheduledQuadraticEnv",
     "Transition",
     "TransitionCollector",
+    "VecEnvWrapper",
 ]

@@ -13,6 +13,7 @@ from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
 
 from typedrl import _validation
+from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, positive_int
 from typedrl._values import EvaluationResult
 from typedrl.checkpoint import (
@@ -188,6 +189,20 @@ class AbstractTrainer(ABC):
         self.options = options
         self.fabric = fabric if fabric is not None else default_fabric()
         self.dist: Distributed = FabricDistributed(self.fabric)
+        self.device = self.fabric.device
+        device_error = (
+            ConfigError(
+                f"the env runs on {env.device} but Fabric on {self.device}; "
+                "create the env on fabric.device"
+            )
+            if not same_device(env.device, self.device)
+            else None
+        )
+        # A rank with the wrong device stops every rank, before any other collective.
+        raise_together(device_error, "the env device check", self.dist)
+        env_rows = torch.tensor([env.num_envs], dtype=torch.int64, device=self.dist.device)
+        self.global_num_envs = int(self.dist.all_reduce_sum(env_rows).item())
+        """Env rows over every rank (every rank's ``env.num_envs`` summed)."""
         self.run_dir = Path(options.run_dir) if options.run_dir is not None else None
         self.paths = CheckpointPaths(self.run_dir / "checkpoints") if self.run_dir else None
         loggers: Sequence[Logger] = options.loggers or ()

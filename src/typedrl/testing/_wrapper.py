@@ -1,0 +1,114 @@
+"""One delegating wrapper base for vector envs, for test doubles that change one thing."""
+
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+from typedrl._types import Action, Obs, ObsMask
+from typedrl._values import StepResult
+from typedrl.errors import ConfigError
+from typedrl.protocols import (
+    DifferentiableVecEnv,
+    SupportsObservationNormalizeMask,
+    VecEnv,
+)
+
+__all__ = ["DifferentiableVecEnvWrapper", "VecEnvWrapper"]
+
+
+class VecEnvWrapper:
+    """Delegates every :class:`~typedrl.protocols.VecEnv` member to ``env``.
+
+    Subclass it and override only what the test double changes (a spoiled
+    reward, a raised exception, a step counter), as Gymnasium's
+    ``VectorWrapper`` is used.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.testing import CountingVecEnv
+        >>> class Doubled(VecEnvWrapper):
+        ...     def step(self, action):
+        ...         result = self.env.step(action)
+        ...         return StepResult(
+        ...             result.obs, 2 * result.reward, result.terminated, result.truncated,
+        ...             result.info, final_obs=result.final_obs, valid=result.valid,
+        ...         )
+        >>> env = Doubled(CountingVecEnv(num_envs=2, terminate_after=3))
+        >>> _ = env.reset(seed=0)
+        >>> env.step(torch.zeros(2, 1)).reward.tolist()
+        [2.0, 2.0]
+    """
+
+    def __init__(self, env: VecEnv) -> None:
+        if not isinstance(env, VecEnv):
+            raise ConfigError(f"VecEnvWrapper wraps a typedrl VecEnv, got {type(env).__name__}")
+        self.env = env
+
+    @property
+    def num_envs(self) -> int:
+        """The wrapped env's rows."""
+        return self.env.num_envs
+
+    @property
+    def device(self) -> torch.device:
+        """The wrapped env's device."""
+        return self.env.device
+
+    @property
+    def single_observation_space(self) -> gym.Space[Any]:
+        """The wrapped env's observation space."""
+        return self.env.single_observation_space
+
+    @property
+    def single_action_space(self) -> gym.Space[Any]:
+        """The wrapped env's action space."""
+        return self.env.single_action_space
+
+    @property
+    def provides_final_obs(self) -> bool:
+        """As the wrapped env."""
+        return self.env.provides_final_obs
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Reset the wrapped env."""
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Action) -> StepResult:
+        """Step the wrapped env."""
+        return self.env.step(action)
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        self.env.close()
+
+
+class DifferentiableVecEnvWrapper(VecEnvWrapper):
+    """:class:`VecEnvWrapper` for a :class:`~typedrl.protocols.DifferentiableVecEnv`.
+
+    Also delegates ``detach_state`` and the observation normalise mask (all
+    features when the wrapped env has none).
+    """
+
+    def __init__(self, env: DifferentiableVecEnv) -> None:
+        if not isinstance(env, DifferentiableVecEnv):
+            raise ConfigError(
+                f"DifferentiableVecEnvWrapper wraps a DifferentiableVecEnv, got "
+                f"{type(env).__name__}"
+            )
+        super().__init__(env)
+        self.differentiable_env = env
+
+    def detach_state(self) -> Obs:
+        """Detach the wrapped env's state."""
+        return self.differentiable_env.detach_state()
+
+    @property
+    def observation_normalize_mask(self) -> ObsMask:
+        """The wrapped env's mask, or every feature when it has none."""
+        if isinstance(self.env, SupportsObservationNormalizeMask):
+            return self.env.observation_normalize_mask
+        shape = self.env.single_observation_space.shape or (1,)
+        return torch.ones(int(torch.tensor(shape).prod()), dtype=torch.bool)
