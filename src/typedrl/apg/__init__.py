@@ -15,26 +15,32 @@
   evaluation, checkpoints, exact resume, DDP.
 """
 
+from typedrl.apg._adjoint import ADJOINT_METRICS as ADJOINT_METRICS
 from typedrl.apg._adjoint import ActionAdjointClipper as ActionAdjointClipper
 from typedrl.apg._algorithm import APG as APG
+from typedrl.apg._algorithm import AlgorithmState as AlgorithmState
 from typedrl.apg._algorithm import DifferentiableAlgorithm as DifferentiableAlgorithm
 from typedrl.apg._collector import DifferentiableCollector as DifferentiableCollector
 from typedrl.apg._config import APGConfig as APGConfig
 from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
+from typedrl.apg._rollout import first_done_mask as first_done_mask
 from typedrl.apg._shac import SHAC as SHAC
 from typedrl.apg._shac_config import SHACConfig as SHACConfig
 from typedrl.apg._trainer import DifferentiableTrainer as DifferentiableTrainer
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig as DifferentiableTrainerConfig
 
 __all__ = [
+    "ADJOINT_METRICS",
     "APG",
     "SHAC",
     "APGConfig",
     "ActionAdjointClipper",
+    "AlgorithmState",
     "DifferentiableAlgorithm",
     "DifferentiableCollector",
     "DifferentiableRollout",
     "DifferentiableTrainer",
     "DifferentiableTrainerConfig",
     "SHACConfig",
+    "first_done_mask",
 ]

@@ -177,7 +177,7 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
 def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the ``evaluate`` subcommand."""
     evaluate = commands.add_parser(
-        "evaluate", help="evaluate a PPO checkpoint with deterministic actions"
+        "evaluate", help="evaluate a checkpoint (PPO, APG or SHAC) with deterministic actions"
     )
     evaluate.add_argument("checkpoint", type=Path)
     evaluate.add_argument(
