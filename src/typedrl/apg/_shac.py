@@ -9,7 +9,6 @@ averaging.
 """
 
 import copy
-import math
 from typing import final
 
 import torch
@@ -17,6 +16,7 @@ from jaxtyping import Float
 from tensordict import TensorDict
 from torch import Tensor, nn
 
+from typedrl import _validation
 from typedrl.advantages import compute_gae
 from typedrl.apg._algorithm import (
     AlgorithmState,
@@ -44,8 +44,9 @@ class _Window:
         self.terminal_observations = rollout.terminal_observations.detach()
         self.rewards = rollout.rewards.detach()
         self.terminated = rollout.terminated | cut
-        self.truncated = rollout.truncated & ~cut
+        self.truncated = rollout.truncated & ~self.terminated
         self.valid = rollout.valid
+        self.cut = cut
 
 
 @final
@@ -84,6 +85,7 @@ class SHAC(DifferentiableAlgorithm):
         feature_width: Width of ``policy.features(obs)`` (the critic's input).
     """
 
+    @_validation.no_type_check
     def __init__(
         self,
         policy: nn.Module,
@@ -142,6 +144,16 @@ class SHAC(DifferentiableAlgorithm):
 
     # ------------------------------------------------------------------ actor
 
+    def begin_update(self) -> None:
+        """Start an update, as :meth:`DifferentiableAlgorithm.begin_update` does.
+
+        The cut-row count and the kept window start again, so that a skipped
+        update's never reach the next one.
+        """
+        super().begin_update()
+        self._cut = 0.0
+        self._window = None
+
     def value(self, observations: TensorDict, *, target: bool = True) -> Tensor:
         """``V(obs)`` of a batch of observations (the target critic by default), unscaled."""
         batch = observations.batch_size
@@ -160,7 +172,8 @@ class SHAC(DifferentiableAlgorithm):
         cut = _cut_rows(rollout.terminal_observations, self.shac.observation_limit)
         self._cut += float(cut.sum())
         terminated = rollout.terminated | cut
-        truncated = rollout.truncated & ~cut
+        # A row both terminated and truncated at a step ended for good: no bootstrap.
+        truncated = rollout.truncated & ~terminated
         done = terminated | truncated
         # After a row's cut, nothing of it counts until its next episode: the env reset it.
         zero = torch.zeros((), dtype=rewards.dtype, device=rewards.device)
@@ -208,7 +221,8 @@ class SHAC(DifferentiableAlgorithm):
             values = self.value(window.observations)
             next_values = self.value(_sanitised(window.terminal_observations, window.terminated))
             _, targets = compute_gae(
-                rewards=torch.where(window.terminated & ~window.valid, 0.0, window.rewards),
+                # A cut row's (possibly non-finite) reward and a ghost step's never count.
+                rewards=torch.where(window.cut | ~window.valid, 0.0, window.rewards),
                 values=values,
                 next_values=next_values,
                 terminated=window.terminated,
@@ -224,6 +238,7 @@ class SHAC(DifferentiableAlgorithm):
                 train_targets = self.return_normalizer.normalize(flat_targets)
             else:
                 train_targets = flat_targets
+        critic_learning_rate = float(self.critic_optimizer.param_groups[0]["lr"])
         losses, norms = self._fit_critic(features, train_targets, mask)
         self.critic_scheduler.step()
         # theta' <- alpha * theta' + (1 - alpha) * theta
@@ -245,7 +260,7 @@ class SHAC(DifferentiableAlgorithm):
             "critic/target_mean": float(flat_targets.mean()),
             "critic/explained_variance": float(1.0 - residual.var(unbiased=False) / variance),
             "train/critic_grad_norm": norms,
-            "train/critic_learning_rate": float(self.critic_optimizer.param_groups[0]["lr"]),
+            "train/critic_learning_rate": critic_learning_rate,
             "train/cut_rows": cut,
         }
 
@@ -253,15 +268,15 @@ class SHAC(DifferentiableAlgorithm):
         """Minibatch regression of the critic; returns the mean loss and gradient norm."""
         config, dist = self.shac, self.dist
         samples = features.shape[0]
-        batch = math.ceil(samples / config.critic_minibatches)
         parameters = list(self.critic.parameters())
         total_loss = torch.zeros((), dtype=torch.float64, device=features.device)
         total_norm = torch.zeros((), dtype=torch.float64, device=features.device)
         steps = 0
         for _ in range(config.critic_iterations):
             order = torch.randperm(samples, generator=self.sampler).to(features.device)
-            for start in range(0, samples, batch):
-                index = order[start : start + batch]
+            # Exactly critic_minibatches minibatches on every rank (sizes differ by at most
+            # one), so that the ranks' gradient all-reduces always pair up.
+            for index in torch.tensor_split(order, config.critic_minibatches):
                 keep = mask[index].to(features.dtype)
                 prediction = self.critic(features[index]).squeeze(-1)
                 # Mean squared error over this minibatch's valid samples.
@@ -278,8 +293,10 @@ class SHAC(DifferentiableAlgorithm):
                 norm = torch.linalg.vector_norm(flat)
                 if config.critic_max_grad_norm is not None:
                     flat = flat * (config.critic_max_grad_norm / (norm + 1e-6)).clamp(max=1.0)
-                # A non-finite critic gradient skips this minibatch on every rank alike.
-                flat = torch.where(torch.isfinite(norm), flat, torch.zeros_like(flat))
+                # A non-finite critic gradient (the same on every rank after the all-reduce)
+                # skips this minibatch's step alike: critic and Adam moments unchanged.
+                if not bool(torch.isfinite(norm)):
+                    continue
                 offset = 0
                 for parameter in parameters:
                     count = parameter.numel()

@@ -119,7 +119,7 @@ class SHACConfig:
                 f"got {describe(self.critic_activation)}"
             )
         for name in ("critic_layer_norm", "normalize_returns"):
-            if getattr(self, name) not in (True, False):
+            if getattr(self, name) is not True and getattr(self, name) is not False:
                 raise ConfigError(
                     f"{owner}.{name} must be a bool, got {describe(getattr(self, name))}"
                 )
