@@ -1,0 +1,233 @@
+"""Tests for typedrl.apg._shac_config: validation, defaults, round trips, the trainer's rules."""
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import pytest
+
+from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
+from typedrl.errors import ConfigError
+
+_NOT_POSITIVE_FLOAT = (0.0, -1e-3, True, math.nan, math.inf, "0.1", None)
+_NOT_POSITIVE_INT = (0, -1, True, 2.0, "4", None)
+_NOT_UNIT = (-0.01, 1.01, True, math.nan, math.inf, "0.5", None)
+
+SHAC_INVALID: list[tuple[str, Any]] = [
+    *(("actor", value) for value in ({"learning_rate": 1e-2}, None, "adam")),
+    *(
+        (name, value)
+        for name in ("critic_learning_rate", "observation_limit")
+        for value in _NOT_POSITIVE_FLOAT
+    ),
+    *(("critic_max_grad_norm", value) for value in (0.0, -1.0, True, math.nan, math.inf, "1")),
+    *((name, value) for name in ("gae_lambda", "target_alpha") for value in _NOT_UNIT),
+    *(
+        (name, value)
+        for name in ("critic_iterations", "critic_minibatches")
+        for value in _NOT_POSITIVE_INT
+    ),
+    *(
+        ("critic_betas", value)
+        for value in (
+            (0.9,),
+            (0.9, 0.99, 0.999),
+            (0.9, 1.0),
+            (-0.1, 0.9),
+            (0.9, math.nan),
+            (0.9, True),
+            ("a", "b"),
+            "ab",
+            0.9,
+            None,
+        )
+    ),
+    *(
+        ("critic_learning_rate_schedule", value)
+        for value in ("step", "Linear", "adaptive", None, 1)
+    ),
+    *(
+        ("critic_hidden", value)
+        for value in (64, "64", (64, 0), (64, -1), (64, True), (64.0,), None)
+    ),
+    *(("critic_activation", value) for value in ("gelu", "ELU", None, 1)),
+    *(
+        (name, value)
+        for name in ("critic_layer_norm", "normalize_returns")
+        for value in ("yes", None, 2, 0.5)
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), SHAC_INVALID)
+def test_invalid_field_raises_config_error_naming_it(name: str, value: Any) -> None:
+    """Every invalid SHACConfig value raises ConfigError naming the field."""
+    with pytest.raises(ConfigError, match=rf"SHACConfig\.{name}"):
+        SHACConfig(**{name: value})
+
+
+def test_invalid_value_is_shown() -> None:
+    """The message shows the offending value and its type."""
+    with pytest.raises(
+        ConfigError, match=r"SHACConfig\.target_alpha must lie in \[0, 1\], got 1\.5"
+    ):
+        SHACConfig(target_alpha=1.5)
+    with pytest.raises(ConfigError, match=r"one of \['constant', 'linear', 'cosine'\], got 'step'"):
+        SHACConfig(critic_learning_rate_schedule="step")
+
+
+@pytest.mark.parametrize("value", [1, 0])
+@pytest.mark.parametrize("name", ["critic_layer_norm", "normalize_returns"])
+def test_bool_fields_refuse_ints(name: str, value: int) -> None:
+    """A bool field refuses the ints 1 and 0."""
+    fields: dict[str, Any] = {name: value}
+    with pytest.raises(ConfigError, match=rf"SHACConfig\.{name} must be a bool"):
+        SHACConfig(**fields)
+
+
+def test_paper_defaults() -> None:
+    """The defaults are Xu et al.'s CartPoleSwingUp settings."""
+    config = SHACConfig()
+    actor = config.actor
+    assert (actor.learning_rate, actor.betas, actor.learning_rate_schedule) == (
+        1e-2,
+        (0.7, 0.95),
+        "linear",
+    )
+    assert (actor.max_grad_norm, actor.gamma, actor.optimizer) == (1.0, 0.99, "adam")
+    assert (config.critic_learning_rate, config.critic_betas) == (1e-3, (0.7, 0.95))
+    assert config.critic_learning_rate_schedule == "linear"
+    assert (config.gae_lambda, config.target_alpha) == (0.95, 0.2)
+    assert (config.critic_iterations, config.critic_minibatches) == (16, 4)
+    assert (config.critic_hidden, config.critic_activation, config.critic_layer_norm) == (
+        (64, 64),
+        "elu",
+        True,
+    )
+    assert config.critic_max_grad_norm == 1.0
+    assert config.normalize_returns is False
+
+
+def test_valid_edge_values_are_accepted_and_normalised() -> None:
+    """Edge values of the ranges are accepted; ints become floats and lists tuples."""
+    config = SHACConfig(
+        critic_learning_rate=1,
+        observation_limit=10,
+        critic_max_grad_norm=None,
+        gae_lambda=0,
+        target_alpha=1,
+        critic_iterations=1,
+        critic_minibatches=1,
+        critic_betas=[0, 0.5],  # type: ignore[arg-type]
+        critic_hidden=[8],  # type: ignore[arg-type]
+    )
+    assert isinstance(config.critic_learning_rate, float)
+    assert isinstance(config.observation_limit, float)
+    assert (config.gae_lambda, config.target_alpha) == (0.0, 1.0)
+    assert config.critic_betas == (0.0, 0.5)
+    assert config.critic_hidden == (8,)
+    assert config.critic_max_grad_norm is None
+    assert SHACConfig(target_alpha=0.0, gae_lambda=1.0).target_alpha == 0.0
+    assert SHACConfig(critic_hidden=()).critic_hidden == ()
+
+
+def test_is_frozen() -> None:
+    """Fields cannot be reassigned after validation."""
+    config = SHACConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.target_alpha = 0.5  # type: ignore[misc]
+
+
+def test_to_dict_from_dict_round_trip() -> None:
+    """to_dict gives JSON-like values (actor a dict, tuples lists); from_dict rebuilds it."""
+    config = SHACConfig(
+        actor=APGConfig(learning_rate=2e-3, betas=(0.8, 0.9), gamma=0.95, nonfinite="raise"),
+        critic_learning_rate=5e-4,
+        critic_betas=(0.5, 0.9),
+        critic_learning_rate_schedule="cosine",
+        critic_max_grad_norm=None,
+        critic_hidden=(32, 16, 8),
+        critic_activation="tanh",
+        critic_layer_norm=False,
+        critic_iterations=3,
+        critic_minibatches=2,
+        gae_lambda=0.9,
+        target_alpha=0.5,
+        normalize_returns=True,
+        observation_limit=1e3,
+    )
+    data = config.to_dict()
+    assert data["actor"] == config.actor.to_dict()
+    assert (data["critic_betas"], data["critic_hidden"]) == ([0.5, 0.9], [32, 16, 8])
+    assert json.loads(json.dumps(data)) == data
+    rebuilt = SHACConfig.from_dict(json.loads(json.dumps(data)))
+    assert rebuilt == config
+    assert isinstance(rebuilt.actor, APGConfig)
+    assert (rebuilt.critic_betas, rebuilt.critic_hidden) == ((0.5, 0.9), (32, 16, 8))
+    assert SHACConfig.from_dict({}) == SHACConfig()
+
+
+def test_from_dict_rejects_unknown_keys() -> None:
+    """Unknown keys, top-level or in the actor, are errors that list the valid fields."""
+    with pytest.raises(ConfigError, match=r"SHACConfig has no fields \['alpha'\]; valid fields"):
+        SHACConfig.from_dict({"alpha": 0.5})
+    with pytest.raises(ConfigError, match=r"APGConfig has no fields \['lr'\]"):
+        SHACConfig.from_dict({"actor": {"lr": 0.1}})
+
+
+def test_from_dict_validates() -> None:
+    """Values read back are validated like constructor arguments."""
+    with pytest.raises(ConfigError, match=r"SHACConfig\.critic_betas"):
+        SHACConfig.from_dict({"critic_betas": [0.9]})
+    with pytest.raises(ConfigError, match=r"APGConfig\.gamma"):
+        SHACConfig.from_dict({"actor": {"gamma": 2.0}})
+
+
+# ---------------------------------------------------------------- DifferentiableTrainerConfig
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"rollout_mode": "complete"},
+        {"rollout_mode": "complete", "update_horizon": 8},
+        {"update_horizon": 32},
+        {"update_horizon": 64},
+    ],
+    ids=["complete", "complete-horizon", "two-segments", "four-segments"],
+)
+def test_trainer_refuses_shac_outside_one_segmented_window(fields: dict[str, Any]) -> None:
+    """SHAC needs rollout_mode='segmented' and one window of segment_length steps per update."""
+    with pytest.raises(
+        ConfigError, match=r"DifferentiableTrainerConfig: SHAC learns from one window"
+    ) as raised:
+        DifferentiableTrainerConfig(
+            total_updates=1, segment_length=16, algorithm=SHACConfig(), **fields
+        )
+    assert f"rollout_mode={fields.get('rollout_mode', 'segmented')!r}" in str(raised.value)
+
+
+def test_trainer_accepts_shac_with_update_horizon_equal_to_the_window() -> None:
+    """update_horizon equal to segment_length is one window, which SHAC accepts."""
+    config = DifferentiableTrainerConfig(
+        total_updates=1, segment_length=16, update_horizon=16, algorithm=SHACConfig()
+    )
+    assert (config.horizon, config.steps_per_update) == (16, 16)
+
+
+def test_trainer_round_trip_keeps_the_shac_config() -> None:
+    """A trainer config with SHAC round-trips through JSON to an equal config holding SHAC."""
+    config = DifferentiableTrainerConfig(
+        total_timesteps=4096,
+        segment_length=8,
+        normalize_observations=True,
+        layer_norm=True,
+        algorithm=SHACConfig(target_alpha=0.4, critic_hidden=(16,), normalize_returns=True),
+    )
+    data = json.loads(json.dumps(config.to_dict()))
+    assert data["algorithm"] == config.algorithm.to_dict()
+    rebuilt = DifferentiableTrainerConfig.from_dict(data)
+    assert rebuilt == config
+    assert isinstance(rebuilt.algorithm, SHACConfig)
+    assert rebuilt.algorithm.critic_hidden == (16,)
