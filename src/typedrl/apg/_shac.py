@@ -279,23 +279,26 @@ class SHAC(DifferentiableAlgorithm):
             for index in torch.tensor_split(order, config.critic_minibatches):
                 keep = mask[index].to(features.dtype)
                 prediction = self.critic(features[index]).squeeze(-1)
-                # Mean squared error over this minibatch's valid samples.
-                loss = ((prediction - targets[index]).square() * keep).sum() / keep.sum().clamp(
-                    min=1.0
-                )
+                # Summed squared error here; divided by every rank's sample count below, so
+                # the step follows the mean over all of this minibatch's valid samples.
+                squared = ((prediction - targets[index]).square() * keep).sum()
                 for parameter in parameters:
                     parameter.grad = None
-                torch.autograd.backward(loss)
+                torch.autograd.backward(squared)
                 grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
-                flat = torch.cat([g.reshape(-1) for g in grads])
+                packed = torch.cat([*(g.reshape(-1) for g in grads), keep.sum().reshape(1)])
                 if dist.world_size > 1:
-                    flat = dist.all_reduce_sum(flat) / dist.world_size
+                    packed = dist.all_reduce_sum(packed)
+                samples_seen = packed[-1]
+                flat = packed[:-1] / samples_seen.clamp(min=1.0)
+                loss = squared.detach() / keep.sum().clamp(min=1.0)
                 norm = torch.linalg.vector_norm(flat)
                 if config.critic_max_grad_norm is not None:
                     flat = flat * (config.critic_max_grad_norm / (norm + 1e-6)).clamp(max=1.0)
-                # A non-finite critic gradient (the same on every rank after the all-reduce)
-                # skips this minibatch's step alike: critic and Adam moments unchanged.
-                if not bool(torch.isfinite(norm)):
+                # A non-finite critic gradient (the same on every rank after the all-reduce),
+                # or a minibatch empty on every rank, skips its step alike: critic and Adam
+                # moments unchanged.
+                if not bool(torch.isfinite(norm)) or not bool(samples_seen > 0):
                     continue
                 offset = 0
                 for parameter in parameters:
