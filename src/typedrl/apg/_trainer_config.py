@@ -61,7 +61,7 @@ multiple of segment_length (16)
     (default: :attr:`segment_length`; a scheduled env chooses its own)."""
     gradient_accumulation_steps: int = 1
     """Complete rollouts per update (complete mode only)."""
-    normalize_observations: bool = False
+    normalize_observations: bool = True
     """Normalise observations with running statistics (frozen within an update, updated
     after each applied update from alive rows, synchronised across ranks), leaving the
     features the env's ``observation_normalize_mask`` marks False untouched."""
@@ -89,8 +89,10 @@ multiple of segment_length (16)
     """Learn the log standard deviation (else it stays at :attr:`log_std_init`)."""
     observation_clip: float = 10.0
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
-    algorithm: APGConfig | SHACConfig = field(default_factory=APGConfig)
-    """The algorithm: :class:`~typedrl.apg.APGConfig` for plain analytic policy gradients,
+    algorithm: APGConfig | SHACConfig = field(default_factory=lambda: APGConfig(learning_rate=3e-3))
+    """The algorithm (default: APG with Adam at ``3e-3``, which with normalised observations
+    learns every built-in task faster than at ``1e-3``): :class:`~typedrl.apg.APGConfig` for
+    plain analytic policy gradients,
     :class:`~typedrl.apg.SHACConfig` for the short-horizon actor-critic (segmented only,
     one window of ``segment_length`` steps per update)."""
     seed: int = 0
@@ -221,10 +223,11 @@ multiple of segment_length (16)
             values["hidden"] = tuple(values["hidden"])
         algorithm = values.get("algorithm")
         if isinstance(algorithm, dict):
-            # A SHAC config is the one with an actor; the others configure APG.
+            # A SHAC config is one with a field APG does not have (its actor, a critic_*).
+            shac_only = set(SHACConfig.__dataclass_fields__) - set(APGConfig.__dataclass_fields__)
             values["algorithm"] = (
                 SHACConfig.from_dict(algorithm)
-                if "actor" in algorithm
+                if shac_only & set(algorithm)
                 else APGConfig.from_dict(algorithm)
             )
         return cls(**values)
