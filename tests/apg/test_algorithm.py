@@ -354,7 +354,14 @@ def test_segmented_loss_matches_a_hand_computation_on_quadratic_rollouts() -> No
     gamma, coef, rows = 0.9, 0.1, 3
     collector = _quadratic_collector(num_envs=rows, horizon=3)
     policy = _policy_with_entropy()
-    apg = _apg(policy, gamma=gamma, entropy_coef=coef, optimizer="sgd", max_grad_norm=None)
+    apg = _apg(
+        policy,
+        gamma=gamma,
+        entropy_coef=coef,
+        optimizer="sgd",
+        max_grad_norm=None,
+        learning_rate=1e-3,
+    )
     # Per update, the discount of its 4 steps (every row ends at global steps 2 and 5):
     # update 1 carries gamma^2 into its second segment; update 2 restarts mid-episode.
     discounts = [[1.0, gamma, gamma**2, 1.0], [1.0, gamma, 1.0, gamma]]

@@ -101,9 +101,9 @@ def test_apg_valid_edge_values_are_accepted_and_normalised() -> None:
 
 
 def test_apg_defaults() -> None:
-    """The documented defaults: Adam at 1e-3, gamma 0.99, clipping at 1.0, skip non-finite."""
+    """The documented defaults: Adam at 3e-3, gamma 0.99, clipping at 1.0, skip non-finite."""
     config = APGConfig()
-    assert (config.optimizer, config.learning_rate, config.gamma) == ("adam", 1e-3, 0.99)
+    assert (config.optimizer, config.learning_rate, config.gamma) == ("adam", 3e-3, 0.99)
     assert config.max_grad_norm == 1.0
     assert config.skip_grad_norm_above is None
     assert config.learning_rate_schedule == "constant"

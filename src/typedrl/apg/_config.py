@@ -26,8 +26,10 @@ NonFiniteUpdates = Literal["skip", "raise"]
 class APGConfig:
     """Hyper-parameters of :class:`~typedrl.apg.APG`, the analytic policy gradient.
 
-    The defaults follow careful plain-APG runs on the built-in tasks: Adam at
-    ``1e-3``, a discount of 0.99 and global gradient-norm clipping at 1.0.
+    The defaults follow plain-APG runs on the built-in tasks (PointMass, Reacher,
+    Pendulum; 64 envs, 32-step segments, normalised observations): Adam at
+    ``3e-3`` (faster than ``1e-3`` on all three; ``1e-2`` leaves Pendulum at
+    about -825), a discount of 0.99 and global gradient-norm clipping at 1.0.
 
     Example:
         >>> APGConfig(learning_rate=3e-4, learning_rate_schedule="cosine").optimizer
@@ -38,7 +40,7 @@ class APGConfig:
         typedrl.errors.ConfigError: APGConfig.gamma must lie in [0, 1], got 1.5 (type float)
     """
 
-    learning_rate: float = 1e-3
+    learning_rate: float = 3e-3
     """The optimizer's learning rate (the initial one of a schedule)."""
     optimizer: OptimizerName = "adam"
     """``"adam"``, ``"adamw"`` (decoupled weight decay) or ``"sgd"``."""

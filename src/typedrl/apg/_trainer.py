@@ -168,6 +168,7 @@ class DifferentiableTrainer(AbstractTrainer):
             env,  # type: ignore[arg-type]  # checked above, on every rank
             clip_actions=config.clip_actions,
             adjoint_max_norm=config.adjoint_max_norm,
+            measure_adjoint=config.measure_adjoint,
         )
         self.progress_counters = Counters("rollouts")
         self._reset_options = (

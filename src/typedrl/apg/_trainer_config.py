@@ -18,6 +18,7 @@ _MAX_SEED = 2**32 - 1
 _BOOLS = (
     "normalize_observations",
     "random_initial_clocks",
+    "measure_adjoint",
     "clip_actions",
     "layer_norm",
     "squash_actions",
@@ -69,6 +70,9 @@ multiple of segment_length (16)
     """Start every row's episode clock at a random step at each reset (the built-in envs'
     reset option ``random_elapsed_steps``), so that the time-outs of all rows do not fall
     on the same step of a segmented run."""
+    measure_adjoint: bool = True
+    """Measure the gradient flowing back into each action (``adjoint/*`` metrics); about 7%
+    of an update on Reacher, so turn it off for speed when ``adjoint_max_norm`` is unset."""
     clip_actions: bool = False
     """Clamp actions to the action space's bounds before the env (clamped coordinates get
     no gradient; the squashing policy keeps actions in bounds without it)."""
@@ -89,10 +93,8 @@ multiple of segment_length (16)
     """Learn the log standard deviation (else it stays at :attr:`log_std_init`)."""
     observation_clip: float = 10.0
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
-    algorithm: APGConfig | SHACConfig = field(default_factory=lambda: APGConfig(learning_rate=3e-3))
-    """The algorithm (default: APG with Adam at ``3e-3``, which with normalised observations
-    learns every built-in task faster than at ``1e-3``): :class:`~typedrl.apg.APGConfig` for
-    plain analytic policy gradients,
+    algorithm: APGConfig | SHACConfig = field(default_factory=APGConfig)
+    """The algorithm: :class:`~typedrl.apg.APGConfig` for plain analytic policy gradients,
     :class:`~typedrl.apg.SHACConfig` for the short-horizon actor-critic (segmented only,
     one window of ``segment_length`` steps per update)."""
     seed: int = 0

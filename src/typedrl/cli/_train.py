@@ -78,22 +78,23 @@ PRESETS: dict[str, dict[str, Any]] = {
 APG_PRESETS: dict[str, dict[str, Any]] = {
     "typedrl/PointMass-v0": {
         "num_envs": 64,
-        "config": {"total_timesteps": 200_000, "segment_length": 32},
+        "config": {"total_timesteps": 100_000, "segment_length": 32},
     },
     "typedrl/Reacher-v0": {
         "num_envs": 64,
-        "config": {"total_timesteps": 400_000, "segment_length": 32},
+        "config": {"total_timesteps": 1_300_000, "segment_length": 32},
     },
     "typedrl/Pendulum-v0": {
         "num_envs": 64,
-        "config": {
-            "total_timesteps": 1_000_000,
-            "segment_length": 32,
-            "normalize_observations": True,
-        },
+        "config": {"total_timesteps": 1_300_000, "segment_length": 32},
     },
 }
-"""APG settings known to work per built-in differentiable env (others: the config defaults)."""
+"""APG settings known to work per built-in differentiable env (others: the config defaults).
+
+Measured on seeds 0, 1 and 2 with the defaults (Adam 3e-3, normalised observations):
+PointMass reaches 1-2% of its initial goal distance in 40 updates (82k steps), Reacher
+3-6% in 600 updates (1.2M steps), Pendulum a deterministic return of -150 to -152 in 600
+updates."""
 
 SHAC_PRESETS: dict[str, dict[str, Any]] = {
     "typedrl/CartPoleSwingUp-v0": {

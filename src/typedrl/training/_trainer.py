@@ -305,12 +305,12 @@ class AbstractTrainer(ABC):
             ) as display,
         ):
             while not budget.spent(iterations=self.iteration, env_steps=self.env_steps):
-                started = time.perf_counter()
+                iteration_started = time.perf_counter()
                 result = self._train_iteration()
                 self.iteration += 1
                 self.env_steps += result.env_steps
                 metrics = dict(result.metrics)
-                metrics["time/iteration_seconds"] = time.perf_counter() - started
+                metrics["time/iteration_seconds"] = time.perf_counter() - iteration_started
                 self._evaluate_on_schedule(metrics)
                 self._log(metrics)
                 display.update(
