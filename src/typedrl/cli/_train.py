@@ -316,6 +316,8 @@ def run_train(args: argparse.Namespace) -> int:
         metrics = result.metrics
         print(f"run directory   {run_dir}")
         print(f"env steps       {result.env_steps:,}")
+        print(f"iterations      {result.iterations:,}")
+        print(f"wall time       {result.wall_seconds:,.1f} s")
         if "eval/score" in metrics:
             print(f"eval score      {metrics['eval/score']:.2f}")
         if result.best_score is not None:
