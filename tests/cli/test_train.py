@@ -209,6 +209,24 @@ def test_apg_overrides_reach_the_nested_algorithm_config() -> None:
         main(["--debug", "train", "--algo", "apg", "--no-progress", "--set", "algorithm.lr=1"])
 
 
+def test_shac_presets_keep_the_paper_actor_where_they_change_it() -> None:
+    """A SHAC preset's partial actor keeps the paper's betas and schedule."""
+    from typedrl.apg import DifferentiableTrainerConfig, SHACConfig
+    from typedrl.cli._train import SHAC_PRESETS
+
+    for preset in SHAC_PRESETS.values():
+        config = DifferentiableTrainerConfig.from_dict(
+            {"algorithm": {"actor": {}}, **dict(preset["config"])}
+        )
+        assert isinstance(config.algorithm, SHACConfig)
+        assert config.algorithm.actor.betas == (0.7, 0.95)
+        assert config.algorithm.actor.learning_rate_schedule == "linear"
+    pendulum = SHAC_PRESETS["typedrl/Pendulum-v0"]["config"]
+    config = DifferentiableTrainerConfig.from_dict(dict(pendulum))
+    assert isinstance(config.algorithm, SHACConfig)
+    assert config.algorithm.actor.learning_rate == 2e-3
+
+
 def test_apg_presets_are_valid_configs() -> None:
     """Every APG preset builds a valid DifferentiableTrainerConfig."""
     from typedrl.apg import DifferentiableTrainerConfig

@@ -144,5 +144,6 @@ class SHACConfig:
             if name in values:
                 values[name] = tuple(values[name])
         if isinstance(values.get("actor"), dict):
-            values["actor"] = APGConfig.from_dict(values["actor"])
+            # Fields the dict leaves out keep the paper's actor settings, not APG's defaults.
+            values["actor"] = APGConfig.from_dict({**_paper_actor().to_dict(), **values["actor"]})
         return cls(**values)
