@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import torch
 from lightning.fabric import Fabric
-from lightning.fabric.loggers.logger import Logger
 from lightning.fabric.plugins.precision import MixedPrecision
 from tensordict import TensorDict
 from torch import Tensor, nn
 
 from tests.agents._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
+from tests.loggers import RecordingLogger
 from tests.multiprocess import run_in_fresh_process, run_two_ranks
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl._values import EvaluationResult, StepResult
@@ -31,36 +31,6 @@ from typedrl.testing import CountingVecEnv, RandomEndsVectorEnv
 from typedrl.training import RunOptions
 
 SMALL: dict[str, Any] = {"actor_hidden": (8,), "critic_hidden": (8,)}
-
-
-class RecordingLogger(Logger):
-    """A Fabric logger that keeps every logged metrics dict, with an optional callback."""
-
-    def __init__(self, on_log: Callable[[dict[str, float]], None] | None = None) -> None:
-        super().__init__()
-        self.records: list[dict[str, float]] = []
-        self.finalized: list[str] = []
-        self._on_log = on_log
-
-    @property
-    def name(self) -> str:
-        return "recording"
-
-    @property
-    def version(self) -> str:
-        return "0"
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        del params, args, kwargs
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        del step
-        self.records.append(dict(metrics))
-        if self._on_log is not None:
-            self._on_log(metrics)
-
-    def finalize(self, status: str) -> None:
-        self.finalized.append(status)
 
 
 def _obs_normalizer(agent: PPOAgent) -> RunningMeanStd:

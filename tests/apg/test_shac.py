@@ -15,7 +15,7 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from tests.agents.test_ppo import RecordingLogger
+from tests.loggers import RecordingLogger
 from tests.multiprocess import run_in_fresh_process, run_two_ranks
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl.apg import (

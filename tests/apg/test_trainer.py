@@ -2,7 +2,7 @@
 
 import copy
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
 from torch import Tensor
 
+from tests.loggers import RecordingLogger
 from tests.multiprocess import run_in_fresh_process
 from typedrl._types import Action
 from typedrl._values import StepResult
@@ -31,32 +32,6 @@ from typedrl.testing import (
 from typedrl.training import RunOptions
 
 SMALL: dict[str, Any] = {"hidden": (8,)}
-
-
-class RecordingLogger(Logger):
-    """A Fabric logger that keeps every logged metrics dict, with an optional callback."""
-
-    def __init__(self, on_log: Callable[[dict[str, float]], None] | None = None) -> None:
-        super().__init__()
-        self.records: list[dict[str, float]] = []
-        self._on_log = on_log
-
-    @property
-    def name(self) -> str:
-        return "recording"
-
-    @property
-    def version(self) -> str:
-        return "0"
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        del params, args, kwargs
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        del step
-        self.records.append(dict(metrics))
-        if self._on_log is not None:
-            self._on_log(metrics)
 
 
 class Faulty(DifferentiableVecEnvWrapper):

@@ -10,8 +10,8 @@ from typing import Any, final
 
 import pytest
 import torch
-from lightning.fabric.loggers.logger import Logger
 
+from tests.loggers import RecordingLogger
 from tests.multiprocess import run_two_ranks
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl import EvaluationResult
@@ -101,33 +101,6 @@ class TinyTrainer(_KindlessTrainer):
     """The tiny trainer, writing checkpoints of kind "apg"."""
 
     kind = "apg"
-
-
-class RecordingLogger(Logger):
-    """A Fabric logger that keeps every logged metrics dict and every finalize status."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[dict[str, float]] = []
-        self.finalized: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return "recording"
-
-    @property
-    def version(self) -> str:
-        return "0"
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        del params, args, kwargs
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        del step
-        self.records.append(dict(metrics))
-
-    def finalize(self, status: str) -> None:
-        self.finalized.append(status)
 
 
 @final

@@ -140,7 +140,7 @@ class SHAC(DifferentiableAlgorithm):
         self.sampler = torch.Generator(device="cpu").manual_seed(seed)
         self._features = features
         self._window: _Window | None = None
-        self._cut = 0.0
+        self._cut: Tensor | float = 0.0
 
     # ------------------------------------------------------------------ actor
 
@@ -170,7 +170,8 @@ class SHAC(DifferentiableAlgorithm):
         gamma = self.config.gamma
         rewards = rollout.rewards
         cut = _cut_rows(rollout.terminal_observations, self.shac.observation_limit)
-        self._cut += float(cut.sum())
+        # Counted on the device; read once, with the update's other metrics.
+        self._cut = self._cut + cut.sum()
         terminated = rollout.terminated | cut
         # A row both terminated and truncated at a step ended for good: no bootstrap.
         truncated = rollout.truncated & ~terminated
@@ -252,7 +253,7 @@ class SHAC(DifferentiableAlgorithm):
             predicted = self.value(window.observations, target=False).reshape(-1)
             residual = (flat_targets - predicted)[mask]
             variance = flat_targets[mask].var(unbiased=False).clamp(min=1e-8)
-        cut, self._cut = self._cut, 0.0
+        cut, self._cut = float(self._cut), 0.0
         self._window = None
         return {
             "loss/critic": losses,
@@ -344,9 +345,6 @@ def _cut_rows(observations: TensorDict, limit: float) -> Tensor:
 
 def _sanitised(observations: TensorDict, cut: Tensor) -> TensorDict:
     """``observations`` with the cut rows zeroed, so no NaN reaches the critic's forward."""
-    if not bool(cut.any()):
-        return observations
-
     def zero_cut(leaf: Tensor) -> Tensor:
         if not leaf.is_floating_point():
             return leaf
