@@ -345,6 +345,7 @@ def _cut_rows(observations: TensorDict, limit: float) -> Tensor:
 
 def _sanitised(observations: TensorDict, cut: Tensor) -> TensorDict:
     """``observations`` with the cut rows zeroed, so no NaN reaches the critic's forward."""
+
     def zero_cut(leaf: Tensor) -> Tensor:
         if not leaf.is_floating_point():
             return leaf
