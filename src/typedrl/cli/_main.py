@@ -9,7 +9,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 __all__ = ["build_parser", "main"]
 
-from typedrl.cli._train import add_evaluate_parser, add_train_parser
+from typedrl.cli._evaluate import add_evaluate_parser
+from typedrl.cli._train import add_train_parser
 from typedrl.errors import TypedRLError
 
 _REPORTED_PACKAGES = ("typedrl", "torch", "gymnasium", "tensordict", "lightning", "numpy")
