@@ -90,7 +90,8 @@ def test_build_loggers_csv_always_tensorboard_when_installed(
     _pretend_installed(monkeypatch, set())
     (csv,) = build_loggers(tmp_path)
     assert isinstance(csv, CSVMetricsLogger)
-    assert Path(csv.root_dir) == tmp_path / "logs"
+    assert Path(csv.root_dir) == tmp_path
+    assert csv.path == tmp_path / "metrics.csv"
     with pytest.raises(MissingDependencyError, match="tensorboard=True needs TensorBoard"):
         build_loggers(tmp_path, tensorboard=True)
     _pretend_installed(monkeypatch, {"tensorboard"})
@@ -100,7 +101,7 @@ def test_build_loggers_csv_always_tensorboard_when_installed(
         CSVMetricsLogger,
         _FakeLogger,
     ]
-    assert _FakeLogger.built == [{"args": (tmp_path / "logs",), "name": "r", "version": ""}]
+    assert _FakeLogger.built == [{"args": (tmp_path,), "name": "tensorboard", "version": ""}]
     assert len(build_loggers(tmp_path, tensorboard=False)) == 1
 
 
@@ -116,7 +117,7 @@ def test_build_loggers_adds_wandb_when_asked(
     loggers = build_loggers(tmp_path, wandb_project="typedrl-tests", run_name="r")
     assert [type(logger) for logger in loggers] == [CSVMetricsLogger, _FakeLogger]
     build_loggers(tmp_path, wandb_project="typedrl-tests", wandb_run_name="w")
-    save_dir = str(tmp_path / "logs")
+    save_dir = str(tmp_path)
     assert _FakeLogger.built == [
         {"args": (), "project": "typedrl-tests", "name": "r", "save_dir": save_dir},
         {"args": (), "project": "typedrl-tests", "name": "w", "save_dir": save_dir},
@@ -164,7 +165,7 @@ def test_a_run_that_fails_keeps_its_metrics_and_a_resume_appends(tmp_path: Path)
     agent._train_iteration = fail_in_the_third  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="simulated crash"):
         agent.fit()
-    path = tmp_path / "logs" / "typedrl" / "metrics.csv"
+    path = tmp_path / "metrics.csv"
     assert len(path.read_text().splitlines()) == 1 + 2  # the header and two epochs
     longer = PPOConfig(total_timesteps=80, num_steps=8, batch_size=8, num_mini_epochs=1)
     resumed = PPOAgent(

@@ -90,7 +90,7 @@ class MetricAggregator:
 
 @final
 class CSVMetricsLogger(Logger):
-    """Streams metrics to ``<root>/<name>/metrics.csv``, one row per call, appending.
+    """Streams metrics to ``<root>/metrics.csv``, one row per call, appending.
 
     Unlike Lightning's CSV logger, which writes only every 100 steps and clears
     an existing log folder, every :meth:`log_metrics` call reaches the file at
@@ -116,7 +116,7 @@ class CSVMetricsLogger(Logger):
         super().__init__()
         self._root = Path(root)
         self._name = name
-        self.path = self._root / name / "metrics.csv"
+        self.path = self._root / "metrics.csv"
         self._columns: list[str] = []
         if self.path.is_file():
             with self.path.open(newline="") as handle:
@@ -125,7 +125,7 @@ class CSVMetricsLogger(Logger):
 
     @property
     def name(self) -> str:
-        """The run's name (the folder under ``root``)."""
+        """The run's name."""
         return self._name
 
     @property
@@ -135,7 +135,7 @@ class CSVMetricsLogger(Logger):
 
     @property
     def root_dir(self) -> str:
-        """Where the log folder lives."""
+        """The folder ``metrics.csv`` lives in."""
         return str(self._root)
 
     def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
@@ -199,18 +199,22 @@ def build_loggers(
 ) -> list[Logger]:
     """The run's loggers: CSV always, TensorBoard when installed, W&B when asked.
 
+    Metrics stream to ``<run_dir>/metrics.csv`` (appending when the file is
+    there, as a resumed run's are), TensorBoard event files go to
+    ``<run_dir>/tensorboard/`` and W&B keeps its files in ``<run_dir>/wandb/``.
+
     Args:
-        run_dir: Folder of the run; logs go to ``run_dir/logs``.
+        run_dir: Folder of the run.
         tensorboard: ``None`` uses TensorBoard when ``tensorboard`` (or
             ``tensorboardX``) is installed; ``True`` requires it; ``False`` skips it.
         wandb_project: A Weights & Biases project name to log to (needs ``wandb``).
-        run_name: Name of the run in every logger (and of its folder in ``logs``).
+        run_name: Name of the run in every logger.
         wandb_run_name: Name of the W&B run, when it should differ (default ``run_name``).
 
     Raises:
         MissingDependencyError: TensorBoard or W&B was asked for but is not installed.
     """
-    root = Path(run_dir) / "logs"
+    root = Path(run_dir)
     loggers: list[Logger] = [CSVMetricsLogger(root, name=run_name)]
     has_tensorboard = any(
         importlib.util.find_spec(name) is not None for name in ("tensorboard", "tensorboardX")
@@ -220,7 +224,8 @@ def build_loggers(
             "tensorboard=True needs TensorBoard: pip install 'typedrl[tensorboard]'"
         )
     if has_tensorboard and tensorboard is not False:
-        loggers.append(TensorBoardLogger(root, name=run_name, version=""))
+        # TensorBoard writes to <root>/<name>/<version>: here <run_dir>/tensorboard/.
+        loggers.append(TensorBoardLogger(root, name="tensorboard", version=""))
     if wandb_project is not None:
         if importlib.util.find_spec("wandb") is None:
             raise MissingDependencyError(

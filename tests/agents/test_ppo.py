@@ -653,7 +653,7 @@ def test_checkpoint_files_and_load(tmp_path: Path) -> None:
         "epoch_00000002.ckpt",
         "last.ckpt",
     ]
-    assert (tmp_path / "logs").is_dir()
+    assert (tmp_path / "metrics.csv").is_file()
     checkpoint = load_checkpoint(folder / "last.ckpt", expected_kind="ppo")
     assert checkpoint.counters == {"iteration": 3, "env_steps": 48}
     assert checkpoint.config == config.to_dict()

@@ -40,7 +40,7 @@ def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     last = run_dir / "checkpoints" / "last.ckpt"
     assert last.is_file()
     assert (run_dir / "checkpoints" / "best.ckpt").is_file()
-    assert (run_dir / "logs").is_dir()
+    assert (run_dir / "metrics.csv").is_file()
     assert main(["evaluate", str(last), "--episodes", "4", "--num-envs", "2"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["episodes"] == 4
@@ -174,12 +174,12 @@ def test_train_logs_to_wandb_when_asked(tmp_path: Path, monkeypatch: pytest.Monk
     run_dir = tmp_path / "run"
     argv = ["train", "--total-timesteps", "512", "--run-dir", str(run_dir), "--no-progress"]
     assert main([*argv, "--wandb-project", "typedrl-tests", "--set", "num_steps=16"]) == 0
-    save_dir = str(run_dir / "logs")
+    save_dir = str(run_dir)
     assert built == [{"project": "typedrl-tests", "name": "run", "save_dir": save_dir}]
     # Training and evaluation metrics reach it, as they reach the CSV file.
     assert any("time/sps" in metrics for metrics in logged)
     assert any("eval/score" in metrics for metrics in logged)
-    assert (run_dir / "logs" / "typedrl" / "metrics.csv").is_file()
+    assert (run_dir / "metrics.csv").is_file()
 
 
 def test_train_apg_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
