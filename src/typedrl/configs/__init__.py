@@ -1,0 +1,335 @@
+"""Tuned hyper-parameters per (algorithm, env), shipped with the package as YAML files.
+
+Each file lives at ``typedrl/configs/<algo>/<file>.yaml``, ``<algo>`` one of
+``ppo``, ``apg`` and ``shac`` and ``<file>`` the env id with ``"/"`` replaced by
+``"-"`` (``ppo/CartPole-v1.yaml``, ``shac/typedrl-CartPoleSwingUp-v0.yaml``),
+and holds exactly these keys:
+
+- ``source``: where the values come from and what they reach, measured;
+- ``algo``: ``ppo``, ``apg`` or ``shac`` (the folder it is in);
+- ``env_id``: the env id (the file's name);
+- ``num_envs``: env rows per rank;
+- ``config``: fields of :class:`~typedrl.agents.PPOConfig` (``ppo``) or of
+  :class:`~typedrl.apg.DifferentiableTrainerConfig` (``apg``, ``shac``; the
+  algorithm's fields go under ``algorithm:``, SHAC's actor under
+  ``algorithm.actor``). ``seed`` is never in a tuned file.
+
+:func:`load` validates the keys and builds the config through the dataclasses,
+so a shipped file that no longer matches them fails with a
+:class:`~typedrl.errors.ConfigError` naming the file and the key.
+
+Example:
+    >>> from typedrl import configs
+    >>> tuned = configs.load("ppo", "CartPole-v1")
+    >>> tuned.num_envs, tuned.config["total_timesteps"]
+    (8, 100000)
+    >>> ("shac", "typedrl/CartPoleSwingUp-v0") in configs.available()
+    True
+"""
+
+import dataclasses
+import importlib.resources
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias, final, get_args
+
+import yaml
+
+from typedrl import _validation
+from typedrl._validation import describe, positive_int
+from typedrl.agents import PPOConfig
+from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
+from typedrl.errors import ConfigError
+
+__all__ = [
+    "ALGORITHMS",
+    "DEFAULT_DIFFERENTIABLE_TIMESTEPS",
+    "TUNED_KEYS",
+    "Algorithm",
+    "TrainerConfig",
+    "TunedConfig",
+    "available",
+    "build_config",
+    "file_name",
+    "find",
+    "load",
+    "load_file",
+]
+
+Algorithm: TypeAlias = Literal["ppo", "apg", "shac"]
+"""The algorithms ``typedrl train --algo`` runs."""
+
+ALGORITHMS: Final[tuple[Algorithm, ...]] = get_args(Algorithm)
+"""Every :data:`Algorithm`, in the order the command lists them."""
+
+TUNED_KEYS: Final = ("source", "algo", "env_id", "num_envs", "config")
+"""The top-level keys of a tuned file, all required."""
+
+DEFAULT_DIFFERENTIABLE_TIMESTEPS: Final = 200_000
+"""The budget APG and SHAC train for when neither the file nor the user sets one
+(:class:`~typedrl.apg.DifferentiableTrainerConfig` itself has no default budget)."""
+
+TrainerConfig: TypeAlias = PPOConfig | DifferentiableTrainerConfig
+"""The config a trainer of any :data:`Algorithm` takes."""
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TunedConfig:
+    """One tuned file: the env rows and the config fields known to work for (algo, env).
+
+    ``config`` holds only the fields the file sets, as plain YAML values; build
+    the full dataclass with :func:`build_config`.
+    """
+
+    source: str
+    """Where the values come from and what they reach, measured."""
+    algo: Algorithm
+    """The algorithm the values are for."""
+    env_id: str
+    """The env the values are for."""
+    num_envs: int
+    """Env rows per rank."""
+    config: Mapping[str, Any]
+    """The config fields the file sets (nested mappings for ``algorithm``)."""
+    path: Path | None = None
+    """The file the values were read from, if any."""
+
+    def __post_init__(self) -> None:
+        where = f"{self.path}: " if self.path is not None else ""
+        if type(self.source) is not str or not self.source.strip():
+            raise ConfigError(
+                f"{where}source must be a non-empty string saying where the values come "
+                f"from, got {describe(self.source)}"
+            )
+        if self.algo not in ALGORITHMS:
+            raise ConfigError(
+                f"{where}algo must be one of {list(ALGORITHMS)}, got {describe(self.algo)}"
+            )
+        if type(self.env_id) is not str or not self.env_id:
+            raise ConfigError(
+                f"{where}env_id must be a non-empty string, got {describe(self.env_id)}"
+            )
+        try:
+            positive_int("TunedConfig", "num_envs", self.num_envs)
+        except ConfigError as error:
+            raise ConfigError(f"{where}{error}") from None
+        if not isinstance(self.config, Mapping):
+            raise ConfigError(f"{where}config must be a mapping, got {describe(self.config)}")
+        if "seed" in self.config:
+            raise ConfigError(
+                f"{where}config.seed: a tuned file never sets the seed (it is the run's choice)"
+            )
+
+
+def file_name(env_id: str) -> str:
+    """The tuned file's name for ``env_id``: ``"/"`` replaced by ``"-"``, plus ``.yaml``.
+
+    Example:
+        >>> file_name("typedrl/CartPole-v0")
+        'typedrl-CartPole-v0.yaml'
+    """
+    return env_id.replace("/", "-") + ".yaml"
+
+
+def _folder(algo: str) -> Any:
+    return importlib.resources.files(__name__).joinpath(algo)
+
+
+def available(algo: Algorithm | None = None) -> list[tuple[Algorithm, str]]:
+    """Every shipped (algorithm, env id), sorted; only ``algo``'s when given.
+
+    Reads each file's ``env_id`` (a file name cannot tell ``"/"`` from ``"-"``).
+
+    Raises:
+        ConfigError: A shipped file is invalid (named in the message).
+    """
+    algos: tuple[Algorithm, ...] = ALGORITHMS if algo is None else (_checked_algo(algo),)
+    found: list[tuple[Algorithm, str]] = []
+    for name in algos:
+        folder = _folder(name)
+        if not folder.is_dir():
+            continue
+        found.extend(
+            (name, _parse(entry.read_text(), Path(str(entry))).env_id)
+            for entry in sorted(folder.iterdir(), key=lambda item: item.name)
+            if entry.name.endswith(".yaml")
+        )
+    return sorted(found)
+
+
+def find(algo: Algorithm, env_id: str) -> TunedConfig | None:
+    """The shipped tuned file for (``algo``, ``env_id``), or ``None`` when there is none.
+
+    Raises:
+        ConfigError: ``algo`` is unknown, or the file is invalid.
+    """
+    entry = _folder(_checked_algo(algo)).joinpath(file_name(env_id))
+    if not entry.is_file():
+        return None
+    tuned = _parse(entry.read_text(), Path(str(entry)))
+    if (tuned.algo, tuned.env_id) != (algo, env_id):
+        raise ConfigError(
+            f"{tuned.path}: holds algo {tuned.algo!r} and env_id {tuned.env_id!r}, but its "
+            f"folder and name say {algo!r} and {env_id!r}"
+        )
+    build_config(algo, dict(tuned.config), where=str(tuned.path))
+    return tuned
+
+
+def load(algo: Algorithm, env_id: str) -> TunedConfig:
+    """The shipped tuned file for (``algo``, ``env_id``), validated.
+
+    Raises:
+        ConfigError: There is no such file (the message lists the envs that have
+            one), or it is invalid.
+    """
+    tuned = find(algo, env_id)
+    if tuned is None:
+        envs = [env for name, env in available(algo)]
+        raise ConfigError(f"no tuned {algo} config for {env_id!r}; tuned {algo} envs: {envs}")
+    return tuned
+
+
+def load_file(path: str | Path) -> TunedConfig:
+    """Read and validate a tuned file anywhere on disk (the format of the shipped ones).
+
+    Raises:
+        ConfigError: The file is missing, not YAML, lacks a key or has another,
+            or its config does not build (the message names the file and key).
+    """
+    file = Path(path)
+    try:
+        text = file.read_text()
+    except OSError as error:
+        raise ConfigError(f"{file}: cannot read the tuned config ({error.strerror})") from None
+    tuned = _parse(text, file)
+    build_config(tuned.algo, dict(tuned.config), where=str(file))
+    return tuned
+
+
+def _checked_algo(algo: object) -> Algorithm:
+    for name in ALGORITHMS:
+        if algo == name:
+            return name
+    raise ConfigError(f"algo must be one of {list(ALGORITHMS)}, got {describe(algo)}")
+
+
+def _parse(text: str, path: Path) -> TunedConfig:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: expected a mapping with keys {list(TUNED_KEYS)}, got {describe(data)}"
+        )
+    missing = [key for key in TUNED_KEYS if key not in data]
+    unknown = sorted(str(key) for key in data if key not in TUNED_KEYS)
+    if missing or unknown:
+        raise ConfigError(
+            f"{path}: a tuned file has exactly the keys {list(TUNED_KEYS)}; "
+            f"missing {missing}, unknown {unknown}"
+        )
+    return TunedConfig(
+        source=data["source"],
+        algo=data["algo"],
+        env_id=data["env_id"],
+        num_envs=data["num_envs"],
+        config=data["config"] if data["config"] is not None else {},
+        path=path,
+    )
+
+
+def build_config(algo: Algorithm, values: Mapping[str, Any], *, where: str = "") -> TrainerConfig:
+    """Build ``algo``'s config dataclass from plain values (a tuned file's, a run's, flags').
+
+    Fields the values leave out keep the dataclass defaults; APG and SHAC train
+    :data:`DEFAULT_DIFFERENTIABLE_TIMESTEPS` env steps when neither
+    ``total_timesteps`` nor ``total_updates`` is set, and a SHAC config always
+    gets :class:`~typedrl.apg.SHACConfig` as its algorithm.
+
+    Args:
+        algo: The algorithm whose config to build.
+        values: Field values; ``algorithm`` (APG, SHAC) is a nested mapping.
+        where: Where the values come from, prefixed to every error message.
+
+    Raises:
+        ConfigError: An unknown field (the message lists the valid ones), a
+            value of the wrong kind, or one the dataclass refuses; an APG config
+            with SHAC fields.
+
+    Example:
+        >>> build_config("shac", {"segment_length": 16}).algorithm.actor.betas
+        (0.7, 0.95)
+    """
+    prefix = f"{where}: " if where else ""
+    algo = _checked_algo(algo)
+    data = _plain_dict(values, prefix, "config")
+    try:
+        if algo == "ppo":
+            _check_fields(PPOConfig, data, prefix, "")
+            return PPOConfig.from_dict(data)
+        if data.get("total_timesteps") is None and data.get("total_updates") is None:
+            data["total_timesteps"] = DEFAULT_DIFFERENTIABLE_TIMESTEPS
+        algorithm = data.setdefault("algorithm", {})
+        if not isinstance(algorithm, dict):
+            raise ConfigError(f"{prefix}algorithm must be a mapping, got {describe(algorithm)}")
+        if algo == "shac":
+            # An actor key is what marks an algorithm mapping as SHAC's.
+            algorithm.setdefault("actor", {})
+            _check_fields(SHACConfig, algorithm, prefix, "algorithm.")
+            if isinstance(algorithm["actor"], dict):
+                _check_fields(APGConfig, algorithm["actor"], prefix, "algorithm.actor.")
+        else:
+            shac_only = sorted(
+                set(algorithm)
+                & (set(SHACConfig.__dataclass_fields__) - set(APGConfig.__dataclass_fields__))
+            )
+            if shac_only:
+                raise ConfigError(
+                    f"{prefix}algorithm has SHAC fields {shac_only}, but the algo is apg "
+                    "(train SHAC with --algo shac)"
+                )
+            _check_fields(APGConfig, algorithm, prefix, "algorithm.")
+        _check_fields(DifferentiableTrainerConfig, data, prefix, "")
+        return DifferentiableTrainerConfig.from_dict(data)
+    except ConfigError as error:
+        if prefix and not str(error).startswith(prefix):
+            raise ConfigError(f"{prefix}{error}") from None
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{prefix}the {algo} config does not build: {error}") from None
+
+
+def _plain_dict(values: Mapping[str, Any], prefix: str, name: str) -> dict[str, Any]:
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{prefix}{name} must be a mapping, got {describe(values)}")
+    data: dict[str, Any] = {}
+    for key, value in values.items():
+        if type(key) is not str:
+            raise ConfigError(f"{prefix}{name} keys must be strings, got {describe(key)}")
+        data[key] = (
+            _plain_dict(value, prefix, f"{name}.{key}") if isinstance(value, Mapping) else value
+        )
+    return data
+
+
+def _check_fields(cls: type[Any], data: dict[str, Any], prefix: str, path: str) -> None:
+    """Refuse unknown fields (listing the valid ones) and scalars where a list belongs."""
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{prefix}{cls.__name__} has no fields {[path + name for name in unknown]}; "
+            f"valid fields: {sorted(fields)}"
+        )
+    for name, value in data.items():
+        default = fields[name].default
+        if isinstance(default, tuple) and not isinstance(value, list | tuple):
+            example = list(default) or [64, 64]
+            raise ConfigError(
+                f"{prefix}{path}{name} must be a list such as {example}, got {describe(value)}"
+            )
