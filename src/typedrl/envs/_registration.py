@@ -40,6 +40,8 @@ BUILTIN_ENV_IDS: tuple[str, ...] = tuple(
         "CartPoleSwingUp",
         "PointMass",
         "Reacher",
+        "MujocoCartPoleSwingUp",
+        "MujocoHalfCheetah",
     )
 )
 """Gymnasium ids of the built-in envs."""
@@ -51,6 +53,8 @@ _MAX_EPISODE_STEPS: Mapping[str, int] = {
     "CartPoleSwingUp": 500,
     "PointMass": 200,
     "Reacher": 100,
+    "MujocoCartPoleSwingUp": 500,
+    "MujocoHalfCheetah": 1000,
 }
 
 
@@ -62,6 +66,15 @@ def _constructors() -> Mapping[str, Callable[..., "BaseTorchVecEnv"]]:
     def continuous_cartpole(**kwargs: Any) -> builtin.CartPole:
         return builtin.CartPole(action_mode="continuous", **kwargs)
 
+    # The MuJoCo envs import typedrl.envs.mujoco (and mujoco-torch) only when built.
+    def mujoco_env(task: str) -> Callable[..., "BaseTorchVecEnv"]:
+        def build(**kwargs: Any) -> "BaseTorchVecEnv":
+            from typedrl.envs import mujoco  # noqa: PLC0415
+
+            return mujoco.MujocoVecEnv(task=getattr(mujoco, task)(), **kwargs)
+
+        return build
+
     return {
         "Pendulum": builtin.Pendulum,
         "CartPole": builtin.CartPole,
@@ -69,6 +82,8 @@ def _constructors() -> Mapping[str, Callable[..., "BaseTorchVecEnv"]]:
         "CartPoleSwingUp": builtin.CartPoleSwingUp,
         "PointMass": builtin.PointMass,
         "Reacher": builtin.Reacher,
+        "MujocoCartPoleSwingUp": mujoco_env("CartPoleSwingUpTask"),
+        "MujocoHalfCheetah": mujoco_env("HalfCheetahTask"),
     }
 
 

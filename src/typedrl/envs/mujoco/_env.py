@@ -1,0 +1,219 @@
+"""A differentiable vector env over any MJCF model, stepped by ``mujoco-torch``."""
+
+from typing import TYPE_CHECKING, Literal, final
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._types import ContinuousAction, Done, ObsVector, Reward
+from typedrl._validation import describe, positive_int
+from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.mujoco._dependency import require
+from typedrl.envs.mujoco._task import MujocoState, MujocoTask
+from typedrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    import mujoco_torch
+
+__all__ = ["MujocoVecEnv"]
+
+# [qpos | qvel | act | qacc_warmstart] per row.
+_State = Float[Tensor, "num_envs state_dim"]
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@final
+class MujocoVecEnv(BaseTorchVecEnv):
+    """A batched, differentiable env: an MJCF model stepped with torch ops, and a task.
+
+    ``mujoco-torch`` (MuJoCo's MJX physics ported to PyTorch) computes each
+    physics step with plain torch operations, so autograd differentiates
+    through the physics: the reward and the next observation have gradients
+    with respect to the action and to the earlier state. The rows are batched
+    with :func:`torch.vmap`; the constraint solver runs a fixed number of
+    iterations (``solver_iterations``; the early-exit loop does not batch).
+
+    Everything else is :class:`~typedrl.envs.BaseTorchVecEnv`: observations
+    ``{"obs": [num_envs, obs_dim]}``, Box actions (the actuators' control
+    ranges, which must be symmetric) clipped to their bounds, termination by
+    the task and truncation at ``max_episode_steps``, same-step autoreset with
+    exact ``final_obs`` (the rows that ended restart graph-free; the others
+    keep their graph untouched), :meth:`detach_state`, per-row seeding and
+    :meth:`state_dict` for exact resumes.
+
+    The state of a row is its ``qpos``, ``qvel``, actuator activations and the
+    solver's warm start (so a restored env continues bit for bit). Applied
+    forces, mocap bodies and the simulation clock are not part of it: models
+    whose dynamics depend on them are not supported.
+
+    Args:
+        task: The model and its task hooks.
+        num_envs: Number of rows.
+        max_episode_steps: Time limit; ``None`` takes the task's.
+        solver_iterations: Constraint-solver iterations per physics step;
+            ``None`` takes the task's.
+        clip_actions: Clip actions to the actuators' control ranges.
+        seed: Seed of the first unseeded :meth:`reset`.
+        dtype: ``"float32"`` or ``"float64"`` (the physics runs in this dtype).
+        device: Device of every tensor (the physics runs there).
+
+    Raises:
+        MissingDependencyError: If ``mujoco`` or ``mujoco-torch`` is not installed.
+        ConfigError: For an invalid option or a model the env cannot drive.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.envs.mujoco import CartPoleSwingUpTask, MujocoVecEnv
+        >>> env = MujocoVecEnv(task=CartPoleSwingUpTask(), num_envs=2, dtype="float64")
+        >>> obs, _ = env.reset(seed=0)
+        >>> obs["obs"].shape
+        torch.Size([2, 5])
+        >>> action = torch.zeros(2, 1, dtype=torch.float64, requires_grad=True)
+        >>> env.step(action).reward.sum().backward()
+        >>> action.grad is not None
+        True
+    """
+
+    @_validation.no_type_check
+    def __init__(
+        self,
+        *,
+        task: MujocoTask,
+        num_envs: int,
+        max_episode_steps: int | None = None,
+        solver_iterations: int | None = None,
+        clip_actions: bool = True,
+        seed: int | None = None,
+        dtype: Literal["float32", "float64"] = "float32",
+        device: torch.device | str = "cpu",
+    ) -> None:
+        owner = type(self).__name__
+        if not isinstance(task, MujocoTask):
+            raise ConfigError(f"{owner}.task must be a MujocoTask, got {describe(task)}")
+        spec = task.spec
+        iterations = spec.solver_iterations if solver_iterations is None else solver_iterations
+        positive_int(owner, "solver_iterations", iterations)
+        require("mujoco", where=owner)
+        require("mujoco_torch", where=owner)
+        # Imported here: typedrl.envs.mujoco imports without the extra installed.
+        import mujoco  # noqa: PLC0415
+        import mujoco_torch  # noqa: PLC0415
+
+        try:
+            model = mujoco.MjModel.from_xml_path(str(spec.model_path))
+        except ValueError as err:
+            raise ConfigError(
+                f"{owner}: cannot load the MJCF file {str(spec.model_path)!r}: {err}"
+            ) from err
+        if model.nu == 0:
+            raise ConfigError(f"{owner}: the model {str(spec.model_path)!r} has no actuators")
+        low, high = model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]
+        if not (model.actuator_ctrllimited.all() and (low == -high).all() and (high > 0).all()):
+            raise ConfigError(
+                f"{owner}: every actuator of {str(spec.model_path)!r} needs a symmetric "
+                "control range (-h, h) with h > 0, got "
+                f"ctrlrange={model.actuator_ctrlrange.tolist()}"
+            )
+        model.opt.iterations = iterations
+        model.opt.ls_iterations = iterations
+        super().__init__(
+            num_envs=num_envs,
+            max_episode_steps=(
+                spec.max_episode_steps if max_episode_steps is None else max_episode_steps
+            ),
+            observation_high=spec.observation_high,
+            observation_normalize_mask=spec.observation_normalize_mask,
+            action_space=tuple(float(h) for h in high),
+            num_initial_draws=spec.num_initial_draws,
+            clip_actions=clip_actions,
+            seed=seed,
+            dtype=dtype,
+            device=device,
+        )
+        self._task = task
+        self._frame_skip = spec.frame_skip
+        self._solver_iterations = iterations
+        self._control_dt = float(model.opt.timestep) * spec.frame_skip
+        self._nq, self._nv, self._na = model.nq, model.nv, model.na
+        float_dtype = _DTYPES[dtype]
+        physics: mujoco_torch.Model = mujoco_torch.device_put(model, dtype=float_dtype).to(
+            self.device
+        )
+        self._qpos0 = torch.as_tensor(model.qpos0, dtype=float_dtype, device=self.device)
+
+        def cast(x: Tensor) -> Tensor:
+            return x.to(float_dtype) if x.is_floating_point() else x
+
+        # One batched Data whose fields the step replaces: each step recomputes every
+        # derived quantity from qpos, qvel, act, ctrl and the warm start.
+        self._template: mujoco_torch.Data = (
+            mujoco_torch.make_data(physics).apply(cast).expand(num_envs).clone().to(self.device)
+        )
+
+        def physics_step(data: "mujoco_torch.Data") -> "mujoco_torch.Data":
+            return mujoco_torch.step(physics, data, fixed_iterations=True)
+
+        self._batched_step = torch.vmap(physics_step)
+
+    # ------------------------------------------------------------- properties
+
+    @property
+    def task(self) -> MujocoTask:
+        """The task hooks."""
+        return self._task
+
+    @property
+    def control_dt(self) -> float:
+        """Seconds of simulated time per env step (``frame_skip * timestep``)."""
+        return self._control_dt
+
+    @property
+    def solver_iterations(self) -> int:
+        """Constraint-solver iterations per physics step."""
+        return self._solver_iterations
+
+    # ------------------------------------------------------------------ hooks
+
+    def _initial_state(self, uniform: Float[Tensor, "num_envs num_draws"]) -> _State:
+        state = self._task.initial_state(uniform, qpos0=self._qpos0, na=self._na)
+        warm_start = state.qvel.new_zeros(state.qvel.shape)
+        return torch.cat((state.qpos, state.qvel, state.act, warm_start), dim=-1)
+
+    def _dynamics(self, state: _State, action: ContinuousAction) -> _State:
+        qpos, qvel, act, warm_start = self._split(state)
+        data = self._template.replace(
+            qpos=qpos, qvel=qvel, act=act, qacc_warmstart=warm_start, ctrl=action
+        )
+        for _ in range(self._frame_skip):
+            data = self._batched_step(data)
+        return torch.cat((data.qpos, data.qvel, data.act, data.qacc_warmstart), dim=-1)
+
+    def _reward(self, state: _State, action: ContinuousAction, next_state: _State) -> Reward:
+        return self._task.reward(
+            self._view(state), action, self._view(next_state), dt=self._control_dt
+        )
+
+    def _terminated(self, next_state: _State) -> Done:
+        return self._task.terminated(self._view(next_state))
+
+    def _observe(self, state: _State) -> ObsVector:
+        return self._task.observe(self._view(state))
+
+    # --------------------------------------------------------------- helpers
+
+    def _split(self, state: _State) -> tuple[Tensor, ...]:
+        return tuple(torch.split(state, [self._nq, self._nv, self._na, self._nv], dim=-1))
+
+    def _view(self, state: _State) -> MujocoState:
+        qpos, qvel, act, _ = self._split(state)
+        return MujocoState(qpos=qpos, qvel=qvel, act=act)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(task={type(self._task).__name__}, num_envs={self.num_envs}, "
+            f"device={self.device}, dtype={self.dtype}, "
+            f"max_episode_steps={self.max_episode_steps}, "
+            f"solver_iterations={self._solver_iterations})"
+        )
