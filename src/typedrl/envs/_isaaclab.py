@@ -6,8 +6,11 @@ the adapter uses, so this module imports (and its fake-backed tests run) on
 machines without Isaac Lab.
 """
 
+import importlib
 import math
-from collections.abc import Mapping
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, final, runtime_checkable
 
 import gymnasium as gym
@@ -21,14 +24,33 @@ from typedrl._tensor_checks import check_action
 from typedrl._types import Action, Done, Obs
 from typedrl._validation import describe
 from typedrl._values import StepResult
-from typedrl.errors import ConfigError, EnvContractError, SpecError
+from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError, SpecError
 
 __all__ = [
+    "ISAACLAB_INSTALL_HINT",
+    "ISAACLAB_OVERRIDES_ENV_VAR",
     "IsaacLabEnvCfgLike",
     "IsaacLabEnvLike",
     "IsaacLabObs",
     "IsaacLabVecEnv",
+    "make_isaaclab",
 ]
+
+ISAACLAB_INSTALL_HINT = (
+    "install Isaac Lab 3 (kit-less, on Newton): pip install 'newton[sim]' warp-lang usd-core "
+    "newton-usd-schemas prettytable psutil trimesh einops lazy_loader Jinja2 scipy h5py "
+    "hydra-core toml, then pip install --no-deps --ignore-requires-python isaaclab==3.0.0 "
+    "(see the Isaac Lab guide)"
+)
+"""How to install what :func:`make_isaaclab` imports."""
+
+ISAACLAB_OVERRIDES_ENV_VAR = "TYPEDRL_ISAACLAB_OVERRIDES"
+"""Environment variable with Hydra-style overrides (shell-quoted, space-separated) applied to
+every task config :func:`make_isaaclab` builds, before ``env_kwargs["overrides"]``."""
+
+_MAKE_OPTIONS = frozenset(
+    {"overrides", "cfg_hook", "compute_final_obs", "is_finite_horizon", "final_obs"}
+)
 
 IsaacLabObs: TypeAlias = dict[str, Tensor | dict[str, Tensor]]
 """Isaac Lab's ``VecEnvObs``: group name -> tensor, or term name -> tensor for groups
@@ -238,11 +260,13 @@ class IsaacLabVecEnv:
     substituted); consumers then bootstrap truncations approximately, as they
     document.
 
-    Logs: when the env puts a new dict under ``extras["log"]`` (Isaac Lab's
-    manager-based envs rebuild it on every step that resets some env; direct
-    tasks fill it themselves), ``info["log"]`` holds its entries, tensors as
-    detached 0-d float tensors (their mean; no host sync) and numbers as
-    floats. Steps without a fresh log have no ``"log"`` key.
+    Logs: when the env writes ``extras["log"]`` afresh, ``info["log"]`` holds
+    its entries, tensors as detached 0-d float tensors (their mean; no host
+    sync) and numbers as floats. A log is fresh when the dict is a new object
+    (Isaac Lab's manager-based envs build one on every step that resets some
+    env) or when any of its values is a new object (direct tasks such as the
+    cartpole update one dict in place on each reset). Steps without a fresh log
+    have no ``"log"`` key.
 
     Reward, ``terminated`` and ``truncated`` are copies: Isaac Lab overwrites
     its buffers in place on the next step. Observation tensors are used as the
@@ -343,6 +367,7 @@ class IsaacLabVecEnv:
         if clip is not None:
             self._clip_low, self._clip_high, self._action_space = clip
         self._last_log: object = None
+        self._last_log_values: tuple[tuple[object, object], ...] = ()
         self._closed = False
 
     @property
@@ -579,10 +604,158 @@ class IsaacLabVecEnv:
         if not isinstance(extras, Mapping):
             raise SpecError(f"{where}: extras must be a dict, got {describe(extras)}")
         log = extras.get("log")
-        if log is None or log is self._last_log:
+        if log is None:
             return {}
-        # A new dict object marks a fresh log; keep a reference so identity stays meaningful.
-        self._last_log = log
         if not isinstance(log, Mapping):
             raise SpecError(f"{where}: extras['log'] must be a dict, got {describe(log)}")
-        return {"log": {str(key): _log_value(str(key), value, where) for key, value in log.items()}}
+        values = tuple(log.items())
+        if log is self._last_log and len(values) == len(self._last_log_values):
+            stale = all(
+                key == old_key and value is old_value
+                for (key, value), (old_key, old_value) in zip(
+                    values, self._last_log_values, strict=True
+                )
+            )
+            if stale:
+                return {}
+        # A new dict or a new value marks a fresh log. The references kept here keep the
+        # old objects alive, so a new object can never reuse an old one's identity.
+        self._last_log = log
+        self._last_log_values = values
+        return {"log": {str(key): _log_value(str(key), value, where) for key, value in values}}
+
+
+def _import_isaaclab(env_id: str) -> Callable[..., Any]:
+    """Import Isaac Lab's task registry and return ``parse_env_cfg``."""
+    try:
+        importlib.import_module("isaaclab_tasks")
+        parse_cfg = importlib.import_module("isaaclab_tasks.utils.parse_cfg")
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"make({env_id!r}) needs Isaac Lab, which cannot be imported ({err}); "
+            f"{ISAACLAB_INSTALL_HINT}"
+        ) from err
+    parse_env_cfg: Callable[..., Any] = parse_cfg.parse_env_cfg
+    return parse_env_cfg
+
+
+def _simulation_is_open() -> bool:
+    """Whether this process already holds an Isaac Lab simulation (one env at a time)."""
+    sim = importlib.import_module("isaaclab.sim")
+    return sim.SimulationContext.instance() is not None
+
+
+def _overrides(options: Mapping[str, Any], where: str) -> list[str]:
+    """The Hydra overrides: the environment variable's, then ``env_kwargs["overrides"]``."""
+    try:
+        overrides = shlex.split(os.environ.get(ISAACLAB_OVERRIDES_ENV_VAR, ""))
+    except ValueError as err:
+        raise ConfigError(
+            f"{where}: {ISAACLAB_OVERRIDES_ENV_VAR} must be shell-quoted 'key=value' overrides, "
+            f"got {os.environ.get(ISAACLAB_OVERRIDES_ENV_VAR)!r} ({err})"
+        ) from err
+    extra = options.get("overrides", ())
+    if isinstance(extra, str) or not (
+        isinstance(extra, Sequence) and all(isinstance(item, str) for item in extra)
+    ):
+        raise ConfigError(
+            f"{where}: env_kwargs['overrides'] must be a list of 'key=value' strings "
+            f"(for example ['env.scene.ground=null']), got {describe(extra)}"
+        )
+    return [*overrides, *extra]
+
+
+@_validation.no_type_check
+def make_isaaclab(
+    env_id: str,
+    *,
+    num_envs: int,
+    device: torch.device | str = "cpu",
+    seed: int | None = None,
+    clip_actions: float | Literal["space"] | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> IsaacLabVecEnv:
+    """Build a registered Isaac Lab task (``"Isaac-..."``) and wrap it in :class:`IsaacLabVecEnv`.
+
+    Isaac Lab is imported here, lazily; kit-less Isaac Lab 3 runs on its Newton
+    physics backend, and its cartpole tasks run on a CPU. The task's registered
+    config is parsed with Isaac Lab's ``parse_env_cfg`` (Hydra-style overrides
+    from :data:`ISAACLAB_OVERRIDES_ENV_VAR`, then ``env_kwargs["overrides"]``),
+    given ``num_envs``, ``device`` and ``seed``, and ``compute_final_obs`` is
+    switched on unless ``env_kwargs`` says otherwise, so that truncations are
+    bootstrapped exactly. Isaac Lab holds one simulation per process: a second
+    env cannot be built while one is open.
+
+    Args:
+        env_id: A task id registered by ``isaaclab_tasks``, e.g. ``"Isaac-Cartpole"``.
+        num_envs: Number of parallel envs (``scene.num_envs``).
+        device: Simulation device (``sim.device``), e.g. ``"cpu"`` or ``"cuda:0"``.
+        seed: The config's seed (``cfg.seed``); ``None`` keeps the task's.
+        clip_actions: Passed to :class:`IsaacLabVecEnv`.
+        env_kwargs: Options: ``overrides`` (list of Hydra-style ``"key=value"``
+            strings, e.g. ``"physics=newton_mjwarp"`` or ``"env.scene.ground=null"``),
+            ``cfg_hook`` (a callable that edits the parsed config in place),
+            ``compute_final_obs`` (bool, default ``True``), ``is_finite_horizon``
+            (bool, default: the task's) and ``final_obs`` (the adapter's option).
+
+    Returns:
+        The wrapped env; ``close()`` releases the simulation.
+
+    Raises:
+        MissingDependencyError: If Isaac Lab cannot be imported (the message says
+            how to install it).
+        ConfigError: For an unknown option, an option of the wrong type, an
+            unregistered id, or a second env while one is open.
+    """
+    where = f"make_isaaclab({env_id!r})"
+    options = dict(env_kwargs or {})
+    unknown = sorted(set(options) - _MAKE_OPTIONS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown env_kwargs {unknown}; valid keys are {sorted(_MAKE_OPTIONS)}"
+        )
+    _validation.positive_int("make_isaaclab", "num_envs", num_envs)
+    compute_final_obs = options.get("compute_final_obs", True)
+    is_finite_horizon = options.get("is_finite_horizon")
+    cfg_hook = options.get("cfg_hook")
+    if not isinstance(compute_final_obs, bool):
+        raise ConfigError(
+            f"{where}: env_kwargs['compute_final_obs'] must be a bool, "
+            f"got {describe(compute_final_obs)}"
+        )
+    if is_finite_horizon is not None and not isinstance(is_finite_horizon, bool):
+        raise ConfigError(
+            f"{where}: env_kwargs['is_finite_horizon'] must be None or a bool, "
+            f"got {describe(is_finite_horizon)}"
+        )
+    if cfg_hook is not None and not callable(cfg_hook):
+        raise ConfigError(
+            f"{where}: env_kwargs['cfg_hook'] must be a callable taking the config, "
+            f"got {describe(cfg_hook)}"
+        )
+    overrides = _overrides(options, where)
+    parse_env_cfg = _import_isaaclab(env_id)
+    if env_id not in gym.registry:
+        known = sorted(name for name in gym.registry if name.startswith("Isaac-"))
+        raise ConfigError(f"{where}: no Isaac Lab task has this id; registered: {known}")
+    if _simulation_is_open():
+        raise ConfigError(
+            f"{where}: Isaac Lab runs one simulation per process and one is already open; "
+            "close the other env first (or build this one in another process)"
+        )
+    cfg = parse_env_cfg(env_id, device=str(device), num_envs=num_envs, overrides=overrides)
+    cfg.compute_final_obs = compute_final_obs
+    if is_finite_horizon is not None:
+        cfg.is_finite_horizon = is_finite_horizon
+    if seed is not None:
+        cfg.seed = seed
+    if cfg_hook is not None:
+        cfg_hook(cfg)
+    raw = _require_env(gym.make(env_id, cfg=cfg).unwrapped, where)
+    try:
+        return IsaacLabVecEnv(
+            raw, clip_actions=clip_actions, final_obs=options.get("final_obs", "auto")
+        )
+    except BaseException:
+        raw.close()
+        raise

@@ -91,6 +91,22 @@ def make(
             **kwargs,
         )
         return env
+    if env_id.startswith("Isaac-"):
+        if wrappers or vectorization != "sync" or float_dtype != "float32":
+            raise ConfigError(
+                f"make({env_id!r}): Isaac Lab envs are batched on their simulation device in "
+                "float32; vectorization, wrappers and float_dtype do not apply"
+            )
+        from typedrl.envs._isaaclab import make_isaaclab  # noqa: PLC0415 - imports Isaac Lab
+
+        return make_isaaclab(
+            env_id,
+            num_envs=num_envs,
+            device=device,
+            seed=seed,
+            clip_actions="space" if clip_actions else None,
+            env_kwargs=kwargs,
+        )
     if vectorization not in _VECTORIZATIONS:
         raise ConfigError(
             f"make: vectorization must be one of {list(_VECTORIZATIONS)}, "
