@@ -414,7 +414,8 @@ class BaseTorchVecEnv(abc.ABC):
     def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
         """Restore :meth:`state_dict`; raise CheckpointError if it does not fit this env."""
         owner = f"{type(self).__name__}.load_state_dict"
-        expected = set(self.state_dict())
+        # This class's keys: a subclass that saves more restores its own keys itself.
+        expected = set(BaseTorchVecEnv.state_dict(self))
         if set(state_dict) != expected:
             raise CheckpointError(
                 f"{owner}: expected keys {sorted(expected)}, got {sorted(state_dict)}"

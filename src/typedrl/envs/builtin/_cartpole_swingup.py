@@ -1,22 +1,28 @@
 """Cart-pole swing-up: the pole starts hanging down and must be swung upright."""
 
 import math
-from typing import Literal, final
+from typing import Any, Literal, final
 
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import ContinuousAction, Done, ObsVector, Reward
+from typedrl._types import Action, ContinuousAction, Done, Obs, ObsVector, Reward
+from typedrl._validation import describe
+from typedrl._values import StepResult
 from typedrl.envs.builtin import _cartpole_physics as physics
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._math import stack_columns, uniform_between
+from typedrl.errors import CheckpointError
 
 __all__ = ["CartPoleSwingUp"]
 
 _State = Float[Tensor, "num_envs 4"]
 _INITIAL_NOISE = 0.05
+UPRIGHT_DEGREES = 12.0
+"""The pole counts as upright within this angle of vertical (``info["is_success"]``)."""
+_COS_UPRIGHT = math.cos(math.radians(UPRIGHT_DEGREES))
 
 
 @final
@@ -41,7 +47,12 @@ class CartPoleSwingUp(BaseTorchVecEnv):
       bounded by *termination*: the episode terminates when ``|x'| > 2.4``;
     - observation ``(x, x_dot, cos theta, sin theta, theta_dot)``; cosine and
       sine are not flagged for normalisation;
-    - time limit: 500 steps.
+    - time limit: 500 steps;
+    - ``info["is_success"]`` (``[num_envs]`` bools, every step): true for the rows
+      whose episode ends by the time limit with the pole upright (within
+      :data:`UPRIGHT_DEGREES` = 12 degrees of vertical) at every step of its
+      last half; :class:`~typedrl.evaluation.EpisodeEvaluator` reports their
+      share as ``success_rate``.
 
     Args:
         num_envs: Number of rows.
@@ -85,6 +96,57 @@ class CartPoleSwingUp(BaseTorchVecEnv):
             dtype=dtype,
             device=device,
         )
+
+        self._upright_run = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Start a new episode in every row (see :meth:`BaseTorchVecEnv.reset`)."""
+        result = super().reset(seed=seed, options=options)
+        self._upright_run = torch.zeros_like(self._upright_run)
+        return result
+
+    def step(self, action: Action) -> StepResult:
+        """Advance every row by one step (see :meth:`BaseTorchVecEnv.step`).
+
+        The info holds ``"is_success"``: the rows whose episode ended by the
+        time limit with the pole upright at every step of its last half.
+        """
+        started = self._started.clone()
+        result = super().step(action)
+        assert result.final_obs is not None  # every step of a built-in env has it
+        with torch.no_grad():
+            upright = result.final_obs["obs"][:, 2] >= _COS_UPRIGHT
+            run = torch.where(upright, self._upright_run + 1, 0)
+            length = self._steps - started
+            success = result.truncated & ~result.terminated & (2 * run >= length)
+            self._upright_run = torch.where(result.done, 0, run)
+        return StepResult.from_trusted(
+            result.obs,
+            result.reward,
+            result.terminated,
+            result.truncated,
+            {"is_success": success},
+            final_obs=result.final_obs,
+            valid=result.valid,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """The env's dynamic state, with each row's count of consecutive upright steps."""
+        return {**super().state_dict(), "upright_run": self._upright_run.clone()}
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`state_dict`; raise CheckpointError if it does not fit this env."""
+        rest = dict(state_dict)
+        run = rest.pop("upright_run", None)
+        if not isinstance(run, Tensor) or run.shape != (self.num_envs,) or run.dtype != torch.int64:
+            raise CheckpointError(
+                f"CartPoleSwingUp.load_state_dict: 'upright_run' must be an int64 tensor of "
+                f"shape [{self.num_envs}], got {describe(run)}"
+            )
+        super().load_state_dict(rest)
+        self._upright_run = run.to(self.device).clone()
 
     def _initial_state(self, uniform: _State) -> _State:
         noise = uniform_between(uniform, -_INITIAL_NOISE, _INITIAL_NOISE)
