@@ -2,7 +2,9 @@
 
 import argparse
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 from typedrl.errors import ConfigError
 
@@ -12,66 +14,151 @@ __all__ = ["add_evaluate_parser", "run_evaluate"]
 def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the ``evaluate`` subcommand."""
     evaluate = commands.add_parser(
-        "evaluate", help="evaluate a checkpoint (PPO, APG or SHAC) with deterministic actions"
+        "evaluate",
+        help="evaluate a run or checkpoint (PPO, APG or SHAC) with deterministic actions",
+        description=(
+            "Play episodes with the deterministic policy of a run folder (its best.ckpt, else "
+            "last.ckpt) or of a checkpoint file, print return and length statistics, write "
+            "them as JSON and, with --video, record an MP4."
+        ),
     )
-    evaluate.add_argument("checkpoint", type=Path)
+    evaluate.add_argument("checkpoint", type=Path, metavar="RUN_DIR|CKPT")
     evaluate.add_argument(
         "env_id",
         nargs="?",
         default=None,
         help="the env to score on (default: the env the checkpoint was trained on)",
     )
-    evaluate.add_argument("--episodes", type=int, default=32)
-    evaluate.add_argument("--num-envs", type=int, default=8)
-    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--episodes", type=int, default=32, help="episodes to score")
+    evaluate.add_argument(
+        "--num-envs",
+        type=int,
+        default=8,
+        help="env rows (lowered to a divisor of --episodes, so every row plays as many)",
+    )
+    evaluate.add_argument("--seed", type=int, default=0, help="reset seed")
+    evaluate.add_argument(
+        "--json",
+        type=Path,
+        dest="json_path",
+        metavar="PATH",
+        help="where to write the statistics (default: RUN_DIR/eval.json, or beside the file)",
+    )
+    evaluate.add_argument(
+        "--video", type=Path, metavar="PATH", help="also record deterministic episodes as an MP4"
+    )
+    evaluate.add_argument(
+        "--video-episodes", type=int, default=1, help="episodes in the video (default 1)"
+    )
     evaluate.set_defaults(handler=run_evaluate)
 
 
-def run_evaluate(args: argparse.Namespace) -> int:
-    """Load a checkpoint's policy and evaluate it; print the metrics as JSON."""
-    import torch  # noqa: PLC0415
+def _rows_for(episodes: int, num_envs: int) -> int:
+    """The largest number of rows up to ``num_envs`` that divides ``episodes``."""
+    return max(rows for rows in range(1, min(episodes, num_envs) + 1) if episodes % rows == 0)
 
-    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
-    from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig  # noqa: PLC0415
-    from typedrl.checkpoint import load_checkpoint, load_into  # noqa: PLC0415
+
+def _check_positive(name: str, value: int) -> None:
+    if value < 1:
+        raise ConfigError(f"typedrl evaluate {name} must be a positive int, got {value}")
+
+
+def _check_video(path: Path, env_id: str) -> None:
+    """Fail before any episode is played if the video cannot be written."""
+    from typedrl.envs import BUILTIN_ENV_IDS  # noqa: PLC0415 - keep `typedrl --help` fast
+
+    if path.suffix.lower() != ".mp4":
+        raise ConfigError(f"--video writes an MP4 file; expected a path ending in .mp4, got {path}")
+    if env_id in BUILTIN_ENV_IDS:
+        raise ConfigError(
+            f"--video needs an env that renders 'rgb_array' frames; the built-in torch env "
+            f"{env_id!r} does not render. Record a Gymnasium env instead "
+            "(for example CartPole-v1 or Pendulum-v1)"
+        )
+    from typedrl.recording import require_video_writer  # noqa: PLC0415
+
+    require_video_writer()
+
+
+def _table(metrics: dict[str, float], episodes: int) -> str:
+    """Return and length statistics as a small aligned table."""
+    columns = ("mean", "std", "min", "max")
+    lines = [f"{'':<8}" + "".join(f"{name:>12}" for name in columns)]
+    for row in ("return", "length"):
+        cells = "".join(f"{metrics[f'{row}_{name}']:>12.2f}" for name in columns)
+        lines.append(f"{row:<8}{cells}")
+    if "success_rate" in metrics:
+        lines.append(f"{'success':<8}{metrics['success_rate']:>12.2%}")
+    lines.append(f"{'episodes':<8}{episodes:>12d}")
+    return "\n".join(lines)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """Load a checkpoint's policy and evaluate it; print a table and write the JSON report."""
+    import torch  # noqa: PLC0415 - keep `typedrl --help` fast
+
+    from typedrl.checkpoint import load_checkpoint  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
     from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
-    from typedrl.protocols import SupportsObservationNormalizeMask  # noqa: PLC0415
+    from typedrl.recording import EpisodeRecorder, record_video  # noqa: PLC0415
+    from typedrl.restore import locate_checkpoint, restore_policy  # noqa: PLC0415
 
-    checkpoint = load_checkpoint(args.checkpoint)
+    _check_positive("--episodes", args.episodes)
+    _check_positive("--num-envs", args.num_envs)
+    _check_positive("--video-episodes", args.video_episodes)
+    location = locate_checkpoint(args.checkpoint)
+    checkpoint = load_checkpoint(location.path)
     env_id = args.env_id if args.env_id is not None else checkpoint.env_id
     if env_id is None:
         raise ConfigError(
-            f"{args.checkpoint} does not record the env it was trained on (it was saved "
+            f"{location.path} does not record the env it was trained on (it was saved "
             "without RunOptions.env_id); name the env: typedrl evaluate CHECKPOINT ENV_ID"
         )
-    env = make(env_id, num_envs=args.num_envs, seed=args.seed)
+    if args.video is not None:
+        _check_video(args.video, env_id)
+    json_path: Path = args.json_path or (
+        location.run_dir / "eval.json"
+        if location.choice != "file" and location.run_dir is not None
+        else location.path.with_name(f"{location.path.stem}.eval.json")
+    )
+    rows = _rows_for(args.episodes, args.num_envs)
+    which = {"best": " (the run's best)", "last": " (the run's last; it has no best)"}
+    print(f"checkpoint  {location.path}{which.get(location.choice, '')}")
+    print(f"env         {env_id} ({checkpoint.kind}, {rows} rows, seed {args.seed})")
+    env = EpisodeRecorder(make(env_id, num_envs=rows, seed=args.seed))
     try:
-        # The observation normalisers are part of the model and of its saved state.
-        model: torch.nn.Module
-        if checkpoint.kind == PPOAgent.kind:
-            model = PPOAgent.build_policy(
-                PPOConfig.from_dict(checkpoint.config),
-                env.single_observation_space,
-                env.single_action_space,
-            )
-        else:
-            model = DifferentiableTrainer.build_policy(
-                DifferentiableTrainerConfig.from_dict(checkpoint.config),
-                env.single_observation_space,
-                env.single_action_space,
-                observation_normalize_mask=(
-                    env.observation_normalize_mask
-                    if isinstance(env, SupportsObservationNormalizeMask)
-                    else None
-                ),
-            )
-        load_into(model, checkpoint.modules["policy"], name="policy", path=args.checkpoint)
+        model = restore_policy(checkpoint, env, path=location.path)
         evaluator = EpisodeEvaluator(env, num_episodes=args.episodes, seed=args.seed)
         with torch.no_grad():
             result = evaluator.evaluate(model)
     finally:
         env.close()
-    report = {"env_id": env_id, "score": result.score, "episodes": result.num_items}
-    print(json.dumps({**report, **result.metrics}))
+    lengths = env.first_lengths(args.episodes // rows)
+    metrics: dict[str, float] = {
+        **result.metrics,
+        "length_std": float(lengths.std(unbiased=False)),
+        "length_min": float(lengths.min()),
+        "length_max": float(lengths.max()),
+    }
+    report: dict[str, Any] = {
+        "checkpoint": str(location.path),
+        "kind": checkpoint.kind,
+        "env_id": env_id,
+        "seed": args.seed,
+        "episodes": result.num_items,
+        "score": result.score,
+        **{name: metrics[name] for name in sorted(metrics)},
+    }
+    print()
+    print(_table(metrics, result.num_items))
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+    print(f"\nwrote       {json_path}")
+    if args.video is not None:
+        # rgb_array frames need no window; without this SDL complains about the display.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        video = record_video(
+            model, env_id, path=args.video, episodes=args.video_episodes, seed=args.seed
+        )
+        print(f"wrote       {video.path} ({video.frames} frames, {video.seconds:.1f} s)")
     return 0

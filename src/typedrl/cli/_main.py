@@ -10,6 +10,8 @@ from importlib.metadata import PackageNotFoundError, version
 __all__ = ["build_parser", "main"]
 
 from typedrl.cli._evaluate import add_evaluate_parser
+from typedrl.cli._export import add_export_parser
+from typedrl.cli._plot import add_plot_parser
 from typedrl.cli._train import add_train_parser
 from typedrl.errors import TypedRLError
 
@@ -79,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(handler=_run_info)
     add_train_parser(commands)
     add_evaluate_parser(commands)
+    add_plot_parser(commands)
+    add_export_parser(commands)
     check = commands.add_parser(
         "check-env",
         help="check an env against the vector-env contract (exit status 1 on violations)",
@@ -113,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(arguments)
+    args.command_line = ["typedrl", *arguments]  # recorded in a run folder's config.yaml
     try:
         status: int = args.handler(args)
     except TypedRLError as error:

@@ -1,0 +1,284 @@
+"""Record what an evaluation plays: per-episode statistics and videos of rendered episodes.
+
+- :class:`EpisodeRecorder` wraps a vector env and keeps the return and length
+  of every episode each row finishes, in order, so that statistics the
+  evaluator does not report (length spread) come from the same episodes.
+- :func:`record_video` plays deterministic episodes of a Gymnasium env that
+  renders ``rgb_array`` frames, through :class:`~typedrl.evaluation.EpisodeEvaluator`,
+  and writes them as an MP4 (needs ``pip install 'typedrl[video]'``).
+
+Example:
+    >>> import torch
+    >>> from typedrl.evaluation import EpisodeEvaluator
+    >>> from typedrl.testing import ConstantPolicy, CountingVecEnv
+    >>> env = EpisodeRecorder(CountingVecEnv(num_envs=2, truncate_after=3))
+    >>> result = EpisodeEvaluator(env, num_episodes=4).evaluate(ConstantPolicy(torch.zeros(1)))
+    >>> env.first_lengths(2).tolist()
+    [3.0, 3.0, 3.0, 3.0]
+"""
+
+import importlib
+import importlib.util
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+import numpy as np
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from typedrl._types import Action, Obs
+from typedrl._values import StepResult
+from typedrl.envs import GymnasiumVecEnv, make
+from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError
+from typedrl.evaluation import EpisodeEvaluator
+from typedrl.protocols import Policy, VecEnv
+from typedrl.testing import VecEnvWrapper
+
+__all__ = ["VIDEO_EXTRA", "EpisodeRecorder", "VideoResult", "record_video", "require_video_writer"]
+
+VIDEO_EXTRA = "pip install 'typedrl[video]'"
+"""How to install what :func:`record_video` needs."""
+
+_VIDEO_MODULES = ("imageio", "imageio_ffmpeg")
+
+
+@final
+class EpisodeRecorder(VecEnvWrapper):
+    """Keeps the return and length of every episode each row of ``env`` finishes.
+
+    Ghost transitions (``valid == False``) count for nothing, as in
+    :class:`~typedrl.evaluation.EpisodeEvaluator`; a ``reset`` starts the
+    record afresh.
+
+    Args:
+        env: The env to watch.
+    """
+
+    def __init__(self, env: VecEnv) -> None:
+        super().__init__(env)
+        self._returns: list[list[float]] = []
+        self._lengths: list[list[int]] = []
+        self._running = torch.zeros(0, dtype=torch.float64)
+        self._steps = torch.zeros(0, dtype=torch.int64)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Reset the env and forget every recorded episode."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        rows = self.env.num_envs
+        self._returns = [[] for _ in range(rows)]
+        self._lengths = [[] for _ in range(rows)]
+        self._running = torch.zeros(rows, dtype=torch.float64)
+        self._steps = torch.zeros(rows, dtype=torch.int64)
+        return obs, info
+
+    def step(self, action: Action) -> StepResult:
+        """Step the env and record the rows whose episode ended."""
+        result = self.env.step(action)
+        valid = result.valid.cpu()
+        reward = result.reward.detach().to("cpu", torch.float64)
+        self._running += torch.where(valid, reward, 0.0)
+        self._steps += valid.to(torch.int64)
+        ended = (result.done.cpu() & valid).nonzero().flatten().tolist()
+        for row in ended:
+            self._returns[row].append(float(self._running[row]))
+            self._lengths[row].append(int(self._steps[row]))
+        done = result.done.cpu()
+        self._running = torch.where(done, 0.0, self._running)
+        self._steps = torch.where(done, 0, self._steps)
+        return result
+
+    @property
+    def returns(self) -> list[list[float]]:
+        """Per row, the returns of its finished episodes in the order they ended."""
+        return [list(row) for row in self._returns]
+
+    @property
+    def lengths(self) -> list[list[int]]:
+        """Per row, the lengths (valid steps) of its finished episodes in order."""
+        return [list(row) for row in self._lengths]
+
+    def first_lengths(self, per_row: int) -> Float[Tensor, " episodes"]:
+        """The lengths of the first ``per_row`` episodes of every row, row after row.
+
+        These are the episodes an :class:`~typedrl.evaluation.EpisodeEvaluator`
+        scores when its ``num_episodes`` is ``per_row * num_envs``.
+
+        Raises:
+            EnvContractError: A row finished fewer than ``per_row`` episodes.
+        """
+        short = [row for row, lengths in enumerate(self._lengths) if len(lengths) < per_row]
+        if short or not self._lengths:
+            raise EnvContractError(
+                f"EpisodeRecorder: rows {short or 'all'} finished fewer than {per_row} "
+                "episodes; play them to the end first"
+            )
+        return torch.tensor(
+            [length for lengths in self._lengths for length in lengths[:per_row]],
+            dtype=torch.float64,
+        )
+
+
+@final
+class _FrameRecorder(VecEnvWrapper):
+    """Renders row 0 of a Gymnasium env after every reset and step, up to ``episodes`` ends."""
+
+    def __init__(self, env: GymnasiumVecEnv, *, episodes: int) -> None:
+        super().__init__(env)
+        self._gym = env.env
+        self._episodes = episodes
+        self._ended = 0
+        self.frames: list[np.ndarray[Any, np.dtype[np.uint8]]] = []
+
+    def _render(self) -> None:
+        rendered = self._gym.render()
+        frame = rendered[0] if isinstance(rendered, tuple | list) and rendered else rendered
+        array = np.asarray(frame)
+        if array.ndim != 3 or array.shape[2] not in (3, 4):
+            raise EnvContractError(
+                f"record_video: the env rendered {type(frame).__name__} of shape "
+                f"{list(array.shape)}; expected rgb_array frames of shape [height, width, 3]"
+            )
+        # H.264 in yuv420p needs even sides: drop an odd last row or column.
+        height, width = array.shape[0] // 2 * 2, array.shape[1] // 2 * 2
+        self.frames.append(np.ascontiguousarray(array[:height, :width, :3], dtype=np.uint8))
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        """Reset the env and render its first frame."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.frames.clear()
+        self._ended = 0
+        self._render()
+        return obs, info
+
+    def step(self, action: Action) -> StepResult:
+        """Step the env; render while the recorded episodes last."""
+        result = self.env.step(action)
+        if self._ended < self._episodes:
+            self._ended += int(bool(result.done[0] & result.valid[0]))
+            if self._ended < self._episodes:
+                self._render()
+        return result
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VideoResult:
+    """What :func:`record_video` wrote."""
+
+    path: Path
+    """The MP4 file."""
+
+    frames: int
+    """Frames written."""
+
+    fps: float
+    """Frames per second of the video."""
+
+    @property
+    def seconds(self) -> float:
+        """Length of the video in seconds."""
+        return self.frames / self.fps
+
+
+def require_video_writer() -> None:
+    """Check that the MP4 writer :func:`record_video` uses is installed.
+
+    Raises:
+        MissingDependencyError: ``imageio`` or ``imageio-ffmpeg`` is missing;
+            the message says how to install them.
+    """
+    missing = [name for name in _VIDEO_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingDependencyError(
+            f"writing MP4 videos needs {' and '.join(missing)}: {VIDEO_EXTRA}"
+        )
+
+
+def record_video(
+    policy: Policy,
+    env_id: str,
+    *,
+    path: str | Path,
+    episodes: int = 1,
+    seed: int = 0,
+    fps: float | None = None,
+) -> VideoResult:
+    """Play ``episodes`` deterministic episodes of ``env_id`` and write them as an MP4.
+
+    The env is built with ``render_mode="rgb_array"`` and one row; the
+    episodes are played by :class:`~typedrl.evaluation.EpisodeEvaluator`
+    (deterministic actions, reset with ``seed``), and every frame from the
+    first reset to the end of the last episode is written. Frames are written
+    with imageio's FFmpeg plugin, whose binary ships with ``imageio-ffmpeg``
+    (no system FFmpeg needed).
+
+    Args:
+        policy: The policy to play (on the CPU).
+        env_id: A Gymnasium id whose env renders ``rgb_array`` frames.
+        path: The ``.mp4`` file to write (its folder is created).
+        episodes: Episodes to record.
+        seed: Reset seed.
+        fps: Frames per second; default the env's ``render_fps``, else 30.
+
+    Returns:
+        The file, its number of frames and frame rate.
+
+    Raises:
+        ConfigError: ``path`` is not an ``.mp4`` file, ``episodes`` is not
+            positive, ``fps`` is not a positive number, or the env is not a
+            Gymnasium env that renders ``rgb_array`` frames (the built-in torch
+            envs do not render).
+        MissingDependencyError: ``imageio`` or ``imageio-ffmpeg`` is missing.
+    """
+    target = Path(path)
+    if target.suffix.lower() != ".mp4":
+        raise ConfigError(
+            f"record_video writes an MP4 file; expected a path ending in .mp4, got {target}"
+        )
+    if type(episodes) is not int or episodes < 1:
+        raise ConfigError(f"record_video episodes must be a positive int, got {episodes!r}")
+    if fps is not None and not (isinstance(fps, int | float) and math.isfinite(fps) and fps > 0):
+        raise ConfigError(f"record_video fps must be a positive number, got {fps!r}")
+    require_video_writer()
+    try:
+        env = make(env_id, num_envs=1, seed=seed, env_kwargs={"render_mode": "rgb_array"})
+    except (ConfigError, TypeError) as error:
+        raise ConfigError(
+            f"record_video: cannot build {env_id!r} with render_mode='rgb_array' ({error}); "
+            "only Gymnasium envs that render rgb_array frames can be recorded "
+            "(the built-in torch envs do not render)"
+        ) from error
+    if not isinstance(env, GymnasiumVecEnv):
+        env.close()
+        raise ConfigError(
+            f"record_video needs a Gymnasium env that renders rgb_array frames; {env_id!r} "
+            f"is a {type(env).__name__}, which does not render"
+        )
+    modes = env.env.metadata.get("render_modes", [])
+    if "rgb_array" not in modes:
+        env.close()
+        raise ConfigError(f"record_video: {env_id!r} renders {list(modes)}, not 'rgb_array'")
+    rate = float(fps if fps is not None else env.env.metadata.get("render_fps") or 30)
+    recorder = _FrameRecorder(env, episodes=episodes)
+    try:
+        EpisodeEvaluator(recorder, num_episodes=episodes, seed=seed).evaluate(policy)
+    finally:
+        recorder.close()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    imageio: Any = importlib.import_module("imageio.v2")
+    writer = imageio.get_writer(
+        str(target), format="FFMPEG", fps=rate, codec="libx264", macro_block_size=1
+    )
+    try:
+        for frame in recorder.frames:
+            writer.append_data(frame)
+    finally:
+        writer.close()
+    return VideoResult(path=target, frames=len(recorder.frames), fps=rate)

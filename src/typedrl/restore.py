@@ -1,0 +1,148 @@
+"""Find a run's checkpoint and rebuild the policy it saved, for evaluation and export.
+
+:func:`locate_checkpoint` turns what a user names (a run folder or a checkpoint
+file) into one checkpoint file; :func:`restore_policy` rebuilds the trainer's
+policy from the config stored in a checkpoint and loads its weights, with the
+observation normalisers that are part of the saved model.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as run:
+    ...     (Path(run) / "checkpoints").mkdir()
+    ...     (Path(run) / "checkpoints" / "last.ckpt").touch()
+    ...     found = locate_checkpoint(run)
+    ...     found.path.name, found.choice, found.run_dir == Path(run)
+    ('last.ckpt', 'last', True)
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeAlias, final
+
+from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
+from typedrl.checkpoint import POLICY_KEY, Checkpoint, CheckpointPaths, StrPath, load_into
+from typedrl.errors import CheckpointError, ConfigError
+from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
+from typedrl.protocols import SupportsObservationNormalizeMask, VecEnv
+
+__all__ = [
+    "CheckpointChoice",
+    "CheckpointLocation",
+    "RestoredPolicy",
+    "locate_checkpoint",
+    "restore_policy",
+]
+
+CheckpointChoice: TypeAlias = Literal["best", "last", "file"]
+"""How :func:`locate_checkpoint` chose: a run folder's ``best.ckpt`` or
+``last.ckpt``, or the file it was given."""
+
+RestoredPolicy: TypeAlias = MLPActorCritic | DifferentiableMLPPolicy
+"""The policies a checkpoint can rebuild: PPO's actor-critic, APG's and SHAC's MLP policy."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointLocation:
+    """A checkpoint file and the run folder it belongs to."""
+
+    path: Path
+    """The checkpoint file."""
+
+    run_dir: Path | None
+    """The run folder (``None`` for a file outside a run's ``checkpoints/`` folder)."""
+
+    choice: CheckpointChoice
+    """``"best"`` or ``"last"`` when a run folder was named, ``"file"`` for a file."""
+
+
+def locate_checkpoint(path: StrPath) -> CheckpointLocation:
+    """The checkpoint that ``path`` names.
+
+    A run folder (one with a ``checkpoints/`` folder) means its
+    ``checkpoints/best.ckpt``, or ``checkpoints/last.ckpt`` when the run has no
+    best one (it never evaluated). Any other path must be a checkpoint file; its
+    run folder is the parent of a ``checkpoints/`` folder holding it.
+
+    Args:
+        path: A run folder or a checkpoint file.
+
+    Returns:
+        The file, its run folder and which of them was chosen.
+
+    Raises:
+        CheckpointError: ``path`` does not exist, or is a folder without
+            ``checkpoints/best.ckpt`` and ``checkpoints/last.ckpt``.
+    """
+    given = Path(path)
+    if given.is_dir():
+        paths = CheckpointPaths(given / "checkpoints")
+        if paths.best.is_file():
+            return CheckpointLocation(path=paths.best, run_dir=given, choice="best")
+        if paths.last.is_file():
+            return CheckpointLocation(path=paths.last, run_dir=given, choice="last")
+        raise CheckpointError(
+            f"{given} is a folder without {paths.best.relative_to(given)} or "
+            f"{paths.last.relative_to(given)}; name a run folder written by `typedrl train` "
+            "or a checkpoint file"
+        )
+    if not given.is_file():
+        raise CheckpointError(f"{given} does not exist; expected a run folder or a checkpoint file")
+    parent = given.parent
+    run_dir = parent.parent if parent.name == "checkpoints" else None
+    return CheckpointLocation(path=given, run_dir=run_dir, choice="file")
+
+
+def restore_policy(checkpoint: Checkpoint, env: VecEnv, *, path: StrPath) -> RestoredPolicy:
+    """Rebuild the policy a trainer saved in ``checkpoint`` and load its weights.
+
+    The model comes from the trainer's own builder (:meth:`PPOAgent.build_policy
+    <typedrl.agents.PPOAgent.build_policy>` for a ``"ppo"`` checkpoint,
+    :meth:`DifferentiableTrainer.build_policy
+    <typedrl.apg.DifferentiableTrainer.build_policy>` for an ``"apg"`` one, which
+    APG and SHAC runs write) with the config stored in the checkpoint and the
+    spaces of ``env``; the observation normalisers are part of its state. The
+    policy is on the CPU, in eval mode.
+
+    Args:
+        checkpoint: A loaded checkpoint (:func:`~typedrl.checkpoint.load_checkpoint`).
+        env: An env of the kind the policy was trained on (its spaces, and the
+            observation normalise mask of a differentiable env, are read).
+        path: The checkpoint's file, named in errors.
+
+    Returns:
+        The trained policy.
+
+    Raises:
+        ConfigError: The stored config is invalid for this release, or the env's
+            spaces do not fit the saved weights.
+        CheckpointError: The saved weights do not fit the rebuilt model.
+    """
+    model: RestoredPolicy
+    try:
+        if checkpoint.kind == PPOAgent.kind:
+            model = PPOAgent.build_policy(
+                PPOConfig.from_dict(checkpoint.config),
+                env.single_observation_space,
+                env.single_action_space,
+            )
+        else:
+            model = DifferentiableTrainer.build_policy(
+                DifferentiableTrainerConfig.from_dict(checkpoint.config),
+                env.single_observation_space,
+                env.single_action_space,
+                observation_normalize_mask=(
+                    env.observation_normalize_mask
+                    if isinstance(env, SupportsObservationNormalizeMask)
+                    else None
+                ),
+            )
+    except ConfigError as error:
+        raise ConfigError(
+            f"{path}: cannot rebuild the saved {checkpoint.kind} policy: {error}"
+        ) from error
+    load_into(model, checkpoint.modules[POLICY_KEY], name=POLICY_KEY, path=Path(path))
+    model.eval()
+    return model
