@@ -290,15 +290,35 @@ def test_logs_surface_only_when_fresh(kind: type[FakeEnv]) -> None:
     log = second.info["log"]
     assert set(log) == {
         "Episode_Reward/distance",
+        "Metrics/success_rate",
         "Episode_Termination/out_of_bounds",
         "Episode_Termination/time_out",
     }
-    assert log["Episode_Termination/time_out"] == 2.0
-    assert isinstance(log["Episode_Termination/out_of_bounds"], float)
+    time_out_log = log["Episode_Termination/time_out"]
+    assert isinstance(time_out_log, Tensor)
+    assert time_out_log.item() == 1.0
     reward_log = log["Episode_Reward/distance"]
     assert isinstance(reward_log, Tensor)
     assert reward_log.shape == ()
     assert reward_log.dtype == torch.float32
+    assert "log" not in env.step(_push(2, 0.0)).info
+    assert "log" in env.step(_push(2, 0.0)).info
+
+
+def test_log_updated_in_place_is_fresh() -> None:
+    """A log dict kept across resets counts as fresh when a value is a new object."""
+    fake = _make(FakeDirectRLEnv, num_envs=2, episode_length_s=0.2, termination_radius=100.0)
+    env = IsaacLabVecEnv(fake)
+    _, info = env.reset(seed=0)
+    assert "log" in info
+    log = fake.extras["log"]
+    assert "log" not in env.step(_push(2, 0.0)).info
+    second = env.step(_push(2, 0.0))
+    assert fake.extras["log"] is log
+    assert second.info["log"]["Metrics/success_rate"] == torch.tensor(1.0)
+    assert "log" not in env.step(_push(2, 0.0)).info
+    log["Extra/number"] = 3
+    assert env.step(_push(2, 0.0)).info["log"]["Extra/number"] == 3.0
     assert "log" not in env.step(_push(2, 0.0)).info
 
 
@@ -535,3 +555,15 @@ def test_rejects_unsupported_spaces() -> None:
     broken = _Mutated(fake, cfg=_OldCfg(is_finite_horizon=1))  # type: ignore[arg-type]
     with pytest.raises(SpecError, match="is_finite_horizon must be a bool"):
         IsaacLabVecEnv(broken)
+
+
+@pytest.mark.parametrize("kind", FAKES)
+def test_wide_seeds_are_folded(kind: type[FakeEnv]) -> None:
+    """Seeds beyond Isaac Lab's [0, 2**32) are folded with seed % 2**32, not rejected."""
+    fake = _make(kind, num_envs=3)
+    with pytest.raises(ValueError, match="Seed must be between"):
+        fake.reset(seed=2**40 + 5)
+    env = IsaacLabVecEnv(fake)
+    wide, _ = env.reset(seed=2**40 + 5)
+    folded, _ = env.reset(seed=5)
+    assert _td_equal(wide, folded)

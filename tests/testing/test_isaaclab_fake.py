@@ -127,10 +127,9 @@ def test_no_final_obs_without_flag(kind: type[FakeEnv]) -> None:
     assert "final_obs" not in extras
 
 
-@pytest.mark.parametrize("kind", FAKES)
-def test_log_rebuilt_only_on_reset_steps(kind: type[FakeEnv]) -> None:
-    """extras['log'] is a new dict on steps that reset rows and untouched otherwise."""
-    env = _make(kind, num_envs=2, episode_length_s=0.2, termination_radius=100.0)
+def test_manager_based_log_is_a_new_dict_on_reset_steps() -> None:
+    """The manager-based env builds a new extras['log'] on steps that reset rows only."""
+    env = _make(FakeManagerBasedRLEnv, num_envs=2, episode_length_s=0.2, termination_radius=100.0)
     _, extras = env.reset(seed=0)
     after_reset = extras["log"]
     env.step(torch.zeros(2, 2))
@@ -138,9 +137,52 @@ def test_log_rebuilt_only_on_reset_steps(kind: type[FakeEnv]) -> None:
     env.step(torch.zeros(2, 2))
     log = env.extras["log"]
     assert log is not after_reset
-    assert log["Episode_Termination/time_out"] == 2
-    assert log["Episode_Termination/out_of_bounds"] == 0
-    assert isinstance(log["Episode_Reward/distance"], Tensor)
+    assert set(log) == {
+        "Episode_Reward/distance",
+        "Metrics/success_rate",
+        "Episode_Termination/out_of_bounds",
+        "Episode_Termination/time_out",
+    }
+
+
+def test_direct_log_is_one_dict_updated_in_place() -> None:
+    """The direct task writes new values into the one extras['log'] dict, as the cartpole does."""
+    env = _make(FakeDirectRLEnv, num_envs=2, episode_length_s=0.2, termination_radius=100.0)
+    _, extras = env.reset(seed=0)
+    log = extras["log"]
+    first = log["Metrics/success_rate"]
+    env.step(torch.zeros(2, 2))
+    assert env.extras["log"]["Metrics/success_rate"] is first
+    env.step(torch.zeros(2, 2))
+    assert env.extras["log"] is log
+    assert log["Metrics/success_rate"] is not first
+    assert log["Metrics/success_rate"].item() == 1.0
+
+
+@pytest.mark.parametrize("kind", FAKES)
+def test_log_values_are_float_tensors_as_upstream(kind: type[FakeEnv]) -> None:
+    """Log values are 0-d float32 tensors; termination shares count all rows' last episodes."""
+    env = _make(kind, num_envs=4, episode_length_s=0.2, termination_radius=1.5, init_range=0.0)
+    env.reset(seed=0)
+    # Rows 0 and 1 leave the bounds in the first step; rows 2 and 3 time out at the second.
+    push = torch.tensor([[20.0, 0.0], [-20.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    _, _, terminated, _, extras = env.step(push)
+    assert terminated.tolist() == [True, True, False, False]
+    log = dict(extras["log"])
+    for value in log.values():
+        assert isinstance(value, Tensor)
+        assert value.shape == ()
+        assert value.dtype == torch.float32
+    assert log["Episode_Termination/out_of_bounds"].item() == 0.5
+    assert log["Episode_Termination/time_out"].item() == 0.0
+    assert log["Metrics/success_rate"].item() == 0.0
+    _, _, _, time_outs, extras = env.step(torch.zeros(4, 2))
+    assert time_outs.tolist() == [False, False, True, True]
+    log = extras["log"]
+    # Rows 0 and 1 still count their last (out-of-bounds) episode.
+    assert log["Episode_Termination/out_of_bounds"].item() == 0.5
+    assert log["Episode_Termination/time_out"].item() == 0.5
+    assert log["Metrics/success_rate"].item() == 1.0
 
 
 def test_manager_based_partial_reset() -> None:
@@ -216,3 +258,12 @@ def test_cfg_validation(kwargs: dict[str, Any]) -> None:
     field = next(iter(kwargs))
     with pytest.raises(ConfigError, match=f"FakeRLEnvCfg.{field}"):
         FakeRLEnvCfg(**kwargs)
+
+
+@pytest.mark.parametrize("kind", FAKES)
+@pytest.mark.parametrize("seed", [-2, 2**32])
+def test_seed_range_as_upstream(kind: type[FakeEnv], seed: int) -> None:
+    """Seeds outside [0, 2**32) raise ValueError, as Isaac Lab's NumPy seeding does."""
+    env = _make(kind, num_envs=1)
+    with pytest.raises(ValueError, match="Seed must be between"):
+        env.reset(seed=seed)

@@ -125,6 +125,18 @@ class IsaacLabEnvLike(Protocol):
         ...
 
 
+_SEED_RANGE = 2**32
+
+
+def _isaaclab_seed(seed: int | None) -> int | None:
+    """Fold a seed into ``[0, 2**32)``, the range Isaac Lab accepts.
+
+    Isaac Lab seeds NumPy's legacy generator, which rejects anything else, while
+    typedrl derives 64-bit seeds.
+    """
+    return None if seed is None else seed % _SEED_RANGE
+
+
 def _as_device(value: object, where: str) -> torch.device:
     """Normalise the env's device; a bare ``"cuda"`` becomes the current CUDA device."""
     if not isinstance(value, str | torch.device):
@@ -411,12 +423,15 @@ class IsaacLabVecEnv:
     ) -> tuple[Obs, dict[str, Any]]:
         """Reset every env; ``seed`` seeds the simulation through Isaac Lab's ``reset``.
 
+        Isaac Lab accepts only seeds in ``[0, 2**32)`` (it seeds NumPy's legacy
+        generator); others are folded into that range with ``seed % 2**32``.
+
         Returns:
             The first observation and an info dict with ``"log"`` when the reset
             produced a fresh episode log (manager-based envs log the interrupted
             episodes).
         """
-        raw_obs, extras = self._env.reset(seed=seed, options=options)
+        raw_obs, extras = self._env.reset(seed=_isaaclab_seed(seed), options=options)
         obs = self._to_tensordict(raw_obs, "IsaacLabVecEnv.reset")
         return obs, self._info(extras, "IsaacLabVecEnv.reset")
 
@@ -690,7 +705,8 @@ def make_isaaclab(
         env_id: A task id registered by ``isaaclab_tasks``, e.g. ``"Isaac-Cartpole"``.
         num_envs: Number of parallel envs (``scene.num_envs``).
         device: Simulation device (``sim.device``), e.g. ``"cpu"`` or ``"cuda:0"``.
-        seed: The config's seed (``cfg.seed``); ``None`` keeps the task's.
+        seed: The config's seed (``cfg.seed``, folded into ``[0, 2**32)`` as
+            :meth:`IsaacLabVecEnv.reset` does); ``None`` keeps the task's.
         clip_actions: Passed to :class:`IsaacLabVecEnv`.
         env_kwargs: Options: ``overrides`` (list of Hydra-style ``"key=value"``
             strings, e.g. ``"physics=newton_mjwarp"`` or ``"env.scene.ground=null"``),
@@ -748,7 +764,7 @@ def make_isaaclab(
     if is_finite_horizon is not None:
         cfg.is_finite_horizon = is_finite_horizon
     if seed is not None:
-        cfg.seed = seed
+        cfg.seed = _isaaclab_seed(seed)
     if cfg_hook is not None:
         cfg_hook(cfg)
     raw = _require_env(gym.make(env_id, cfg=cfg).unwrapped, where)

@@ -5,9 +5,11 @@ semantics where it matters: the order of operations inside ``step`` (actions,
 ``decimation`` physics sub-steps, counters, terminations, rewards, reset of the
 rows that ended, observations of all rows), persistent flag (and, for the
 manager-based env, reward) buffers overwritten in place on every step, one
-``extras`` dict reused across steps, ``extras["log"]`` rebuilt only when rows
-reset and ``extras["final_obs"]`` (with ``compute_final_obs``) written only on
-steps where some row ended and never deleted afterwards.
+``extras`` dict reused across steps, ``extras["log"]`` written only when rows
+reset (a new dict each time for the manager-based env, one dict updated in place
+by the direct task, as Isaac Lab's cartpole tasks do) and ``extras["final_obs"]``
+(with ``compute_final_obs``) written only on steps where some row ended and never
+deleted afterwards. Log values are 0-d float32 tensors, as upstream writes them.
 
 The simulated system is a batch of points: each physics sub-step moves a point
 by ``sim_dt * action``. A row terminates when a coordinate leaves
@@ -138,7 +140,7 @@ class _BaseFakeRLEnv(ABC):
         device = torch.device(cfg.device)
         self._generator = torch.Generator(device=device)
         if cfg.seed is not None:
-            self._generator.manual_seed(cfg.seed)
+            self._generator.manual_seed(self.seed(cfg.seed))
         self.extras: dict[str, Any] = {}
         """One dict, mutated in place by every step and reset and returned by reference."""
         self.obs_buf: IsaacLabObs = {}
@@ -160,6 +162,8 @@ class _BaseFakeRLEnv(ABC):
         self.last_action = torch.zeros(n, dim, dtype=torch.float32, device=device)
         """The action applied by the latest step (zero after a reset)."""
         self._episode_reward = torch.zeros(n, dtype=torch.float32, device=device)
+        # Per row, which termination term (out of bounds, time-out) ended its last episode.
+        self._last_episode_dones = torch.zeros(n, 2, dtype=torch.bool, device=device)
         self._sim_step_counter = 0
         self._is_closed = False
         inf = math.inf
@@ -230,8 +234,15 @@ class _BaseFakeRLEnv(ABC):
 
         Upstream also seeds the global random generators; the fakes instead seed
         their own generator in ``reset(seed=...)`` and leave global state alone.
+        As upstream (which seeds NumPy's legacy generator), a seed outside
+        ``[0, 2**32)`` raises ``ValueError``.
         """
-        return secrets.randbelow(10_000) if seed == -1 else seed
+        if seed == -1:
+            return secrets.randbelow(10_000)
+        if not 0 <= seed < 2**32:
+            msg = "Seed must be between 0 and 2**32 - 1"
+            raise ValueError(msg)
+        return seed
 
     def close(self) -> None:
         """Mark the env closed; calling it twice is harmless."""
@@ -260,9 +271,16 @@ class _BaseFakeRLEnv(ABC):
         self.common_step_counter += 1
 
     def _compute_dones(self) -> tuple[Tensor, Tensor]:
-        """Fresh ``(terminated, time_outs)`` tensors for the current state."""
+        """Fresh ``(terminated, time_outs)`` tensors for the current state.
+
+        Rows where a term fired also record which terms did, as Isaac Lab's
+        termination manager does for its ``Episode_Termination`` log.
+        """
         out_of_bounds = self.position.abs().amax(dim=-1) > self.cfg.termination_radius
         time_out = self.episode_length_buf >= self.max_episode_length
+        dones = torch.stack((out_of_bounds, time_out), dim=-1)
+        fired = dones.any(dim=-1, keepdim=True)
+        self._last_episode_dones = torch.where(fired, dones, self._last_episode_dones)
         return out_of_bounds, time_out
 
     def _compute_rewards(self) -> Tensor:
@@ -285,15 +303,22 @@ class _BaseFakeRLEnv(ABC):
             }
         return obs
 
-    def _episode_log(self, env_ids: Tensor) -> dict[str, Any]:
-        """Statistics of the episodes that end at ``env_ids``, in Isaac Lab's key style."""
-        mean_reward = self._episode_reward[env_ids].mean() / self.max_episode_length_s
+    def _episode_log(self, env_ids: Tensor) -> dict[str, Tensor]:
+        """Statistics of the episodes that end at ``env_ids``, in Isaac Lab's key style.
+
+        ``Episode_Reward/distance`` is the mean episode reward of those rows per
+        second, ``Metrics/success_rate`` the fraction of them that timed out, and
+        ``Episode_Termination/<term>`` the fraction of *all* rows whose latest
+        episode ended by that term (upstream's termination manager), each a 0-d
+        float32 tensor.
+        """
+        termination = self._last_episode_dones.to(torch.float32).mean(dim=0)
         return {
-            "Episode_Reward/distance": mean_reward,
-            "Episode_Termination/out_of_bounds": int(
-                torch.count_nonzero(self.reset_terminated[env_ids])
-            ),
-            "Episode_Termination/time_out": int(torch.count_nonzero(self.reset_time_outs[env_ids])),
+            "Episode_Reward/distance": self._episode_reward[env_ids].mean()
+            / self.max_episode_length_s,
+            "Metrics/success_rate": self.reset_time_outs[env_ids].to(torch.float32).mean(),
+            "Episode_Termination/out_of_bounds": termination[0],
+            "Episode_Termination/time_out": termination[1],
         }
 
     def _reset_state(self, env_ids: Tensor) -> None:
@@ -407,7 +432,10 @@ class FakeDirectRLEnv(_BaseFakeRLEnv):
     """A fake of ``isaaclab.envs.DirectRLEnv`` together with a task built on it.
 
     Upstream's base class never writes ``extras["log"]``; tasks fill it in their
-    ``_reset_idx``, as this fake's task does. ``reset`` always resets every row.
+    ``_reset_idx``, as this fake's task does: like Isaac Lab's direct cartpole
+    (``extras.setdefault("log", {})[key] = value``), it updates one dict in place,
+    so only the values, not the dict, are new on each reset. ``reset`` always
+    resets every row.
     ``step`` returns persistent flag buffers overwritten in place by the next
     step and a fresh reward tensor, as upstream.
 
@@ -483,6 +511,6 @@ class FakeDirectRLEnv(_BaseFakeRLEnv):
         return self._compute_observations()
 
     def _reset_idx(self, env_ids: Tensor) -> None:
-        # The task's override: log the ending episodes, then reset the rows.
-        self.extras["log"] = self._episode_log(env_ids)
+        # The task's override: log the ending episodes into the one log dict, then reset.
+        self.extras.setdefault("log", {}).update(self._episode_log(env_ids))
         self._reset_state(env_ids)
