@@ -138,6 +138,7 @@ def _folder(algo: str) -> Any:
     return importlib.resources.files(__name__).joinpath(algo)
 
 
+@_validation.no_type_check
 def available(algo: Algorithm | None = None) -> list[tuple[Algorithm, str]]:
     """Every shipped (algorithm, env id), sorted; only ``algo``'s when given.
 
@@ -160,6 +161,7 @@ def available(algo: Algorithm | None = None) -> list[tuple[Algorithm, str]]:
     return sorted(found)
 
 
+@_validation.no_type_check
 def find(algo: Algorithm, env_id: str) -> TunedConfig | None:
     """The shipped tuned file for (``algo``, ``env_id``), or ``None`` when there is none.
 
@@ -179,6 +181,7 @@ def find(algo: Algorithm, env_id: str) -> TunedConfig | None:
     return tuned
 
 
+@_validation.no_type_check
 def load(algo: Algorithm, env_id: str) -> TunedConfig:
     """The shipped tuned file for (``algo``, ``env_id``), validated.
 
@@ -243,6 +246,7 @@ def _parse(text: str, path: Path) -> TunedConfig:
     )
 
 
+@_validation.no_type_check
 def build_config(algo: Algorithm, values: Mapping[str, Any], *, where: str = "") -> TrainerConfig:
     """Build ``algo``'s config dataclass from plain values (a tuned file's, a run's, flags').
 

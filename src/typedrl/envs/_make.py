@@ -1,6 +1,6 @@
 """``typedrl.envs.make``: build and wrap a vector env in one call."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -9,7 +9,14 @@ from gymnasium.vector import AutoresetMode
 
 from typedrl import _validation
 from typedrl._validation import describe, positive_int
+from typedrl.envs._factory import (
+    WrapperFactory,
+    make_from_factory,
+    resolve_env_factory,
+    resolve_wrapper,
+)
 from typedrl.envs._gymnasium import GymnasiumVecEnv
+from typedrl.envs._workers import signal_safe_worker
 from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
 
@@ -30,7 +37,7 @@ def make(
     seed: int | None = None,
     device: torch.device | str = "cpu",
     vectorization: Vectorization = "sync",
-    wrappers: Sequence[Callable[[gym.Env[Any, Any]], gym.Wrapper[Any, Any, Any, Any]]] = (),
+    wrappers: Sequence[str | WrapperFactory] = (),
     float_dtype: Literal["float32", "float64"] = "float32",
     clip_actions: bool = False,
     env_kwargs: Mapping[str, Any] | None = None,
@@ -39,20 +46,31 @@ def make(
 
     Ids starting with ``"typedrl/"`` build a built-in torch env directly on
     ``device`` (no NumPy round trip); ``vectorization`` and ``wrappers`` do not
-    apply to them. Any other id goes through :func:`gymnasium.make_vec` and
-    :class:`~typedrl.envs.GymnasiumVecEnv`: ``"sync"`` and ``"async"`` build
-    same-step-autoreset Sync/Async vector envs of ``num_envs`` copies (each
-    single env wrapped by ``wrappers``, in order); ``"vector_entry_point"``
-    uses the env's own vectorised implementation.
+    apply to them. An id ``"module:callable"`` names a user factory, called
+    with ``env_kwargs``: one with a ``num_envs`` parameter is called once (with
+    ``seed`` and ``device`` too when it takes them) and returns a typedrl
+    VecEnv, used as it is, or a Gymnasium vector env, adapted; any other
+    returns one Gymnasium env and is called once to check that, then once per
+    row of a Sync/Async vector env as below. Gymnasium's own ``"module:EnvId"``
+    form still works (the module lacks the attribute but registered the id).
+    Any other id goes through
+    :func:`gymnasium.make_vec` and :class:`~typedrl.envs.GymnasiumVecEnv`:
+    ``"sync"`` and ``"async"`` build same-step-autoreset Sync/Async vector envs
+    of ``num_envs`` copies (each single env wrapped by ``wrappers``, in order);
+    ``"vector_entry_point"`` uses the env's own vectorised implementation.
+    Async workers ignore SIGINT and SIGTERM sent to the process group, so that
+    a trainer stopped by a signal can save and close them.
 
     Args:
-        env_id: A registered Gymnasium id (``"CartPole-v1"``) or a built-in
-            (``"typedrl/Pendulum-v0"``).
+        env_id: A registered Gymnasium id (``"CartPole-v1"``), a built-in
+            (``"typedrl/Pendulum-v0"``) or a factory (``"my_envs:make_env"``).
         num_envs: Number of rows.
         seed: Seed of the first ``reset`` if that call passes none.
         device: Device of every tensor.
         vectorization: How Gymnasium envs are batched.
-        wrappers: Gymnasium wrappers applied to each single env (sync/async only).
+        wrappers: Gymnasium wrappers applied to each single env (sync/async
+            only): callables from env to env, or names (``"TimeLimit"`` for
+            ``gymnasium.wrappers.TimeLimit``, ``"module:Class"``).
         float_dtype: Dtype of rewards and floating-point observations.
         clip_actions: Clip ``Box`` actions to the space's bounds.
         env_kwargs: Keyword arguments of the env's constructor.
@@ -62,7 +80,8 @@ def make(
 
     Raises:
         ConfigError: For an unknown vectorization, wrappers where they cannot
-            apply, or a non-positive ``num_envs``.
+            apply, a non-positive ``num_envs``, or a factory or wrapper that
+            cannot be imported, is not callable or returns the wrong type.
 
     Example:
         >>> env = make("CartPole-v1", num_envs=4, seed=0)
@@ -73,6 +92,7 @@ def make(
     """
     positive_int("make", "num_envs", num_envs)
     kwargs = dict(env_kwargs or {})
+    resolved = [resolve_wrapper(item) if isinstance(item, str) else item for item in wrappers]
     if env_id.startswith(BUILTIN_PREFIX):
         if wrappers or vectorization != "sync":
             raise ConfigError(
@@ -112,8 +132,22 @@ def make(
             f"make: vectorization must be one of {list(_VECTORIZATIONS)}, "
             f"got {describe(vectorization)}"
         )
+    factory = resolve_env_factory(env_id) if ":" in env_id else None
+    if factory is not None:
+        return make_from_factory(
+            env_id,
+            factory,
+            num_envs=num_envs,
+            seed=seed,
+            device=device,
+            vectorization=vectorization,
+            wrappers=resolved,
+            float_dtype=float_dtype,
+            clip_actions=clip_actions,
+            env_kwargs=kwargs,
+        )
     if vectorization == "vector_entry_point":
-        if wrappers:
+        if resolved:
             raise ConfigError(
                 "make: wrappers apply to single envs and need vectorization 'sync' or 'async'"
             )
@@ -121,12 +155,15 @@ def make(
             env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
         )
     else:
+        vector_kwargs: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}
+        if vectorization == "async":
+            vector_kwargs["worker"] = signal_safe_worker
         raw = gym.make_vec(
             env_id,
             num_envs=num_envs,
             vectorization_mode=vectorization,
-            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
-            wrappers=list(wrappers) or None,
+            vector_kwargs=vector_kwargs,
+            wrappers=resolved or None,
             **kwargs,
         )
     return GymnasiumVecEnv(

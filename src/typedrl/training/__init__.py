@@ -2,8 +2,9 @@
 
 :class:`AbstractTrainer` owns the Fabric lifecycle, the fit loop, the counters,
 evaluation on schedule, the checkpoint schedule (``last.ckpt`` rolling,
-``best.ckpt``, periodic), resume with the config check, rank-aggregated logging
-and the progress display; it knows no algorithm. A trainer supplies its modules,
+``best.ckpt``, periodic, optionally only the newest N), the run's
+``summary.json``, resume with the config check, rank-aggregated logging and
+the progress display; it knows no algorithm. A trainer supplies its modules,
 one training iteration (:class:`IterationResult`) and its checkpointable
 :class:`TrainerState`. :class:`RunOptions` holds what every run shares.
 """
@@ -15,12 +16,15 @@ from typedrl.training._signals import StopRequest as StopRequest
 from typedrl.training._state import Counters as Counters
 from typedrl.training._state import GeneratorState as GeneratorState
 from typedrl.training._state import TrainerState as TrainerState
+from typedrl.training._summary import SUMMARY_FILE as SUMMARY_FILE
+from typedrl.training._summary import RunSummary as RunSummary
 from typedrl.training._trainer import AbstractTrainer as AbstractTrainer
 from typedrl.training._trainer import Budget as Budget
 from typedrl.training._trainer import FitResult as FitResult
 from typedrl.training._trainer import IterationResult as IterationResult
 
 __all__ = [
+    "SUMMARY_FILE",
     "AbstractTrainer",
     "Budget",
     "Counters",
@@ -28,6 +32,7 @@ __all__ = [
     "GeneratorState",
     "IterationResult",
     "RunOptions",
+    "RunSummary",
     "StopRequest",
     "TrainerState",
     "default_fabric",

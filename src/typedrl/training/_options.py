@@ -42,8 +42,9 @@ class RunOptions:
     """
 
     run_dir: str | Path | None = None
-    """Folder for logs (``logs/``) and checkpoints (``checkpoints/``); ``None`` writes nothing.
-    A ``str`` is converted to a :class:`~pathlib.Path`."""
+    """Folder for ``metrics.csv`` (plus ``tensorboard/`` when installed), ``checkpoints/``
+    and ``summary.json``; ``None`` writes nothing. A ``str`` is converted to a
+    :class:`~pathlib.Path`."""
     env_id: str | None = None
     """The training env's id, recorded in every checkpoint (so that evaluation and export
     need no more than the file); ``None`` when the env has no id."""
@@ -54,6 +55,10 @@ class RunOptions:
     """Episodes per evaluation and rank (for the default evaluator)."""
     checkpoint_every_iterations: int | None = None
     """Also keep ``epoch_<n>.ckpt`` every this many iterations (``None``: never)."""
+    keep_checkpoints: int | None = None
+    """Keep only the newest this many ``epoch_<n>.ckpt`` files, deleting older ones after
+    each periodic save (``None``: keep all). ``last.ckpt`` and ``best.ckpt`` are never
+    deleted."""
     last_checkpoint_every_iterations: int | None = 100
     """Refresh ``last.ckpt`` at least every this many iterations (``None``: not by count)."""
     last_checkpoint_every_seconds: float | None = 60.0
@@ -100,6 +105,7 @@ class RunOptions:
         for name in (
             "eval_every_steps",
             "checkpoint_every_iterations",
+            "keep_checkpoints",
             "last_checkpoint_every_iterations",
         ):
             value = getattr(self, name)

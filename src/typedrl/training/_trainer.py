@@ -38,6 +38,7 @@ from typedrl.training._fabric import default_fabric
 from typedrl.training._options import RunOptions
 from typedrl.training._signals import StopRequest
 from typedrl.training._state import TrainerState
+from typedrl.training._summary import RunSummary, finite_or_none, write_summary
 
 __all__ = ["AbstractTrainer", "Budget", "FitResult", "IterationResult"]
 
@@ -225,6 +226,15 @@ class AbstractTrainer(ABC):
         self._evaluated_at: int | None = None
         self._last_saved_iteration = 0
         self._last_saved_time = time.monotonic()
+        self._best_return_mean: float | None = None
+
+    @property
+    def algorithm_name(self) -> str:
+        """The algorithm's name in ``summary.json``.
+
+        The checkpoint kind, unless a trainer running several algorithms names the one it runs.
+        """
+        return self.kind
 
     # ------------------------------------------------------------- to implement
 
@@ -289,6 +299,7 @@ class AbstractTrainer(ABC):
 
     def _fit(self) -> FitResult:
         started = time.perf_counter()
+        steps_at_start = self.env_steps
         self._prepare()
         budget = self.budget
         by_steps = budget.timesteps is not None
@@ -319,6 +330,7 @@ class AbstractTrainer(ABC):
                 periodic = self.options.checkpoint_every_iterations
                 if periodic and self.iteration % periodic == 0:
                     self.save(self.paths.periodic(self.iteration) if self.paths else None)
+                    self._prune_periodic()
                 # Checked last, so that a signal received while logging stops this iteration.
                 stopped, save_due = self._agree(stop.requested, self._last_checkpoint_due())
                 if stopped:
@@ -331,7 +343,7 @@ class AbstractTrainer(ABC):
                 self._log(self.evaluate())
             if self._last_saved_iteration != self.iteration or self._evaluated_at == self.env_steps:
                 self._save_last()
-        return FitResult(
+        fitted = FitResult(
             metrics=dict(self.last_metrics),
             iterations=self.iteration,
             env_steps=self.env_steps,
@@ -340,6 +352,60 @@ class AbstractTrainer(ABC):
             run_dir=self.run_dir,
             wall_seconds=time.perf_counter() - started,
         )
+        self._write_summary(fitted, env_steps_taken=self.env_steps - steps_at_start)
+        return fitted
+
+    def summary(self, result: FitResult, *, env_steps_taken: int) -> RunSummary:
+        """What ``summary.json`` records for ``result`` (``env_steps_taken`` in that fit call)."""
+        metrics = result.metrics
+        paths = self.paths
+
+        def relative(path: Path | None) -> str | None:
+            if path is None or self.run_dir is None or not path.is_file():
+                return None
+            return str(path.relative_to(self.run_dir))
+
+        wall = result.wall_seconds
+        return RunSummary(
+            algorithm=self.algorithm_name,
+            env_id=self.options.env_id,
+            global_step=result.env_steps,
+            num_updates=result.iterations,
+            wall_time_s=wall,
+            env_steps_per_s=env_steps_taken / wall if wall > 0 else 0.0,
+            final_eval_return_mean=finite_or_none(metrics.get("eval/return_mean")),
+            final_eval_return_std=finite_or_none(metrics.get("eval/return_std")),
+            final_eval_score=finite_or_none(metrics.get("eval/score")),
+            best_eval_return_mean=finite_or_none(self._best_return_mean),
+            best_score=finite_or_none(result.best_score),
+            checkpoint_best=relative(paths.best if paths else None),
+            checkpoint_last=relative(paths.last if paths else None),
+            stopped_by_signal=result.stopped_by_signal,
+            compile_seconds=finite_or_none(metrics.get("time/compile_seconds")),
+        )
+
+    def _write_summary(self, result: FitResult, *, env_steps_taken: int) -> None:
+        """Write ``summary.json`` on rank 0 (with a run folder); a failure stops every rank."""
+        error: TypedRLError | None = None
+        if self.run_dir is not None and self.dist.is_main:
+            try:
+                write_summary(self.run_dir, self.summary(result, env_steps_taken=env_steps_taken))
+            except TypedRLError as failure:
+                error = failure
+        raise_together(error, "writing summary.json", self.dist)
+
+    def _prune_periodic(self) -> None:
+        """Keep only the newest ``RunOptions.keep_checkpoints`` periodic checkpoints (rank 0)."""
+        keep = self.options.keep_checkpoints
+        if keep is None or self.paths is None or not self.dist.is_main:
+            return
+        numbered: list[tuple[int, Path]] = []
+        for path in self.paths.directory.glob("epoch_*.ckpt"):
+            digits = path.stem.removeprefix("epoch_")
+            if digits.isdigit():
+                numbered.append((int(digits), path))
+        for _, path in sorted(numbered)[:-keep]:
+            path.unlink(missing_ok=True)
 
     def _evaluate_on_schedule(self, metrics: dict[str, float]) -> None:
         every = self.options.eval_every_steps
@@ -404,8 +470,23 @@ class AbstractTrainer(ABC):
         if math.isfinite(value) and better:
             self.best_score = value
             self.save(self.paths.best if self.paths else None)
+        mean = metrics.get("eval/return_mean")
+        if (
+            mean is not None
+            and math.isfinite(mean)
+            and (self._best_return_mean is None or mean > self._best_return_mean)
+        ):
+            self._best_return_mean = mean
         self.last_metrics.update(metrics)
         return metrics
+
+    def _score_is_return_mean(self) -> bool:
+        """Whether ``best_score`` is the best evaluation return mean (default evaluator)."""
+        return (
+            isinstance(self.evaluator, EpisodeEvaluator)
+            and self.options.best_metric in ("eval/score", "eval/return_mean")
+            and self.options.best_mode == "max"
+        )
 
     def _last_checkpoint_due(self) -> bool:
         """Whether ``last.ckpt`` should be refreshed now (this rank's view)."""
@@ -564,6 +645,8 @@ class AbstractTrainer(ABC):
         self.iteration = int(counters.get(_ITERATION, counters.get("epoch", 0)))
         self.env_steps = int(counters.get(_ENV_STEPS, 0))
         self.best_score = checkpoint.best_score
+        if self._score_is_return_mean():
+            self._best_return_mean = checkpoint.best_score
         every = self.options.eval_every_steps
         if every is not None:
             self._next_eval = (self.env_steps // every + 1) * every

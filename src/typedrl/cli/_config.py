@@ -1,0 +1,527 @@
+"""How ``typedrl train`` resolves its settings, and the run folder's ``config.yaml``.
+
+One source of truth for every value, lowest first: the config dataclass's
+defaults < the tuned file for (algo, env) < the ``--config`` file < the flags
+and ``--set``. With ``--resume RUN_DIR`` the run's own ``config.yaml`` replaces
+the first three, and the flags may change only what a resume may change.
+"""
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, final
+
+import yaml
+
+from typedrl import _validation, configs
+from typedrl._validation import describe, positive_int
+from typedrl.configs import Algorithm, TrainerConfig
+from typedrl.errors import ConfigError
+
+__all__ = [
+    "CONFIG_FILE",
+    "DEFAULT_ENV_IDS",
+    "RUN_KEYS",
+    "ResolvedRun",
+    "RunSettings",
+    "dump_run_config",
+    "parse_override",
+    "read_run_config",
+    "resolve",
+    "write_run_config",
+]
+
+CONFIG_FILE: Final = "config.yaml"
+"""The resolved config's file name in a run folder."""
+
+RUN_KEYS: Final = ("source", "algo", "env_id", "num_envs", "seed", "config", "run", "command")
+"""The top-level keys of a run's ``config.yaml`` (a ``--config`` file may hold any of them)."""
+
+DEFAULT_ENV_IDS: Final[Mapping[Algorithm, str]] = {
+    "ppo": "typedrl/CartPole-v0",
+    "apg": "typedrl/Reacher-v0",
+    "shac": "typedrl/CartPoleSwingUp-v0",
+}
+"""The env each algorithm trains on when none is named: built-in torch envs."""
+
+DEFAULT_NUM_ENVS: Final = 8
+"""Env rows per rank when neither a tuned file nor the user sets them."""
+
+Vectorization = Literal["sync", "async"]
+Accelerator = Literal["cpu", "cuda", "auto"]
+_VECTORIZATIONS: Final = ("sync", "async")
+_ACCELERATORS: Final = ("cpu", "cuda", "auto")
+
+FIXED_RUN_SETTINGS: Final = frozenset({"devices", "env_kwargs", "wrappers"})
+"""Run settings a resume may not change (they change the env or the number of ranks)."""
+
+
+def _optional_positive(name: str, value: object) -> None:
+    if value is not None:
+        positive_int("run", name, value)
+
+
+@final
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
+    """The run options ``typedrl train`` takes besides the config (the ``run:`` section)."""
+
+    eval_every: int | None = None
+    """Evaluate every this many env steps (``None``: at the end only)."""
+    eval_episodes: int = 16
+    """Episodes per evaluation and rank."""
+    checkpoint_every: int | None = None
+    """Write ``epoch_<n>.ckpt`` every this many iterations (``None``: never)."""
+    keep_checkpoints: int | None = None
+    """Keep only the newest this many ``epoch_<n>.ckpt`` files (``None``: all)."""
+    vectorization: Vectorization = "sync"
+    """How Gymnasium envs are batched (built-in torch envs are always batched natively)."""
+    accelerator: Accelerator = "cpu"
+    """Fabric's accelerator."""
+    devices: int = 1
+    """Processes (DDP when more than one)."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the env's constructor."""
+    wrappers: tuple[str, ...] = ()
+    """Gymnasium wrappers applied to each single env, by name, in order."""
+    wandb_project: str | None = None
+    """Also log to this Weights & Biases project."""
+
+    def __post_init__(self) -> None:
+        for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
+            _optional_positive(name, getattr(self, name))
+        positive_int("run", "eval_episodes", self.eval_episodes)
+        positive_int("run", "devices", self.devices)
+        if self.vectorization not in _VECTORIZATIONS:
+            raise ConfigError(
+                f"run.vectorization must be one of {list(_VECTORIZATIONS)}, "
+                f"got {describe(self.vectorization)}"
+            )
+        if self.accelerator not in _ACCELERATORS:
+            raise ConfigError(
+                f"run.accelerator must be one of {list(_ACCELERATORS)}, "
+                f"got {describe(self.accelerator)}"
+            )
+        if not isinstance(self.env_kwargs, dict) or any(
+            type(key) is not str for key in self.env_kwargs
+        ):
+            raise ConfigError(
+                "run.env_kwargs must be a mapping of names to values, "
+                f"got {describe(self.env_kwargs)}"
+            )
+        wrappers: object = self.wrappers
+        if isinstance(wrappers, str) or not isinstance(wrappers, list | tuple):
+            raise ConfigError(f"run.wrappers must be a list of names, got {describe(wrappers)}")
+        for item in wrappers:
+            if type(item) is not str:
+                raise ConfigError(f"run.wrappers must hold names (strings), got {describe(item)}")
+        object.__setattr__(self, "wrappers", tuple(wrappers))
+        if self.wandb_project is not None and type(self.wandb_project) is not str:
+            raise ConfigError(
+                f"run.wandb_project must be a string or null, got {describe(self.wandb_project)}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as YAML values (the ``run:`` section)."""
+        return {
+            "eval_every": self.eval_every,
+            "eval_episodes": self.eval_episodes,
+            "checkpoint_every": self.checkpoint_every,
+            "keep_checkpoints": self.keep_checkpoints,
+            "vectorization": self.vectorization,
+            "accelerator": self.accelerator,
+            "devices": self.devices,
+            "env_kwargs": dict(self.env_kwargs),
+            "wrappers": list(self.wrappers),
+            "wandb_project": self.wandb_project,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunSettings":
+        """Build the settings from a ``run:`` section; unknown keys raise ConfigError."""
+        known = sorted(RunSettings.__dataclass_fields__)
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ConfigError(f"run has no settings {unknown}; valid settings: {known}")
+        return cls(**data)
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedRun:
+    """Everything ``typedrl train`` runs with, after every layer was applied."""
+
+    source: str
+    """Which layers the values came from, lowest first."""
+    algo: Algorithm
+    """The algorithm."""
+    env_id: str
+    """The env id or ``module:callable`` spec."""
+    num_envs: int
+    """Env rows per rank."""
+    seed: int
+    """The run's seed."""
+    config: TrainerConfig
+    """The built config dataclass (its ``seed`` is :attr:`seed`)."""
+    run: RunSettings
+    """The run options."""
+    command: tuple[str, ...]
+    """The command line, ``typedrl`` first."""
+
+    def to_document(self) -> dict[str, Any]:
+        """The ``config.yaml`` document (reloadable with ``--config``)."""
+        config = self.config.to_dict()
+        config.pop("seed", None)
+        return {
+            "source": self.source,
+            "algo": self.algo,
+            "env_id": self.env_id,
+            "num_envs": self.num_envs,
+            "seed": self.seed,
+            "config": config,
+            "run": self.run.to_dict(),
+            "command": list(self.command),
+        }
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split ``KEY=VALUE``; the value is JSON where it parses (numbers, lists, true) else text.
+
+    Example:
+        >>> parse_override("actor_hidden=[32, 32]")
+        ('actor_hidden', [32, 32])
+        >>> parse_override("learning_rate_schedule=linear")
+        ('learning_rate_schedule', 'linear')
+    """
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key, value
+
+
+def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
+    """Merge ``--env-kwargs`` items: each a JSON object or ``key=value`` (value JSON or text).
+
+    Example:
+        >>> parse_env_kwargs(['{"g": 9.81}', "render_mode=rgb_array"])
+        {'g': 9.81, 'render_mode': 'rgb_array'}
+    """
+    merged: dict[str, Any] = {}
+    for item in items:
+        if item.lstrip().startswith("{"):
+            try:
+                value = json.loads(item)
+            except json.JSONDecodeError as error:
+                raise ConfigError(f"--env-kwargs {item!r}: not a JSON object ({error})") from None
+            if not isinstance(value, dict):
+                raise ConfigError(f"--env-kwargs {item!r}: expected a JSON object")
+            merged.update(value)
+            continue
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--env-kwargs expects a JSON object or KEY=VALUE, got {item!r}")
+        try:
+            merged[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            merged[key.strip()] = raw
+    return merged
+
+
+def _set_dotted(target: dict[str, Any], key: str, value: Any) -> None:
+    *groups, name = key.split(".")
+    if not all(groups) or not name:
+        raise ConfigError(f"--set {key}: empty part in a dotted key")
+    for group in groups:
+        inner = target.get(group)
+        if not isinstance(inner, dict):
+            inner = {}
+            target[group] = inner
+        target = inner
+    target[name] = value
+
+
+def _merge(base: dict[str, Any], layer: Mapping[str, Any], *, budgets: bool) -> None:
+    """Apply ``layer`` onto ``base`` in place; nested mappings merge key by key.
+
+    With ``budgets`` (APG, SHAC: exactly one of ``total_timesteps`` and
+    ``total_updates``), a layer setting one budget and not the other clears the
+    other, so that the highest layer's budget wins.
+    """
+    if budgets:
+        for given, other in (
+            ("total_timesteps", "total_updates"),
+            ("total_updates", "total_timesteps"),
+        ):
+            if layer.get(given) is not None and other not in layer:
+                base[other] = None
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value, budgets=False)
+        else:
+            base[key] = _copy(value)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(item) for item in value]
+    return value
+
+
+def read_run_config(path: Path) -> dict[str, Any]:
+    """Read a ``--config`` file or a run's ``config.yaml``: any of :data:`RUN_KEYS`.
+
+    Raises:
+        ConfigError: The file is missing, not YAML, or has other top-level keys.
+    """
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: expected a mapping with keys among {list(RUN_KEYS)}, got {describe(data)}"
+        )
+    unknown = sorted(str(key) for key in data if key not in RUN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown keys {unknown}; a config file has keys among {list(RUN_KEYS)}"
+        )
+    for key in ("config", "run"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise ConfigError(f"{path}: {key} must be a mapping, got {describe(data[key])}")
+    return data
+
+
+def dump_run_config(document: Mapping[str, Any]) -> str:
+    """The YAML text of a run document, keys in their order."""
+    return yaml.safe_dump(dict(document), sort_keys=False, default_flow_style=False)
+
+
+def write_run_config(run_dir: Path, document: Mapping[str, Any]) -> Path:
+    """Write ``<run_dir>/config.yaml`` atomically.
+
+    Raises:
+        ConfigError: The file cannot be written.
+    """
+    path = run_dir / CONFIG_FILE
+    temp = path.with_name(f".{CONFIG_FILE}.tmp")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with temp.open("w") as handle:
+            handle.write(dump_run_config(document))
+            handle.flush()
+            os.fsync(handle.fileno())
+        temp.replace(path)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write the run's config ({error.strerror})") from None
+    return path
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandLayer:
+    """What the command line sets: only the flags given (``None``: not given)."""
+
+    algo: Algorithm | None = None
+    env_id: str | None = None
+    num_envs: int | None = None
+    seed: int | None = None
+    total_timesteps: int | None = None
+    overrides: tuple[str, ...] = ()
+    run: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _layer_document(layer: CommandLayer) -> dict[str, Any]:
+    document: dict[str, Any] = {"config": {}, "run": dict(layer.run)}
+    for key in ("algo", "env_id", "num_envs", "seed"):
+        value = getattr(layer, key)
+        if value is not None:
+            document[key] = value
+    if layer.total_timesteps is not None:
+        document["config"]["total_timesteps"] = layer.total_timesteps
+    for text in layer.overrides:
+        key, value = parse_override(text)
+        _set_dotted(document["config"], key, value)
+    return document
+
+
+def _take_seed(document: dict[str, Any]) -> None:
+    """Move a ``config.seed`` (``--set seed=...``) to the top-level ``seed``."""
+    config = document.get("config")
+    if isinstance(config, dict) and "seed" in config:
+        document["seed"] = config.pop("seed")
+
+
+def _checked_algo(value: object, where: str) -> Algorithm:
+    for name in configs.ALGORITHMS:
+        if value == name:
+            return name
+    raise ConfigError(
+        f"{where}: algo must be one of {list(configs.ALGORITHMS)}, got {describe(value)}"
+    )
+
+
+def _read_saved(run_dir: Path) -> dict[str, Any]:
+    """A resumed run's ``config.yaml``, with every key a run writes."""
+    saved = read_run_config(run_dir / CONFIG_FILE)
+    missing = [key for key in RUN_KEYS if key not in saved]
+    if missing:
+        raise ConfigError(f"{run_dir / CONFIG_FILE}: lacks the keys {missing}")
+    return saved
+
+
+def _base_document(
+    algo: Algorithm, env_id: str, saved: Mapping[str, Any] | None, run_dir: Path | None
+) -> tuple[dict[str, Any], list[str]]:
+    """The lowest layers: a resumed run's saved values, or the defaults and the tuned file."""
+    document: dict[str, Any] = {"num_envs": DEFAULT_NUM_ENVS, "seed": 0, "config": {}, "run": {}}
+    if saved is not None:
+        saved_layer = {key: saved[key] for key in ("num_envs", "seed", "config", "run")}
+        _merge(document, saved_layer, budgets=False)
+        return document, [f"the resumed run's {run_dir or '.'}/{CONFIG_FILE}"]
+    layers = [f"{'PPOConfig' if algo == 'ppo' else 'DifferentiableTrainerConfig'} defaults"]
+    tuned = configs.find(algo, env_id)
+    if tuned is not None:
+        layers.append(f"tuned {algo}/{configs.file_name(env_id)}")
+        _merge(document, {"num_envs": tuned.num_envs, "config": dict(tuned.config)}, budgets=False)
+    return document, layers
+
+
+def resolve(
+    command: CommandLayer,
+    *,
+    config_file: Path | None,
+    argv: Sequence[str],
+    resume_from: Path | None = None,
+) -> ResolvedRun:
+    """Resolve the run's settings from every layer (see the module docstring).
+
+    Args:
+        command: What the flags set.
+        config_file: The ``--config`` file, if any.
+        argv: The command line, recorded in ``config.yaml``.
+        resume_from: A run folder being resumed: its ``config.yaml`` is the base,
+            and only resumable values may change.
+
+    Raises:
+        ConfigError: A file is invalid, a key or value is unknown or invalid, or a
+            resume changes what it may not (naming the key and both values).
+    """
+    flags = _layer_document(command)
+    _take_seed(flags)
+    file_layer: dict[str, Any] = {}
+    if config_file is not None:
+        file_layer = {
+            key: value
+            for key, value in read_run_config(config_file).items()
+            if key not in ("source", "command")
+        }
+        _take_seed(file_layer)
+    saved = _read_saved(resume_from) if resume_from is not None else None
+    previous: Mapping[str, Any] = saved if saved is not None else {}
+    where = "--algo" if "algo" in flags else str(config_file or resume_from or "--algo")
+    algo = _checked_algo(
+        flags.get("algo", file_layer.get("algo", previous.get("algo", "ppo"))), where
+    )
+    env_id = flags.get("env_id", file_layer.get("env_id", previous.get("env_id")))
+    if env_id is None:
+        env_id = DEFAULT_ENV_IDS[algo]
+    if saved is not None and algo != saved.get("algo"):
+        # Checked first: the saved config is not another algorithm's.
+        raise ConfigError(
+            f"--resume {resume_from}: algo was {saved.get('algo')!r} in the run, now {algo!r}; "
+            "start a new run to change it"
+        )
+    if type(env_id) is not str or not env_id:
+        raise ConfigError(f"env_id must be a non-empty string, got {describe(env_id)}")
+    document, layers = _base_document(algo, env_id, saved, resume_from)
+    for name, layer in ((f"--config {config_file}", file_layer), ("command-line flags", flags)):
+        values = {key: value for key, value in layer.items() if key not in ("algo", "env_id")}
+        if not values or values == {"config": {}, "run": {}}:
+            continue
+        layers.append(name)
+        config_values = values.pop("config", None) or {}
+        run_values = values.pop("run", None) or {}
+        _merge(document, values, budgets=False)
+        _merge(document["config"], config_values, budgets=algo != "ppo")
+        _merge(document["run"], run_values, budgets=False)
+    num_envs = document["num_envs"]
+    positive_int("typedrl train", "num_envs", num_envs)
+    seed = document["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"seed must be an int, got {describe(seed)}")
+    config = configs.build_config(algo, {**document["config"], "seed": seed})
+    run = RunSettings.from_dict(document["run"])
+    resolved = ResolvedRun(
+        source="typedrl train: " + " < ".join(layers),
+        algo=algo,
+        env_id=env_id,
+        num_envs=num_envs,
+        seed=seed,
+        config=config,
+        run=run,
+        command=tuple(argv),
+    )
+    if saved is not None and resume_from is not None:
+        _check_resumable(resolved, saved, resume_from)
+    return resolved
+
+
+def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: Path) -> None:
+    """Refuse a resume that changes what a resume may not change, naming the key."""
+    # Imported here: the trainers pull in torch and Lightning, which `--help` does without.
+    from typedrl.agents import PPOAgent  # noqa: PLC0415
+    from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
+
+    allowed = (PPOAgent if resolved.algo == "ppo" else DifferentiableTrainer).resumable_changes
+    now = resolved.to_document()
+    changes: list[tuple[str, Any, Any]] = [
+        (key, saved[key], now[key])
+        for key in ("algo", "env_id", "num_envs", "seed")
+        if _plain(saved[key]) != _plain(now[key])
+    ]
+    saved_config = saved["config"] if isinstance(saved["config"], dict) else {}
+    for key in sorted(set(saved_config) | set(now["config"])):
+        if key in allowed:
+            continue
+        before, after = saved_config.get(key), now["config"].get(key)
+        if _plain(before) != _plain(after):
+            changes.append((f"config.{key}", before, after))
+    saved_run = RunSettings.from_dict(saved["run"] or {}).to_dict()
+    changes.extend(
+        (f"run.{key}", saved_run[key], now["run"][key])
+        for key in sorted(FIXED_RUN_SETTINGS)
+        if _plain(saved_run[key]) != _plain(now["run"][key])
+    )
+    if changes:
+        key, before, after = changes[0]
+        more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+        raise ConfigError(
+            f"--resume {run_dir}: {key} was {before!r} in the run, now {after!r}{more}; a "
+            f"resume may change only {sorted(allowed)} and the run options (eval, "
+            "checkpoint and device settings but devices); start a new run to change it"
+        )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    return value

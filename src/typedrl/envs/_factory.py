@@ -1,0 +1,231 @@
+"""Envs and wrappers named by import path: ``"package.module:factory"``, ``"TimeLimit"``.
+
+What a ``module:callable`` env spec may return, and how it is called:
+
+- a callable with a ``num_envs`` parameter is a *vector factory*: it is called
+  once, as ``factory(num_envs=N, **env_kwargs)`` (plus ``seed=`` and
+  ``device=`` when it takes them), and returns a typedrl
+  :class:`~typedrl.protocols.VecEnv` (used as it is) or a Gymnasium
+  :class:`~gymnasium.vector.VectorEnv` (adapted by
+  :class:`~typedrl.envs.GymnasiumVecEnv`);
+- any other callable is a *single-env factory*: ``factory(**env_kwargs)``
+  returns one :class:`gymnasium.Env`; it is called once to check that, and
+  once per row inside a same-step-autoreset Sync or Async vector env, each
+  env wrapped by the wrappers asked for.
+
+A spec whose attribute the module lacks but whose tail is an env id the import
+registered (Gymnasium's own ``"module:EnvId"`` form) is left to Gymnasium.
+"""
+
+import functools
+import importlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+import torch
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+
+from typedrl._validation import describe
+from typedrl.envs._gymnasium import GymnasiumVecEnv
+from typedrl.envs._workers import signal_safe_worker
+from typedrl.errors import ConfigError
+from typedrl.protocols import VecEnv
+
+__all__ = ["WrapperFactory", "make_from_factory", "resolve_env_factory", "resolve_wrapper"]
+
+WrapperFactory = Callable[[gym.Env[Any, Any]], gym.Wrapper[Any, Any, Any, Any]]
+"""What wraps one single env: a wrapper class or any callable from env to a wrapper."""
+
+
+def _import_attribute(spec: str, what: str) -> tuple[Any, str, str] | None:
+    """``(attribute, module, name)`` for ``"module:name"``; ``None`` when the module lacks it."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ConfigError(f"{what} {spec!r}: expected 'module:name', e.g. 'my_envs:make_env'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(
+            f"{what} {spec!r}: cannot import module {module_name!r} ({error})"
+        ) from None
+    value: Any = module
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            return None
+        value = getattr(value, part)
+    return value, module_name, attribute
+
+
+def resolve_env_factory(spec: str) -> Callable[..., Any] | None:
+    """The callable an env spec ``"module:callable"`` names.
+
+    Returns ``None`` for Gymnasium's ``"module:EnvId"`` form (the module
+    imports, lacks the attribute, and registered ``EnvId``): build that one
+    with :func:`gymnasium.make`.
+
+    Raises:
+        ConfigError: The spec is malformed, the module does not import, the
+            attribute is missing (and no env id of that name is registered),
+            or it is not callable.
+
+    Example:
+        >>> resolve_env_factory("gymnasium.envs.classic_control:CartPoleEnv").__name__
+        'CartPoleEnv'
+    """
+    found = _import_attribute(spec, "env")
+    module_name, _, attribute = spec.partition(":")
+    if found is None:
+        if attribute in gym.registry:
+            return None
+        raise ConfigError(
+            f"env {spec!r}: module {module_name!r} has no attribute {attribute!r} "
+            "(and no env id of that name is registered)"
+        )
+    factory = found[0]
+    if not callable(factory):
+        raise ConfigError(
+            f"env {spec!r}: {attribute!r} is not callable, got {describe(factory)}; name a "
+            "function or class that returns an env"
+        )
+    return factory  # type: ignore[no-any-return]
+
+
+def resolve_wrapper(name: str) -> WrapperFactory:
+    """The Gymnasium wrapper ``name`` names: ``gymnasium.wrappers.<Name>`` or ``module:Class``.
+
+    Raises:
+        ConfigError: No such wrapper, or it is not callable.
+
+    Example:
+        >>> resolve_wrapper("RecordEpisodeStatistics").__name__
+        'RecordEpisodeStatistics'
+    """
+    if ":" in name:
+        found = _import_attribute(name, "wrapper")
+        if found is None:
+            module_name, _, attribute = name.partition(":")
+            raise ConfigError(
+                f"wrapper {name!r}: module {module_name!r} has no attribute {attribute!r}"
+            )
+        wrapper = found[0]
+    else:
+        wrapper = getattr(gym.wrappers, name, None)
+        if wrapper is None:
+            raise ConfigError(
+                f"wrapper {name!r}: gymnasium.wrappers has no {name!r}; name one of its "
+                "wrappers (e.g. 'TimeLimit', 'ClipReward') or your own as 'module:Class'"
+            )
+    if not callable(wrapper):
+        raise ConfigError(f"wrapper {name!r} is not callable, got {describe(wrapper)}")
+    return wrapper  # type: ignore[no-any-return]
+
+
+def _accepts(factory: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return name in parameters
+
+
+def make_from_factory(
+    spec: str,
+    factory: Callable[..., Any],
+    *,
+    num_envs: int,
+    seed: int | None,
+    device: torch.device | str,
+    vectorization: Literal["sync", "async", "vector_entry_point"],
+    wrappers: Sequence[WrapperFactory],
+    float_dtype: Literal["float32", "float64"],
+    clip_actions: bool,
+    env_kwargs: Mapping[str, Any],
+) -> VecEnv:
+    """Build a vector env from a user factory (see the module docstring for the rules).
+
+    Raises:
+        ConfigError: The factory raised, returned something else than what its
+            kind must return, or options that cannot apply to it were given.
+    """
+    kwargs = dict(env_kwargs)
+    if _accepts(factory, "num_envs"):
+        if wrappers or vectorization != "sync":
+            raise ConfigError(
+                f"env {spec!r} builds vector envs itself (it takes num_envs): vectorization "
+                "and wrappers apply only to single-env factories"
+            )
+        extras: dict[str, Any] = {"num_envs": num_envs}
+        if _accepts(factory, "seed"):
+            extras["seed"] = seed
+        if _accepts(factory, "device"):
+            extras["device"] = device
+        built = _call(spec, factory, {**kwargs, **extras})
+        if isinstance(built, VecEnv):
+            if built.num_envs != num_envs:
+                raise ConfigError(
+                    f"env {spec!r} returned a VecEnv of {built.num_envs} rows, "
+                    f"expected num_envs={num_envs}"
+                )
+            return built
+        if isinstance(built, VectorEnv):
+            return GymnasiumVecEnv(
+                built,
+                device=device,
+                float_dtype=float_dtype,
+                clip_actions=clip_actions,
+                default_seed=seed,
+            )
+        raise ConfigError(
+            f"env {spec!r} takes num_envs, so it must return a typedrl VecEnv or a Gymnasium "
+            f"VectorEnv, got {describe(built)}"
+        )
+    if vectorization == "vector_entry_point":
+        raise ConfigError(
+            f"env {spec!r} returns single envs: vectorization must be 'sync' or 'async'"
+        )
+    probe = _call(spec, factory, kwargs)
+    if not isinstance(probe, gym.Env):
+        hint = (
+            "; a factory of vector envs must take a num_envs parameter"
+            if isinstance(probe, VecEnv | VectorEnv)
+            else ""
+        )
+        raise ConfigError(
+            f"env {spec!r} must return a gymnasium.Env (it takes no num_envs), "
+            f"got {describe(probe)}{hint}"
+        )
+    probe.close()
+    env_fn = functools.partial(_build_single, factory, kwargs, tuple(wrappers))
+    raw: VectorEnv[Any, Any, Any]
+    if vectorization == "async":
+        raw = AsyncVectorEnv(
+            [env_fn] * num_envs,
+            autoreset_mode=AutoresetMode.SAME_STEP,
+            worker=signal_safe_worker,
+        )
+    else:
+        raw = SyncVectorEnv([env_fn] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+    return GymnasiumVecEnv(
+        raw, device=device, float_dtype=float_dtype, clip_actions=clip_actions, default_seed=seed
+    )
+
+
+def _call(spec: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    try:
+        return factory(**kwargs)
+    except TypeError as error:
+        raise ConfigError(
+            f"env {spec!r} could not be called with {sorted(kwargs)} ({error}); "
+            "check --env-kwargs against its parameters"
+        ) from None
+
+
+def _build_single(
+    factory: Callable[..., Any], kwargs: Mapping[str, Any], wrappers: Sequence[WrapperFactory]
+) -> gym.Env[Any, Any]:
+    env: gym.Env[Any, Any] = factory(**kwargs)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env

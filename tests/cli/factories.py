@@ -1,0 +1,48 @@
+"""Env factories and a wrapper that the `typedrl train ENV=module:callable` tests name."""
+
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+from typedrl.envs import make
+from typedrl.protocols import VecEnv
+
+NOT_CALLABLE = 3
+"""Named by the test of a spec whose attribute cannot be called."""
+
+
+def cartpole(max_episode_steps: int = 500) -> gym.Env[Any, Any]:
+    """One Gymnasium CartPole with its own episode limit."""
+    return gym.make("CartPole-v1", max_episode_steps=max_episode_steps)
+
+
+def builtin_cartpole(*, num_envs: int, seed: int | None, device: torch.device | str) -> VecEnv:
+    """A vector factory: the built-in torch CartPole."""
+    return make("typedrl/CartPole-v0", num_envs=num_envs, seed=seed, device=device)
+
+
+def gymnasium_vector(*, num_envs: int) -> gym.vector.VectorEnv[Any, Any, Any]:
+    """A vector factory returning a Gymnasium vector env (same-step autoreset)."""
+    return gym.vector.SyncVectorEnv(
+        [lambda: gym.make("CartPole-v1")] * num_envs,
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+
+
+def not_an_env() -> int:
+    """Returns something else than an env."""
+    return 7
+
+
+def wrong_rows(*, num_envs: int) -> VecEnv:
+    """A vector factory that ignores num_envs."""
+    return make("typedrl/CartPole-v0", num_envs=num_envs + 1)
+
+
+class HalveReward(gym.RewardWrapper[Any, Any]):
+    """A single-env wrapper, named as module:Class."""
+
+    def reward(self, reward: Any) -> Any:
+        """Half the reward."""
+        return 0.5 * float(reward)

@@ -1,0 +1,286 @@
+"""`typedrl train`: resolved settings, --print-config, --config, --resume RUN_DIR, env specs."""
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import typedrl.envs
+from typedrl.checkpoint import load_checkpoint
+from typedrl.cli import main
+from typedrl.cli._config import RUN_KEYS, parse_env_kwargs
+from typedrl.errors import ConfigError
+
+_SMALL = [
+    "--num-envs",
+    "2",
+    "--no-progress",
+    "--eval-episodes",
+    "2",
+    "--set",
+    "num_steps=8",
+    "--set",
+    "batch_size=16",
+    "--set",
+    "num_mini_epochs=1",
+]
+
+
+def _printed(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["train", *argv, "--print-config"]) == 0
+    document: dict[str, Any] = yaml.safe_load(capsys.readouterr().out)
+    return document
+
+
+def _resolved(document: dict[str, Any]) -> dict[str, Any]:
+    """A document without what records how it was made (the layers and the command)."""
+    return {key: value for key, value in document.items() if key not in ("source", "command")}
+
+
+def test_print_config_resolves_every_layer_without_building_envs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defaults < tuned file < --config < flags; nothing is built, exit status 0."""
+
+    def no_envs(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("--print-config built an env")
+
+    monkeypatch.setattr(typedrl.envs, "make", no_envs)
+    user = tmp_path / "user.yaml"
+    user.write_text("config:\n  learning_rate: 0.0005\n  gamma: 0.9\nrun:\n  eval_episodes: 3\n")
+    document = _printed(
+        capsys, "CartPole-v1", "--config", str(user), "--set", "gamma=0.95", "--seed", "4"
+    )
+    assert tuple(document) == RUN_KEYS
+    assert (document["algo"], document["env_id"], document["seed"]) == ("ppo", "CartPole-v1", 4)
+    config = document["config"]
+    assert document["num_envs"] == 8  # the tuned file
+    assert config["num_mini_epochs"] == 20  # the tuned file
+    assert config["learning_rate"] == 0.0005  # --config over the tuned file
+    assert config["gamma"] == 0.95  # --set over --config
+    assert config["clip_range"] == 0.2  # the dataclass default
+    assert "seed" not in config
+    assert document["run"]["eval_episodes"] == 3
+    assert document["source"] == (
+        f"typedrl train: PPOConfig defaults < tuned ppo/CartPole-v1.yaml < --config {user} "
+        "< command-line flags"
+    )
+    assert document["command"][:2] == ["typedrl", "train"]
+
+
+def test_print_config_round_trips_through_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Printed YAML fed back with --config resolves to the same config, for every algorithm."""
+    cases = [
+        ["Pendulum-v1", "--set", "actor_hidden=[32, 32]", "--wrapper", "RecordEpisodeStatistics"],
+        ["--algo", "apg", "--set", "algorithm.gamma=0.97", "--set", "total_updates=7"],
+        ["typedrl/Pendulum-v0", "--algo", "shac", "--set", "algorithm.actor.learning_rate=0.003"],
+    ]
+    for index, argv in enumerate(cases):
+        first = _printed(capsys, *argv)
+        path = tmp_path / f"printed{index}.yaml"
+        path.write_text(yaml.safe_dump(first))
+        again = _printed(capsys, "--config", str(path))
+        assert _resolved(again) == _resolved(first)
+    apg = _printed(capsys, "--algo", "apg", "--set", "total_updates=7")
+    assert (apg["config"]["total_timesteps"], apg["config"]["total_updates"]) == (None, 7)
+    assert apg["env_id"] == "typedrl/Reacher-v0"
+    shac = _printed(capsys, "--algo", "shac")
+    assert shac["config"]["algorithm"]["actor"]["betas"] == [0.7, 0.95]
+
+
+def test_every_config_field_is_reachable_by_set(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each PPOConfig field given by --set lands in the resolved config."""
+    from typedrl.agents import PPOConfig
+
+    defaults = PPOConfig().to_dict()
+    document = _printed(capsys, "--set", "num_steps=64", "--set", "activation=relu")
+    assert set(document["config"]) == set(defaults) - {"seed"}
+    assert (document["config"]["num_steps"], document["config"]["activation"]) == (64, "relu")
+    assert _printed(capsys, "--set", "seed=9")["seed"] == 9
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--set", "lr=1"], r"PPOConfig has no fields \['lr'\]; valid fields: \[.*'gamma'"),
+        (["--set", "actor_hidden=64"], r"actor_hidden must be a list such as \[64, 64\]"),
+        (["--set", "algorithm.gamma=0.9"], r"PPOConfig has no fields \['algorithm'\]"),
+        (["--algo", "apg", "--set", "algorithm.lr=1"], r"APGConfig has no fields"),
+        (["--algo", "apg", "--set", "algorithm.critic_iterations=2"], "SHAC fields"),
+        (["--set", "gamma"], "--set expects KEY=VALUE"),
+        (["--set", "a..b=1"], "empty part in a dotted key"),
+        (["--num-envs", "0"], "num_envs must be a positive int"),
+        (["--eval-every", "0"], "eval_every must be a positive int"),
+        (["--keep-checkpoints", "0"], "keep_checkpoints must be a positive int"),
+        (["--env-kwargs", "{bad"], "not a JSON object"),
+        (["--env-kwargs", "[1]"], "expects a JSON object or KEY=VALUE"),
+        (["--env-kwargs", "novalue"], "expects a JSON object or KEY=VALUE"),
+        (["--wrapper", "NoSuchWrapper"], "gymnasium.wrappers has no 'NoSuchWrapper'"),
+        (["--wrapper", "tests.cli.factories:Absent"], "has no attribute 'Absent'"),
+        (["no_such_module_here:make"], "cannot import module 'no_such_module_here'"),
+        (["tests.cli.factories:absent"], "has no attribute 'absent'"),
+        (["tests.cli.factories:NOT_CALLABLE"], "is not callable"),
+        (["tests.cli.factories:"], "expected 'module:name'"),
+    ],
+)
+def test_flag_errors_are_one_config_error(argv: list[str], message: str) -> None:
+    """Each bad flag raises a ConfigError that names what is wrong, before anything runs."""
+    with pytest.raises(ConfigError, match=message):
+        main(["--debug", "train", *argv, "--no-progress"])
+
+
+def test_config_file_errors(tmp_path: Path) -> None:
+    """A --config file with unknown keys, bad YAML, bad sections or bad run settings."""
+    cases = {
+        r"unknown keys \['foo'\]": "foo: 1\n",
+        "not valid YAML": "config: [\n",
+        "config must be a mapping": "config: 3\n",
+        r"run has no settings \['colour'\]": "run:\n  colour: red\n",
+        "run.vectorization must be one of": "run:\n  vectorization: threads\n",
+        "run.wrappers must be a list": "run:\n  wrappers: TimeLimit\n",
+        "algo must be one of": "algo: sac\n",
+        "seed must be an int": "seed: one\n",
+    }
+    for index, (message, text) in enumerate(cases.items()):
+        path = tmp_path / f"bad{index}.yaml"
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            main(["--debug", "train", "--config", str(path), "--print-config"])
+    with pytest.raises(ConfigError, match="cannot read the config file"):
+        main(["--debug", "train", "--config", str(tmp_path / "absent.yaml"), "--print-config"])
+
+
+def test_env_kwargs_forms() -> None:
+    """JSON objects and KEY=VALUE items merge, later ones winning."""
+    assert parse_env_kwargs(['{"a": 1, "b": [2]}', "b=3", "c=text"]) == {
+        "a": 1,
+        "b": 3,
+        "c": "text",
+    }
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_run_folder_then_resume_into_the_same_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """config.yaml, metrics.csv and summary.json; --resume RUN_DIR appends and continues."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "CartPole-v1", "--total-timesteps", "64", "--run-dir", str(run_dir)]
+    assert main([*argv, *_SMALL]) == 0
+    capsys.readouterr()
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["config"]["total_timesteps"] == 64
+    rows = _rows(run_dir / "metrics.csv")
+    assert [row["step"] for row in rows[:4]] == ["16", "32", "48", "64"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["global_step"] == 64
+    assert summary["stopped_by_signal"] is False
+    resume = ["train", "--resume", str(run_dir), "--total-timesteps", "128", "--no-progress"]
+    assert main([*resume, "--eval-episodes", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"run directory   {run_dir}" in out
+    steps = [int(row["step"]) for row in _rows(run_dir / "metrics.csv") if row["step"]]
+    assert steps[:4] == [16, 32, 48, 64]
+    assert max(steps) == 128
+    assert sorted(set(steps)) == list(range(16, 129, 16))
+    assert json.loads((run_dir / "summary.json").read_text())["global_step"] == 128
+    updated = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert updated["config"]["total_timesteps"] == 128
+    assert updated["run"]["eval_episodes"] == 3
+    assert updated["source"].startswith("typedrl train: the resumed run's")
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.ckpt")
+    assert checkpoint.counters["env_steps"] == 128
+    # What a resume may not change is refused, naming the key and both values.
+    cases = [
+        (["--set", "learning_rate=0.5"], r"config.learning_rate was 0.001 in the run, now 0.5"),
+        (["--num-envs", "4"], "num_envs was 2 in the run, now 4"),
+        (["--seed", "1"], "seed was 0 in the run, now 1"),
+        (["Pendulum-v1"], "env_id was 'CartPole-v1' in the run, now 'Pendulum-v1'"),
+        (["--algo", "apg"], "algo was 'ppo' in the run, now 'apg'"),
+        (["--wrapper", "RecordEpisodeStatistics"], r"run.wrappers was \[\] in the run"),
+        (["--env-kwargs", "a=1"], r"run.env_kwargs was \{\} in the run"),
+        (["--run-dir", str(tmp_path / "other")], "continues in that folder"),
+    ]
+    for extra, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            main(["--debug", "train", "--resume", str(run_dir), *extra, "--no-progress"])
+
+
+def test_resume_needs_a_run_folder_or_checkpoint(tmp_path: Path) -> None:
+    """A folder without config.yaml or last.ckpt, or a path that is neither, is refused."""
+    with pytest.raises(ConfigError, match="not a run folder"):
+        main(["--debug", "train", "--resume", str(tmp_path)])
+    (tmp_path / "config.yaml").write_text("algo: ppo\n")
+    with pytest.raises(ConfigError, match=r"has no checkpoints/last\.ckpt"):
+        main(["--debug", "train", "--resume", str(tmp_path)])
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "last.ckpt").write_bytes(b"")
+    with pytest.raises(ConfigError, match="lacks the keys"):
+        main(["--debug", "train", "--resume", str(tmp_path)])
+    with pytest.raises(ConfigError, match="no such run folder or checkpoint file"):
+        main(["--debug", "train", "--resume", str(tmp_path / "absent")])
+
+
+def test_default_run_folder_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --run-dir the run goes to runs/<algo>-<env>-<YYYYmmdd-HHMMSS>."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TYPEDRL_RUN_STAMP", "20260101-120000")
+    assert main(["train", "CartPole-v1", "--total-timesteps", "32", *_SMALL]) == 0
+    run_dir = tmp_path / "runs" / "ppo-CartPole-v1-20260101-120000"
+    assert (run_dir / "config.yaml").is_file()
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+
+
+@pytest.mark.parametrize(
+    "env",
+    ["tests.cli.factories:cartpole", "tests.cli.factories:builtin_cartpole"],
+)
+def test_train_on_a_factory(tmp_path: Path, env: str) -> None:
+    """A single-env factory (with kwargs and wrappers) and a vector factory both train."""
+    run_dir = tmp_path / "run"
+    argv = ["train", env, "--total-timesteps", "32", "--run-dir", str(run_dir), *_SMALL]
+    if env.endswith(":cartpole"):
+        argv += [
+            "--env-kwargs",
+            "max_episode_steps=20",
+            "--wrapper",
+            "tests.cli.factories:HalveReward",
+        ]
+    assert main(argv) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_id"] == env
+    if env.endswith(":cartpole"):
+        # Halved rewards over episodes of at most 20 steps.
+        assert summary["final_eval_return_mean"] <= 10.0
+        saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+        assert saved["run"]["env_kwargs"] == {"max_episode_steps": 20}
+        assert saved["run"]["wrappers"] == ["tests.cli.factories:HalveReward"]
+
+
+@pytest.mark.parametrize(
+    ("env", "extra", "message"),
+    [
+        ("tests.cli.factories:not_an_env", [], r"must return a gymnasium.Env .*got 7"),
+        ("tests.cli.factories:wrong_rows", [], "returned a VecEnv of 3 rows, expected num_envs=2"),
+        ("tests.cli.factories:cartpole", ["--env-kwargs", "colour=1"], "could not be called"),
+        (
+            "tests.cli.factories:builtin_cartpole",
+            ["--wrapper", "RecordEpisodeStatistics"],
+            "builds vector envs itself",
+        ),
+    ],
+)
+def test_factory_errors(tmp_path: Path, env: str, extra: list[str], message: str) -> None:
+    """A factory returning the wrong thing, or given what it cannot take, is one ConfigError."""
+    argv = ["--debug", "train", env, "--run-dir", str(tmp_path / "run"), *_SMALL, *extra]
+    with pytest.raises(ConfigError, match=message):
+        main(argv)

@@ -1,0 +1,115 @@
+"""`typedrl train` stopped by signals and kills, as a scheduler or a user stops it."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from typedrl.checkpoint import load_checkpoint
+from typedrl.cli import main
+
+_ROOT = Path(__file__).resolve().parents[2]
+_SMALL = [
+    "--num-envs",
+    "2",
+    "--no-progress",
+    "--eval-episodes",
+    "2",
+    "--set",
+    "num_steps=8",
+    "--set",
+    "batch_size=16",
+    "--set",
+    "num_mini_epochs=1",
+]
+
+
+def _start(run_dir: Path, *extra: str) -> "subprocess.Popen[str]":
+    """`typedrl train CartPole-v1` with a budget it will not reach, in its own process group."""
+    argv = [sys.executable, "-m", "typedrl", "train", "CartPole-v1", "--run-dir", str(run_dir)]
+    return subprocess.Popen(
+        [*argv, "--total-timesteps", "100000000", *_SMALL, *extra],
+        cwd=_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _wait_until(process: "subprocess.Popen[str]", ready: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 240
+    while not ready():
+        if process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"train ended early ({process.returncode}):\n{out}\n{err}")
+        if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            pytest.fail("train did not get going within 240 s")
+        time.sleep(0.2)
+
+
+def _resume(run_dir: Path, steps: int) -> None:
+    """Resume the run folder in this process (sync envs, a resumable change) to ``steps``."""
+    argv = ["train", "--resume", str(run_dir), "--total-timesteps", str(steps)]
+    assert main([*argv, "--vectorization", "sync", "--no-progress"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["global_step"], summary["stopped_by_signal"]) == (steps, False)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_async_run_stopped_by_a_signal_to_its_process_group_saves_and_resumes(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """Ctrl-C or a scheduler's SIGTERM to every process: exit 0, last.ckpt, summary.json."""
+    run_dir = tmp_path / "run"
+    process = _start(run_dir, "--vectorization", "async")
+    _wait_until(process, lambda: len(_rows(run_dir / "metrics.csv")) >= 3)
+    os.killpg(process.pid, signum)
+    out, err = process.communicate(timeout=240)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+    assert f"stopped by a signal; resume with: typedrl train --resume {run_dir}" in out
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by_signal"] is True
+    assert summary["checkpoint_last"] == "checkpoints/last.ckpt"
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.ckpt")
+    assert checkpoint.counters["env_steps"] == summary["global_step"] > 0
+    _resume(run_dir, int(summary["global_step"]) + 32)
+
+
+def test_a_killed_run_keeps_its_metrics_and_a_loadable_last_checkpoint(tmp_path: Path) -> None:
+    """SIGKILL: every logged row is on disk and last.ckpt (rolled every 100 epochs) loads."""
+    run_dir = tmp_path / "run"
+    process = _start(run_dir)
+    last = run_dir / "checkpoints" / "last.ckpt"
+    _wait_until(process, last.is_file)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+    rows = _rows(run_dir / "metrics.csv")
+    checkpoint = load_checkpoint(last)
+    saved_steps = int(checkpoint.counters["env_steps"])
+    assert checkpoint.counters["iteration"] >= 100
+    assert len(rows) >= checkpoint.counters["iteration"]
+    assert [int(row["step"]) for row in rows[:3]] == [16, 32, 48]
+    assert not (run_dir / "summary.json").exists()
+    _resume(run_dir, saved_steps + 32)
+    steps = [int(row["step"]) for row in _rows(run_dir / "metrics.csv")]
+    assert steps[: len(rows)] == [int(row["step"]) for row in rows]  # appended, nothing lost
+    assert steps[-1] == saved_steps + 32
