@@ -48,6 +48,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 
+from typedrl import _validation
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.envs import make
 from typedrl.errors import ConfigError, MissingDependencyError
@@ -134,6 +135,7 @@ class DeterministicPolicy(nn.Module):
             it reads is not a ``Box``.
     """
 
+    @_validation.no_type_check
     def __init__(self, policy: RestoredPolicy, observation_space: gym.Space[Any]) -> None:
         super().__init__()
         normalizers: nn.ModuleDict | None
@@ -184,6 +186,8 @@ class DeterministicPolicy(nn.Module):
             self.register_buffer("action_high", torch.zeros(0))
         self.eval()
 
+    # Traced by torch.jit.trace and torch.export: no runtime checks inside.
+    @_validation.no_type_check
     def forward(self, obs: Float[Tensor, "batch obs_dim"]) -> Tensor:
         """The action for each row of ``obs``.
 
@@ -250,6 +254,7 @@ def _check_format(export_format: object) -> ExportFormat:
     raise ConfigError(f"export format must be one of {list(EXPORT_FORMATS)}, got {export_format!r}")
 
 
+@_validation.no_type_check
 def export_policy(
     model: DeterministicPolicy, path: StrPath, *, export_format: ExportFormat = "onnx"
 ) -> Path:
@@ -308,6 +313,7 @@ def export_policy(
     return target
 
 
+@_validation.no_type_check
 def export_checkpoint(
     checkpoint: StrPath,
     *,

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 import numpy as np
 import yaml
 
+from typedrl import _validation
 from typedrl.checkpoint import StrPath
 from typedrl.errors import ConfigError, MissingDependencyError
 
@@ -252,16 +253,18 @@ def _flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _labels(groups: Sequence[Sequence[RunData]]) -> list[str]:
     """Name each group by the config values that set it apart, else by its folder."""
     flats = [_flatten(group[0].experiment()) for group in groups]
-    names = sorted({name for flat in flats for name in flat})
+    # Only runs with a config are told apart by it; the others go by their folder name.
+    described = [flat for group, flat in zip(groups, flats, strict=True) if group[0].config]
+    names = sorted({name for flat in described for name in flat})
     differing = [
         name
         for name in names
-        if len({json.dumps(flat.get(name), sort_keys=True, default=str) for flat in flats}) > 1
+        if len({json.dumps(flat.get(name), sort_keys=True, default=str) for flat in described}) > 1
     ]
     labels = []
     for group, flat in zip(groups, flats, strict=True):
-        described = ", ".join(f"{name}={flat.get(name)}" for name in differing[:3])
-        label = described if group[0].config and differing else group[0].run_dir.name
+        values = ", ".join(f"{name}={flat.get(name)}" for name in differing[:3])
+        label = values if group[0].config and differing else group[0].run_dir.name
         if len(group) > 1:
             label += f" (mean ± std, {len(group)} seeds)"
         labels.append(label)
@@ -308,6 +311,7 @@ def _title(runs: Sequence[RunData], metric: str) -> str:
     return f"{' / '.join(algorithms)} on {' / '.join(envs)}: {metric}"
 
 
+@_validation.no_type_check
 def plot_runs(
     run_dirs: Sequence[StrPath],
     output: StrPath,
