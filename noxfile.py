@@ -66,6 +66,78 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check")
 
 
+ISAACLAB_RUNTIME = (
+    "newton[sim]==1.6.1",
+    "warp-lang==1.17.0",
+    "usd-core",
+    "newton-usd-schemas",
+    "prettytable",
+    "psutil",
+    "trimesh",
+    "einops",
+    "lazy_loader",
+    "Jinja2",
+    "scipy",
+    "h5py",
+    "hydra-core",
+    "toml",
+)
+"""Isaac Lab 3's kit-less runtime, installed by name: its wheel declares Python >= 3.12 and
+torch 2.11.0, but runs on Python 3.11 with the pinned CPU torch."""
+
+
+def _install_step(session: nox.Session, what: str, *args: str) -> None:
+    """Run one pip install; a failure ends the session with one line naming what is missing."""
+    try:
+        session.install(*args, silent=True)
+    except nox.command.CommandFailed as err:
+        session.error(f"isaaclab: could not install {what} ({err.reason}); see the pip log above")
+
+
+@nox.session(python="3.11", default=False)
+def isaaclab(session: nox.Session) -> None:
+    """Real Isaac Lab 3 cartpole tasks, kit-less on Newton, on the CPU (own env, about 2 GB).
+
+    Not part of the default run or of CI. Installs Isaac Lab's runtime by name, the
+    ``isaaclab==3.0.0`` wheel without its declared dependencies, and typedrl; then runs
+    mypy and ruff over tests_isaaclab/ and pytest on it: the conformance checker on both
+    cartpole tasks, the step-by-step comparison with the raw env, and PPO trained to the
+    task's solved level through the Python API and through ``typedrl train``.
+    """
+    for requirement in ISAACLAB_RUNTIME:
+        _install_step(session, requirement, *CONSTRAINTS, requirement)
+    _install_step(
+        session,
+        "isaaclab==3.0.0",
+        *CONSTRAINTS,
+        "--no-deps",
+        "--ignore-requires-python",
+        "isaaclab==3.0.0",
+    )
+    requirements = [
+        req
+        for group in ("test", "typecheck", "lint")
+        for req in nox.project.dependency_groups(PYPROJECT, group)
+    ]
+    _install_step(session, "typedrl and its test tools", *CONSTRAINTS, "-e", ".", *requirements)
+    try:
+        session.run("python", "-c", "import isaaclab_tasks, newton, warp", silent=True)
+    except nox.command.CommandFailed:
+        session.error("isaaclab: the installed Isaac Lab does not import (isaaclab_tasks)")
+    session.run("mypy", "tests_isaaclab")
+    session.run("ruff", "check", "tests_isaaclab")
+    # One torch thread: PPO's updates slow down tenfold when OpenMP threads compete
+    # for a loaded CPU; the simulation itself runs on one thread.
+    session.run(
+        "pytest",
+        "tests_isaaclab",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={"OMP_NUM_THREADS": "1"},
+    )
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the HTML docs with warnings as errors (into docs/_build/html)."""

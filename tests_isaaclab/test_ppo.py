@@ -1,0 +1,147 @@
+"""PPO on Isaac Lab's real ``Isaac-Cartpole`` (kit-less, Newton, CPU), trained to its solved level.
+
+The solved level: a deterministic mean return of at least :data:`SOLVED_RETURN` over
+:data:`EVAL_EPISODES` fresh episodes. The task pays ``1 * dt`` per step alive, minus small
+pole-angle and velocity penalties, over 300 steps of 1/60 s, so the most an episode can
+earn is just under 5.0; 4.5 means the pole is held up for the whole episode by nearly
+every start (Isaac Lab's RSL-RL runs settle at about 4.9). The settings follow Isaac
+Lab's RSL-RL cartpole config (16 steps per env, 4 minibatches, 5 epochs, learning rate
+1e-3, gamma 0.99, lambda 0.95, clipped value loss, entropy 0.005, [32, 32] ELU
+networks), on 256 envs instead of 4096 and with a constant learning rate.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from lightning.fabric import Fabric
+
+from tests_isaaclab._real import MANAGER_TASK, make_real, overrides_variable
+from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.envs._isaaclab import ISAACLAB_OVERRIDES_ENV_VAR
+from typedrl.evaluation import EpisodeEvaluator
+from typedrl.training import RunOptions
+
+SOLVED_RETURN: Final = 4.5
+EVAL_EPISODES: Final = 32
+NUM_ENVS: Final = 256
+TOTAL_TIMESTEPS: Final = 300_000
+"""The budget: 73 iterations of 256 envs x 16 steps."""
+
+PPO_SETTINGS: Final[dict[str, Any]] = {
+    "num_steps": 16,
+    "batch_size": NUM_ENVS * 16 // 4,
+    "num_mini_epochs": 5,
+    "learning_rate": 1e-3,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_range": 0.2,
+    "clip_value_loss": True,
+    "value_loss_coef": 1.0,
+    "entropy_coef": 0.005,
+    "max_grad_norm": 1.0,
+    "actor_hidden": (32, 32),
+    "critic_hidden": (32, 32),
+    "activation": "elu",
+}
+
+
+def _evaluate(agent: PPOAgent) -> float:
+    """The trained policy's deterministic mean return on a new env (one simulation at a time)."""
+    env = make_real(MANAGER_TASK, num_envs=16, seed=12_345)
+    try:
+        result = EpisodeEvaluator(env, num_episodes=EVAL_EPISODES, seed=7).evaluate(agent.policy)
+    finally:
+        env.close()
+    return result.score
+
+
+def test_ppo_python_api_solves_cartpole(tmp_path: Path) -> None:
+    """PPOAgent reaches the solved level within the budget."""
+    env = make_real(MANAGER_TASK, num_envs=NUM_ENVS, seed=0)
+    assert env.provides_final_obs
+    config = PPOConfig(total_timesteps=TOTAL_TIMESTEPS, seed=0, **PPO_SETTINGS)
+    try:
+        agent = PPOAgent(
+            env=env,
+            config=config,
+            fabric=Fabric(accelerator="cpu", devices=1),
+            options=RunOptions(run_dir=tmp_path / "run", env_id=MANAGER_TASK, progress=False),
+        )
+        result = agent.fit()
+    finally:
+        env.close()
+    assert result.env_steps >= TOTAL_TIMESTEPS
+    score = _evaluate(agent)
+    print(f"Isaac-Cartpole PPO: {result.env_steps} steps, {result.wall_seconds:.0f} s, {score:.3f}")
+    assert score >= SOLVED_RETURN
+
+
+def _set_flags() -> list[str]:
+    flags: list[str] = []
+    for key, value in PPO_SETTINGS.items():
+        text = f"[{', '.join(map(str, value))}]" if isinstance(value, tuple) else str(value)
+        flags += ["--set", f"{key}={text}"]
+    return flags
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="typedrl train builds its evaluation env next to the training env, and Isaac Lab "
+    "holds one simulation per process",
+)
+def test_typedrl_train_solves_cartpole(tmp_path: Path) -> None:
+    """``typedrl train Isaac-Cartpole`` reaches the solved level within the same budget."""
+    run_dir = tmp_path / "run"
+    command = [
+        sys.executable,
+        "-m",
+        "typedrl",
+        "train",
+        MANAGER_TASK,
+        "--num-envs",
+        str(NUM_ENVS),
+        "--total-timesteps",
+        str(TOTAL_TIMESTEPS),
+        "--eval-episodes",
+        str(EVAL_EPISODES),
+        "--run-dir",
+        str(run_dir),
+        "--no-progress",
+        *_set_flags(),
+    ]
+    env = {**os.environ, ISAACLAB_OVERRIDES_ENV_VAR: overrides_variable(MANAGER_TASK)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_steps"] >= TOTAL_TIMESTEPS
+    assert summary["best_score"] >= SOLVED_RETURN
+
+
+def test_typedrl_train_names_the_one_simulation_limit(tmp_path: Path) -> None:
+    """Today ``typedrl train`` stops with one line: a second Isaac Lab env cannot open."""
+    command = [
+        sys.executable,
+        "-m",
+        "typedrl",
+        "train",
+        MANAGER_TASK,
+        "--num-envs",
+        "8",
+        "--total-timesteps",
+        "128",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--no-progress",
+    ]
+    env = {**os.environ, ISAACLAB_OVERRIDES_ENV_VAR: overrides_variable(MANAGER_TASK)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("typedrl: ")]
+    assert len(errors) == 1, done.stderr[-2000:]
+    assert errors[0].startswith("typedrl: ConfigError: make_isaaclab('Isaac-Cartpole')")
+    assert "one simulation per process" in errors[0]
