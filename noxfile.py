@@ -152,3 +152,15 @@ def docs(session: nox.Session) -> None:
         "docs/_build/html",
         *session.posargs,
     )
+
+
+BENCHMARK_PEERS = ("stable-baselines3", "rsl-rl-lib", "matplotlib", "gymnasium[mujoco]")
+"""The reference implementations and tools the benchmarks compare against or plot with;
+installed in this session's env only, never in the package's dependencies or groups."""
+
+
+@nox.session(default=False)
+def benchmarks(session: nox.Session) -> None:
+    """Run every benchmark and write docs/benchmark_report.rst (``-- --quick``: < 10 min)."""
+    session.install(*CONSTRAINTS, "-e", ".[mujoco-torch]", *BENCHMARK_PEERS)
+    session.run("python", "benchmarks/report.py", *session.posargs)
