@@ -172,7 +172,7 @@ def test_float32_and_float64_agree() -> None:
 def test_properties_and_repr() -> None:
     """Control interval, solver iterations, spaces and the repr describe the env."""
     env = _env(num_envs=2, solver_iterations=8)
-    assert env.control_dt == pytest.approx(0.01)
+    assert env.control_dt == pytest.approx(0.02)
     assert env.solver_iterations == 8
     assert isinstance(env.task, CartPoleSwingUpTask)
     assert env.single_action_space.shape == (1,)

@@ -52,10 +52,11 @@ class _Hanging(MujocoTask):
         return next_state.qpos[:, 0] > math.inf
 
 
-def _write(tmp_path: Path, actuator: str) -> Path:
+def _write(tmp_path: Path, actuator: str, option: str = "") -> Path:
     path = tmp_path / "model.xml"
     path.write_text(
-        '<mujoco><worldbody><body><joint name="j" type="slide" axis="1 0 0"/>'
+        f"<mujoco>{option}"
+        '<worldbody><body><joint name="j" type="slide" axis="1 0 0"/>'
         '<geom type="sphere" size="0.1" mass="1"/></body></worldbody>'
         f"<actuator>{actuator}</actuator></mujoco>"
     )
@@ -97,7 +98,7 @@ def test_any_mjcf_model_steps(tmp_path: Path) -> None:
 
 
 def test_models_the_env_cannot_drive(tmp_path: Path) -> None:
-    """No actuators, an unlimited or asymmetric control range, or bad XML: ConfigError."""
+    """No actuators, an unlimited or asymmetric range, an unsupported feature, bad XML."""
     for actuator, message in [
         ("", "no actuators"),
         ('<motor joint="j"/>', "symmetric"),
@@ -106,6 +107,10 @@ def test_models_the_env_cannot_drive(tmp_path: Path) -> None:
         path = _write(tmp_path, actuator)
         with pytest.raises(ConfigError, match=message):
             MujocoVecEnv(task=_Hanging(path, 1), num_envs=1)
+    motor = '<motor joint="j" ctrlrange="-1 1"/>'
+    implicit = _write(tmp_path, motor, '<option integrator="implicit"/>')
+    with pytest.raises(ConfigError, match="does not implement"):
+        MujocoVecEnv(task=_Hanging(implicit, 1), num_envs=1)
     broken = tmp_path / "broken.xml"
     broken.write_text("<mujoco><worldbody>")
     with pytest.raises(ConfigError, match="cannot load the MJCF file"):

@@ -18,7 +18,7 @@ from typedrl.envs.mujoco._task import MujocoState, MujocoTask, MujocoTaskSpec
 __all__ = ["CARTPOLE_XML", "CartPoleSwingUpTask"]
 
 CARTPOLE_XML: Path = Path(str(resources.files("typedrl.envs.mujoco") / "assets" / "cartpole.xml"))
-"""The shipped cart-pole MJCF: a 1 kg cart on a rail, a 0.1 kg, 1 m pole, one motor (gear 10)."""
+"""The shipped cart-pole MJCF: a 1 kg cart on a rail, a 0.1 kg, 1 m pole, a motor of gear 10."""
 
 _INITIAL_NOISE = 0.05
 
@@ -28,8 +28,11 @@ _INITIAL_NOISE = 0.05
 class CartPoleSwingUpTask(MujocoTask):
     """Swing the pole up from hanging down and balance it, on the cart centre.
 
-    The model is :data:`CARTPOLE_XML` (timestep 0.01 s, one physics step per
-    env step, no constraints, so the solver is skipped). Joint ``slider`` moves
+    The model is :data:`CARTPOLE_XML` (timestep 0.02 s, one physics step per
+    env step, no constraints, so the solver is skipped): the cart and pole of
+    Gymnasium's ``CartPole-v1`` (a 1 kg cart, a uniform 0.1 kg, 1 m pole, force
+    ``10 * a`` N), so the task matches the built-in
+    :class:`~typedrl.envs.CartPoleSwingUp`, integrated by MuJoCo instead. Joint ``slider`` moves
     the cart along ``x``, joint ``hinge`` turns the pole; ``theta = 0`` is
     upright, ``theta = pi`` hanging.
 
@@ -43,13 +46,13 @@ class CartPoleSwingUpTask(MujocoTask):
     - termination when the cart leaves the rail, ``|x'| > x_limit``;
     - observation ``(x, x_dot, cos theta, sin theta, theta_dot)``; cosine and
       sine are not flagged for normalisation;
-    - time limit: 500 steps (5 s).
+    - time limit: 500 steps (10 s).
 
     Args:
-        x_limit: Half-length of the rail, in metres.
+        x_limit: Half-length of the rail, in metres (2.4, as in Gymnasium).
     """
 
-    def __init__(self, *, x_limit: float = 1.8) -> None:
+    def __init__(self, *, x_limit: float = 2.4) -> None:
         self._x_limit = positive_float(type(self).__name__, "x_limit", x_limit)
         self._spec = MujocoTaskSpec(
             model_path=CARTPOLE_XML,

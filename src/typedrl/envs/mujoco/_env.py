@@ -138,9 +138,13 @@ class MujocoVecEnv(BaseTorchVecEnv):
         self._control_dt = float(model.opt.timestep) * spec.frame_skip
         self._nq, self._nv, self._na = model.nq, model.nv, model.na
         float_dtype = _DTYPES[dtype]
-        physics: mujoco_torch.Model = mujoco_torch.device_put(model, dtype=float_dtype).to(
-            self.device
-        )
+        try:
+            physics = mujoco_torch.device_put(model, dtype=float_dtype).to(self.device)
+        except NotImplementedError as err:
+            raise ConfigError(
+                f"{owner}: the model {str(spec.model_path)!r} uses a feature that mujoco-torch "
+                f"does not implement: {err}"
+            ) from err
         self._qpos0 = torch.as_tensor(model.qpos0, dtype=float_dtype, device=self.device)
 
         def cast(x: Tensor) -> Tensor:
