@@ -53,7 +53,7 @@ XAxis: TypeAlias = Literal["env_steps", "wall_time"]
 
 _WALL_TIME_COLUMN: Final = "time/iteration_seconds"
 _X_LABELS: Final[Mapping[XAxis, str]] = {"env_steps": "env steps", "wall_time": "wall time (s)"}
-_IGNORED_KEYS: Final = frozenset({"seed", "command", "run_dir", "run"})
+_IGNORED_KEYS: Final = frozenset({"seed", "command"})
 """Keys of ``config.yaml`` that do not make two runs different experiments."""
 
 
@@ -84,9 +84,8 @@ class RunData:
     def experiment(self) -> Mapping[str, Any]:
         """The config without what differs between seeds of one experiment.
 
-        That is ``seed``, ``config.seed``, ``command``, and every key naming a
-        run folder (``run_dir``) or the run's own options block (``run``:
-        folders, cadences and devices, which do not change what is learnt).
+        That is ``seed``, ``config.seed``, ``command``, and every key, at any
+        depth, whose name contains ``run_dir`` (where a run was written).
         """
         kept = {key: value for key, value in self.config.items() if key not in _IGNORED_KEYS}
         inner = kept.get("config")
@@ -306,9 +305,13 @@ def _default_metric(runs: Sequence[RunData]) -> str:
 
 
 def _title(runs: Sequence[RunData], metric: str) -> str:
-    envs = sorted({run.env_id or "?" for run in runs})
-    algorithms = sorted({(run.algorithm or "?").upper() for run in runs})
-    return f"{' / '.join(algorithms)} on {' / '.join(envs)}: {metric}"
+    """``"<algorithms> on <envs>: <metric>"``, leaving out what no run records."""
+    algorithms = sorted({run.algorithm.upper() for run in runs if run.algorithm})
+    envs = sorted({run.env_id for run in runs if run.env_id})
+    parts = [" / ".join(algorithms)] if algorithms else []
+    if envs:
+        parts.append(f"on {' / '.join(envs)}")
+    return f"{' '.join(parts)}: {metric}" if parts else metric
 
 
 @_validation.no_type_check

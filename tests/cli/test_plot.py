@@ -16,6 +16,7 @@ from typedrl.plotting import (
     Curve,
     _labels,
     _on_common_grid,
+    _title,
     plot_runs,
     read_run,
     seed_groups,
@@ -53,7 +54,7 @@ def _config(seed: int, **config: Any) -> dict[str, Any]:
         "num_envs": 8,
         "config": {"learning_rate": 1e-3, "seed": seed, **config},
         "seed": seed,
-        "run": {"eval_every": 100, "run_dir": f"runs/seed{seed}"},
+        "run": {"eval_every": 100, "devices": 1, "run_dir": f"runs/seed{seed}"},
         "command": ["typedrl", "train", "--seed", str(seed)],
     }
 
@@ -146,6 +147,12 @@ def test_runs_differing_only_by_seed_are_grouped(tmp_path: Path) -> None:
     assert labels[0] == "config.learning_rate=0.001 (mean ± std, 2 seeds)"
     assert labels[1] == "config.learning_rate=0.0003"
     assert labels[2] == "bare"
+    assert _title([*seeds, bare], "time/sps") == "PPO on CartPole-v1: time/sps"
+    assert _title([bare], "time/sps") == "time/sps"
+    devices = _config(2)
+    devices["run"]["devices"] = 2
+    two_ranks = read_run(_run(tmp_path, "ddp", _curve_rows(1.0), config=devices))
+    assert len(seed_groups([seeds[0], two_ranks])) == 2
 
 
 def test_seeds_are_averaged_on_a_common_grid() -> None:
