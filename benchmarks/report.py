@@ -729,7 +729,7 @@ def environment(python: str) -> Environment:
 
 # ----------------------------------------------------------------- rendering
 
-_RST_SPECIAL = "\\*`|_[]<>:"
+_RST_SPECIAL = "\\*`|_[]"
 
 
 def escape(text: str) -> str:
@@ -809,8 +809,11 @@ def render_page(report: Report, *, output: Path) -> str:
         "what they mean, and for how to regenerate this page.",
         "",
         f"- **Machine**: {escape(env.cpu)}, {env.cores} cores, {escape(env.system)}",
-        f"- **Python** {env.python}; "
-        + ", ".join(f"{escape(name)} {escape(version)}" for name, version in env.versions.items()),
+        f"- **Python** {env.python}"
+        + "".join(
+            f"{'; ' if index == 0 else ', '}{escape(name)} {escape(version)}"
+            for index, (name, version) in enumerate(env.versions.items())
+        ),
         "",
         "Results",
         "-------",
@@ -895,6 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 images=images,
                 scratch=Path(scratch),
                 timeout=timeout,
+                directory=BENCHMARKS_DIR,
             )
             detail = f": {outcome.error}" if outcome.error else ""
             print(f"[report] {benchmark.name}: {outcome.status} ({outcome.seconds:.0f} s){detail}")
