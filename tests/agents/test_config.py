@@ -52,9 +52,11 @@ INVALID: list[tuple[str, Any]] = [
             "normalize_advantages",
             "normalize_observations",
             "normalize_rewards",
+            "orthogonal_init",
         )
         for value in (1, 0, "yes", None)
     ),
+    *(("compile_update", value) for value in (1, 0, "yes", "Auto", None)),
     ("actor_hidden", 64),
     ("actor_hidden", "64"),
     ("actor_hidden", (64, 0)),
@@ -116,6 +118,29 @@ def test_valid_edge_values_are_accepted() -> None:
     assert config.critic_hidden == ()
 
 
+def test_model_options_default_to_the_previous_behaviour() -> None:
+    """Orthogonal init, tanh, [64, 64] networks and compile_update="auto" by default."""
+    config = PPOConfig()
+    assert config.orthogonal_init is True
+    assert config.activation == "tanh"
+    assert (config.actor_hidden, config.critic_hidden) == ((64, 64), (64, 64))
+    assert config.compile_update == "auto"
+    for setting in (True, False, "auto"):
+        assert PPOConfig(compile_update=setting).compile_update == setting
+    for activation in ("tanh", "relu", "elu", "silu"):
+        assert PPOConfig(activation=activation).activation == activation
+    assert PPOConfig(orthogonal_init=False).orthogonal_init is False
+
+
+def test_config_without_the_new_fields_loads_with_their_defaults() -> None:
+    """A config dict saved before orthogonal_init existed rebuilds with the default."""
+    data = PPOConfig(compile_update=False).to_dict()
+    del data["orthogonal_init"]
+    config = PPOConfig.from_dict(data)
+    assert config.orthogonal_init is True
+    assert config.compile_update is False
+
+
 def test_config_is_frozen() -> None:
     """Fields cannot be reassigned after validation."""
     config = PPOConfig()
@@ -130,9 +155,14 @@ def test_to_dict_from_dict_round_trip() -> None:
         actor_hidden=(32, 16),
         target_kl=0.02,
         learning_rate_schedule="adaptive",
+        orthogonal_init=False,
+        activation="relu",
+        compile_update=True,
         extra={"note": "run", "tags": [1, 2.5, None, True]},
     )
     data = config.to_dict()
+    assert data["orthogonal_init"] is False
+    assert data["compile_update"] is True
     assert data["actor_hidden"] == [32, 16]
     assert data["extra"] == {"note": "run", "tags": [1, 2.5, None, True]}
     assert PPOConfig.from_dict(data) == config

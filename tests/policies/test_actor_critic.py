@@ -58,6 +58,40 @@ def test_fixed_std_is_a_buffer() -> None:
     assert model.log_std.tolist() == [-1.0]
 
 
+def test_model_options_shape_both_networks() -> None:
+    """Separate widths, the activation and orthogonal_init=False reach actor and critic."""
+    torch.manual_seed(0)
+    model = MLPActorCritic(
+        gym.spaces.Box(-1, 1, (3,)),
+        gym.spaces.Box(-1, 1, (2,)),
+        actor_hidden=(8, 8),
+        critic_hidden=(16,),
+        activation="elu",
+        orthogonal_init=False,
+        log_std_init=-2.0,
+    )
+    assert [layer.out_features for layer in model.actor if isinstance(layer, torch.nn.Linear)] == [
+        8,
+        8,
+        2,
+    ]
+    assert [layer.out_features for layer in model.critic if isinstance(layer, torch.nn.Linear)] == [
+        16,
+        1,
+    ]
+    assert all(isinstance(layer, torch.nn.ELU) for layer in (model.actor[1], model.critic[1]))
+    # Default init: non-zero biases everywhere, no 0.01 gain on the actor's output.
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        assert all(float(layer.bias.abs().sum()) > 0.0 for layer in linears)
+        assert float(torch.linalg.matrix_norm(linears[2].weight, ord=2)) > 0.1
+    assert model.log_std.tolist() == [-2.0, -2.0]
+    orthogonal = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)))
+    first = orthogonal.critic[0]
+    assert isinstance(first, torch.nn.Linear)
+    assert float(first.bias.detach().abs().sum()) == 0.0
+
+
 def test_gradients_reach_both_networks() -> None:
     """The PPO loss terms backpropagate into actor, critic and log-std."""
     model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)))

@@ -24,9 +24,38 @@ def test_layers_and_initialisation() -> None:
     assert mlp(torch.zeros(5, 8)).shape == (5, 4)
 
 
+def test_default_initialisation_without_orthogonal_init() -> None:
+    """orthogonal_init=False keeps PyTorch's default Linear initialisation, biases included."""
+    torch.manual_seed(3)
+    mlp = build_mlp(8, [16], 4, output_gain=0.01, orthogonal_init=False)
+    torch.manual_seed(3)
+    expected = [torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)]
+    layers = [layer for layer in mlp if isinstance(layer, torch.nn.Linear)]
+    for layer, reference in zip(layers, expected, strict=True):
+        torch.testing.assert_close(layer.weight, reference.weight, rtol=0.0, atol=0.0)
+        torch.testing.assert_close(layer.bias, reference.bias, rtol=0.0, atol=0.0)
+    # Default init: uniform in +-1/sqrt(fan_in), biases not zero, no 0.01 output gain.
+    with torch.no_grad():
+        assert float(layers[0].bias.abs().sum()) > 0.0
+        assert float(layers[1].weight.abs().max()) <= 1.0 / math.sqrt(16)
+        assert float(torch.linalg.matrix_norm(layers[1].weight, ord=2)) > 0.1
+
+
+def test_orthogonal_init_draws_the_same_weights_as_before() -> None:
+    """The default draws the same numbers as an explicit orthogonal_init=True."""
+    torch.manual_seed(4)
+    first = build_mlp(3, [5], 2)
+    torch.manual_seed(4)
+    second = build_mlp(3, [5], 2, orthogonal_init=True)
+    for a, b in zip(first.parameters(), second.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
+        ({"orthogonal_init": 1}, "orthogonal_init must be a bool"),
+        ({"layer_norm": "yes"}, "layer_norm must be a bool"),
         ({"activation": "gelu"}, "activation must be one of"),
         ({"hidden": [0]}, "positive ints"),
         ({"hidden": [True]}, "positive ints"),

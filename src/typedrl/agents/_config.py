@@ -104,18 +104,29 @@ class PPOConfig:
     """Hidden activation of both MLPs."""
     log_std_init: float = 0.0
     """Initial log standard deviation of Gaussian policies."""
-    compile_update: bool = False
+    orthogonal_init: bool = True
+    """Orthogonal initialisation of both MLPs (gain ``sqrt(2)`` for hidden layers, 0.01
+    for the actor's output layer, 1 for the critic's; zero biases), as most PPO
+    implementations do. ``False`` keeps PyTorch's default initialisation of every
+    layer, as Stable-Baselines3's ``ortho_init=False`` (rl-zoo3's MuJoCo settings)."""
+    compile_update: bool | Literal["auto"] = "auto"
     """Run each minibatch update as one function compiled with :func:`torch.compile`:
     the loss, its gradients (:func:`torch.func.grad`), the gradient clipping and Adam's
     update on the optimizer's own state (so checkpoints stay interchangeable with eager
     runs). On a CPU, minibatch steps of small networks run about 2.7x faster ([64, 64]
     tanh, batches of 64) and PPO with large batches about 1.5x faster overall ([32, 32]
     ELU, batches of 16,384). A minibatch with a non-finite gradient norm is skipped
-    inside the compiled function. Single process only, with Fabric's 32-true or 64-true
-    precision; the first update compiles (seconds); needs a C++ compiler on CPUs.
-    Results match the eager update to floating-point rounding, not bit for bit.
-    Runtime shape checking (jaxtyping's import hook) cannot be traced by the compiler:
-    leave it off for compiled runs."""
+    inside the compiled function. Results match the eager update to floating-point
+    rounding, not bit for bit.
+
+    ``"auto"`` (the default) compiles where it pays and runs eagerly elsewhere, without
+    a warning: a single process in Fabric's 32-true or 64-true precision, a C++ compiler
+    where inductor looks for one, runtime shape checking (jaxtyping's import hook) off,
+    and at least :data:`~typedrl.agents.AUTO_COMPILE_MIN_UPDATES` minibatch updates
+    planned over ``total_timesteps`` (the first update compiles, for seconds).
+    ``True`` compiles always and raises :class:`~typedrl.errors.ConfigError` with DDP or
+    another precision; ``False`` never compiles. The seconds spent compiling appear in
+    the fit result's metrics as ``time/compile_seconds``."""
     seed: int = 0
     """Seed of the run, in ``[0, 2**32 - 1]``: every random stream of every rank (env,
     evaluation env, initialisation, minibatch sampler) gets its own seed from it through
@@ -173,13 +184,14 @@ class PPOConfig:
             "learning_rate_schedule": ("constant", "linear", "adaptive"),
             "nonfinite_gradients": ("skip", "raise"),
             "activation": ("tanh", "relu", "elu", "silu"),
+            "compile_update": (True, False, "auto"),
         }
         for name in (
             "clip_value_loss",
             "normalize_advantages",
             "normalize_observations",
             "normalize_rewards",
-            "compile_update",
+            "orthogonal_init",
         ):
             choices[name] = (True, False)
         for name, valid in choices.items():

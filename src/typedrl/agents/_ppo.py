@@ -14,7 +14,13 @@ from typedrl import _validation
 from typedrl.advantages import compute_gae
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OBS_KEY, OnPolicyCollector, OnPolicyRollout
-from typedrl.agents._compiled_update import CompiledUpdate
+from typedrl.agents._compiled_update import (
+    CompileDecision,
+    CompiledUpdate,
+    decide_compile,
+    find_cpp_compiler,
+    runtime_checks_active,
+)
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._loss import LOSS_STATISTICS, EpochData, masked_mean, ppo_loss
 from typedrl.buffers import minibatch_indices
@@ -45,21 +51,25 @@ _METRICS = [
 ]
 
 
+def _plain_precision(fabric: Fabric) -> bool:
+    """Whether Fabric runs 32-true or 64-true precision (no plugin the compiled update bypasses)."""
+    return type(fabric.strategy.precision) in (Precision, DoublePrecision)
+
+
 def _require_single_process_compile(config: PPOConfig, fabric: Fabric, world_size: int) -> None:
-    """Refuse ``compile_update`` with DDP or a precision plugin it would bypass."""
-    if not config.compile_update:
+    """Refuse ``compile_update=True`` with DDP or a precision plugin it would bypass."""
+    if config.compile_update is not True:
         return
     if world_size > 1:
         raise ConfigError(
             "PPOConfig.compile_update is single-process only (DDP must see the model's "
             f"forward to synchronise gradients); got {world_size} ranks"
         )
-    precision = fabric.strategy.precision
-    if type(precision) not in (Precision, DoublePrecision):
+    if not _plain_precision(fabric):
         raise ConfigError(
             "PPOConfig.compile_update computes gradients and the Adam update itself and "
             "supports Fabric's 32-true and 64-true precision only; got "
-            f"{type(precision).__name__}"
+            f"{type(fabric.strategy.precision).__name__}"
         )
 
 
@@ -141,6 +151,15 @@ class PPOAgent(AbstractTrainer):
             batch_size=config.batch_size,
             dist=self.dist,
         )
+        self.compile_decision: CompileDecision = decide_compile(
+            config.compile_update,
+            world_size=self.dist.world_size,
+            plain_precision=_plain_precision(self.fabric),
+            planned_updates=self.planned_updates,
+            compiler=find_cpp_compiler() if config.compile_update == "auto" else None,
+            runtime_checks=runtime_checks_active(),
+        )
+        """Whether this run compiles its minibatch updates (``compile_update``), and why."""
         self.learning_rate = config.learning_rate
         self.metrics = MetricAggregator(
             [*_METRICS, "train/approximate_bootstrap"], device=self.device
@@ -155,6 +174,18 @@ class PPOAgent(AbstractTrainer):
     def policy(self) -> Policy:
         """The actor-critic, unwrapped from Fabric (its observation normalisers inside it)."""
         return self.model_unwrapped
+
+    @property
+    def planned_updates(self) -> int:
+        """Minibatch updates over the whole budget: epochs times minibatches per epoch.
+
+        An epoch takes ``num_steps`` steps of every env row of every rank; the
+        run's last epoch may overshoot ``total_timesteps``. (``target_kl`` may
+        stop epochs early; the plan does not count on it.)
+        """
+        epoch_steps = self.config.num_steps * self.global_num_envs
+        epochs = -(-self.config.total_timesteps // epoch_steps)
+        return epochs * self.num_minibatches
 
     @property
     def budget(self) -> Budget:
@@ -181,6 +212,7 @@ class PPOAgent(AbstractTrainer):
             log_std_init=config.log_std_init,
             normalize_observations=config.normalize_observations,
             observation_clip=config.observation_clip,
+            orthogonal_init=config.orthogonal_init,
         )
 
     def _build(self) -> None:
@@ -223,9 +255,9 @@ class PPOAgent(AbstractTrainer):
         )
         self._mixed = isinstance(precision, MixedPrecision)
         # compile_update runs each minibatch update as one compiled function (loss,
-        # gradients, clipping, Adam); checked to be single-process in __init__.
+        # gradients, clipping, Adam); decided (and checked to be single-process) in __init__.
         self._compiled_update = (
-            CompiledUpdate(model, optimizer, config) if config.compile_update else None
+            CompiledUpdate(model, optimizer, config) if self.compile_decision.enabled else None
         )
 
     def _prepare(self) -> None:
@@ -270,6 +302,9 @@ class PPOAgent(AbstractTrainer):
         elapsed = time.perf_counter() - started
         metrics["time/sps"] = steps / elapsed
         metrics["time/collect_fraction"] = collect_seconds / elapsed
+        if self._compiled_update is not None:
+            # Cumulative over this fit: the first update of each minibatch shape compiles.
+            metrics["time/compile_seconds"] = self._compiled_update.compile_seconds
         if "episode/return" in metrics:
             metrics["episode/return_mean"] = metrics.pop("episode/return")
         if "episode/length" in metrics:

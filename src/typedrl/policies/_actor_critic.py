@@ -78,6 +78,10 @@ class MLPActorCritic(nn.Module):
             and export see exactly what training saw. The statistics change only
             through :meth:`update_normalizers`, never in a forward pass.
         observation_clip: Clamp normalised observations to ``[-clip, clip]``.
+        orthogonal_init: Orthogonal weights and zero biases (gain ``sqrt(2)``
+            for hidden layers, 0.01 for the actor's output, 1 for the
+            critic's); ``False`` keeps PyTorch's default initialisation of
+            every layer (Stable-Baselines3's ``ortho_init=False``).
 
     Example:
         >>> import gymnasium as gym, torch
@@ -103,6 +107,7 @@ class MLPActorCritic(nn.Module):
         learn_std: bool = True,
         normalize_observations: bool = False,
         observation_clip: float | None = 10.0,
+        orthogonal_init: bool = True,
     ) -> None:
         super().__init__()
         where = "MLPActorCritic"
@@ -145,9 +150,16 @@ class MLPActorCritic(nn.Module):
                 }
             )
         self.actor = build_mlp(
-            actor_in, actor_hidden, num_outputs, activation=activation, output_gain=0.01
+            actor_in,
+            actor_hidden,
+            num_outputs,
+            activation=activation,
+            output_gain=0.01,
+            orthogonal_init=orthogonal_init,
         )
-        self.critic = build_mlp(critic_in, critic_hidden, 1, activation=activation)
+        self.critic = build_mlp(
+            critic_in, critic_hidden, 1, activation=activation, orthogonal_init=orthogonal_init
+        )
         log_std = torch.full((num_outputs,), float(log_std_init))
         self.log_std: Tensor
         if self.discrete:

@@ -31,12 +31,16 @@ def build_mlp(
     activation: Activation = "tanh",
     output_gain: float = 1.0,
     layer_norm: bool = False,
+    orthogonal_init: bool = True,
 ) -> nn.Sequential:
     """Build ``Linear -> activation`` blocks followed by a linear output layer.
 
     Hidden layers use orthogonal weights with gain ``sqrt(2)`` and zero biases;
     the output layer uses orthogonal weights with ``output_gain`` (0.01 for a
     policy head keeps the initial policy close to uniform; 1.0 for a value head).
+    With ``orthogonal_init=False`` every linear layer keeps PyTorch's default
+    initialisation instead (uniform weights and biases scaled by the fan-in; what
+    Stable-Baselines3 calls ``ortho_init=False``) and ``output_gain`` is unused.
     With ``layer_norm`` each hidden block is ``Linear -> LayerNorm -> activation``
     (the order of SHAC's reference networks), the LayerNorm starting as the
     identity (unit weight, zero bias); the output layer is never normalised.
@@ -52,8 +56,9 @@ def build_mlp(
         raise ConfigError(
             f"activation must be one of {sorted(_ACTIVATIONS)}, got {describe(activation)}"
         )
-    if not isinstance(layer_norm, bool):
-        raise ConfigError(f"layer_norm must be a bool, got {describe(layer_norm)}")
+    for name, flag in (("layer_norm", layer_norm), ("orthogonal_init", orthogonal_init)):
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{name} must be a bool, got {describe(flag)}")
     sizes = [in_features, *hidden]
     if any(isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in [*sizes, out_features]):
         raise ConfigError(
@@ -62,15 +67,17 @@ def build_mlp(
         )
     layers: list[nn.Module] = []
     for fan_in, fan_out in itertools.pairwise(sizes):
-        layers.append(_init(nn.Linear(fan_in, fan_out), math.sqrt(2.0)))
+        layers.append(_init(nn.Linear(fan_in, fan_out), math.sqrt(2.0), orthogonal_init))
         if layer_norm:
             layers.append(nn.LayerNorm(fan_out))
         layers.append(_ACTIVATIONS[activation]())
-    layers.append(_init(nn.Linear(sizes[-1], out_features), output_gain))
+    layers.append(_init(nn.Linear(sizes[-1], out_features), output_gain, orthogonal_init))
     return nn.Sequential(*layers)
 
 
-def _init(layer: nn.Linear, gain: float) -> nn.Linear:
+def _init(layer: nn.Linear, gain: float, orthogonal: bool) -> nn.Linear:
+    if not orthogonal:
+        return layer
     nn.init.orthogonal_(layer.weight, gain=gain)
     nn.init.zeros_(layer.bias)
     return layer

@@ -1,0 +1,267 @@
+"""Tests for typedrl.agents._compiled_update: when compile_update="auto" compiles."""
+
+import subprocess
+import sys
+import types
+from typing import Any
+
+import pytest
+import torch
+import torch._inductor.config
+from lightning.fabric import Fabric
+
+from typedrl.agents import AUTO_COMPILE_MIN_UPDATES, PPOAgent, PPOConfig
+from typedrl.agents import _compiled_update as compiled_update_module
+from typedrl.agents import _ppo as ppo_module
+from typedrl.agents._compiled_update import (
+    CompiledUpdate,
+    decide_compile,
+    find_cpp_compiler,
+    runtime_checks_active,
+)
+from typedrl.agents._loss import EpochData
+from typedrl.envs import make
+from typedrl.errors import ConfigError
+from typedrl.training import RunOptions
+
+SMALL: dict[str, Any] = {"actor_hidden": (8,), "critic_hidden": (8,)}
+GOOD: dict[str, Any] = {
+    "world_size": 1,
+    "plain_precision": True,
+    "planned_updates": AUTO_COMPILE_MIN_UPDATES,
+    "compiler": "/usr/bin/g++",
+    "runtime_checks": False,
+}
+
+
+def test_auto_compiles_when_every_condition_holds() -> None:
+    """A single process, plain precision, a compiler and a large plan compile."""
+    decision = decide_compile("auto", **GOOD)
+    assert decision.enabled
+    assert decision.reason.startswith(f"compiled: {AUTO_COMPILE_MIN_UPDATES} planned")
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"world_size": 2}, "2 ranks (compiled updates are single-process)"),
+        ({"plain_precision": False}, "a precision other than 32-true or 64-true"),
+        ({"compiler": None}, "no C++ compiler found"),
+        ({"runtime_checks": True}, "runtime shape checking is on"),
+        (
+            {"planned_updates": AUTO_COMPILE_MIN_UPDATES - 1},
+            f"{AUTO_COMPILE_MIN_UPDATES - 1} planned minibatch updates do not amortise",
+        ),
+    ],
+)
+def test_auto_runs_eagerly_when_a_condition_fails(change: dict[str, Any], reason: str) -> None:
+    """Each failing condition alone makes "auto" eager, and the reason says which."""
+    decision = decide_compile("auto", **{**GOOD, **change})
+    assert not decision.enabled
+    assert decision.reason.startswith("eager: ")
+    assert reason in decision.reason
+
+
+def test_auto_lists_every_failing_condition() -> None:
+    """Several failing conditions are all named."""
+    decision = decide_compile(
+        "auto", **{**GOOD, "world_size": 4, "compiler": None, "planned_updates": 10}
+    )
+    assert not decision.enabled
+    assert decision.reason.count(";") == 2
+
+
+@pytest.mark.parametrize("setting", [True, False])
+def test_explicit_settings_are_taken_as_they_are(setting: bool) -> None:
+    """True and False ignore the conditions (True is checked, and raises, elsewhere)."""
+    bad = {**GOOD, "world_size": 2, "compiler": None, "planned_updates": 1}
+    assert decide_compile(setting, **bad).enabled is setting
+    assert decide_compile(setting, **GOOD).enabled is setting
+
+
+def test_min_updates_sets_the_break_even() -> None:
+    """The threshold is inclusive and can be given."""
+    assert decide_compile("auto", **{**GOOD, "planned_updates": 100}, min_updates=100).enabled
+    assert not decide_compile("auto", **{**GOOD, "planned_updates": 99}, min_updates=100).enabled
+
+
+def test_find_cpp_compiler_follows_inductors_search() -> None:
+    """The first existing name wins; None entries are skipped; inductor's list by default."""
+    assert find_cpp_compiler((None, "no-such-compiler-x")) is None
+    assert find_cpp_compiler((None, "no-such-compiler-x", sys.executable)) == sys.executable
+    assert find_cpp_compiler(sys.executable) == sys.executable
+    assert find_cpp_compiler() == find_cpp_compiler(torch._inductor.config.cpp.cxx)
+
+
+def test_runtime_checks_are_seen_in_the_test_suite() -> None:
+    """The suite's jaxtyping hook is detected (the compiler cannot trace its wrappers)."""
+    assert runtime_checks_active()
+
+
+def _agent(
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    total_timesteps: int,
+    compiler: str | None = "/usr/bin/g++",
+    fabric: Fabric | None = None,
+    compile_update: bool | str = "auto",
+) -> PPOAgent:
+    """An agent whose decision sees no runtime checks and the given compiler."""
+    monkeypatch.setattr(ppo_module, "runtime_checks_active", lambda: False)
+    monkeypatch.setattr(ppo_module, "find_cpp_compiler", lambda: compiler)
+    config = PPOConfig(
+        total_timesteps=total_timesteps,
+        num_steps=16,
+        batch_size=32,
+        num_mini_epochs=2,
+        compile_update=compile_update,  # type: ignore[arg-type]
+        **SMALL,
+    )
+    return PPOAgent(
+        env=make("CartPole-v1", num_envs=4, seed=0),
+        config=config,
+        fabric=fabric,
+        options=RunOptions(progress=False, loggers=[]),
+    )
+
+
+def test_planned_updates_count_every_epoch_of_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ceil(total / (num_steps * envs)) epochs times the minibatches of one epoch."""
+    agent = _agent(monkeypatch, total_timesteps=100)
+    # 4 envs x 16 steps = 64 per epoch -> 2 epochs; 64 * 2 passes / 32 = 4 minibatches each.
+    assert agent.planned_updates == 8
+
+
+def test_auto_agent_decides_from_its_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small plan runs eagerly; a large one compiles; no compiler means eager."""
+    small = _agent(monkeypatch, total_timesteps=640)
+    assert not small.compile_decision.enabled
+    assert "do not amortise" in small.compile_decision.reason
+    # 16 * AUTO_COMPILE_MIN_UPDATES env steps: 4 updates per 64 steps -> exactly the threshold.
+    large_budget = 16 * AUTO_COMPILE_MIN_UPDATES
+    large = _agent(monkeypatch, total_timesteps=large_budget)
+    assert large.planned_updates == AUTO_COMPILE_MIN_UPDATES
+    assert large.compile_decision.enabled
+    _uncompiled(large, monkeypatch)  # built with a CompiledUpdate
+    small.setup()
+    assert small._compiled_update is None
+    no_compiler = _agent(monkeypatch, total_timesteps=large_budget, compiler=None)
+    assert not no_compiler.compile_decision.enabled
+    assert "no C++ compiler found" in no_compiler.compile_decision.reason
+
+
+def test_auto_falls_back_silently_where_true_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With mixed precision "auto" runs eagerly while True keeps raising."""
+    large_budget = 16 * AUTO_COMPILE_MIN_UPDATES
+    mixed = Fabric(accelerator="cpu", devices=1, precision="bf16-mixed")
+    agent = _agent(monkeypatch, total_timesteps=large_budget, fabric=mixed)
+    assert not agent.compile_decision.enabled
+    assert "precision other than 32-true or 64-true" in agent.compile_decision.reason
+    with pytest.raises(ConfigError, match="32-true and 64-true precision only"):
+        _agent(monkeypatch, total_timesteps=64, fabric=mixed, compile_update=True)
+
+
+def test_auto_falls_back_under_ddp() -> None:
+    """Several ranks make "auto" eager; True raises (checked before any update)."""
+    decision = decide_compile("auto", **{**GOOD, "world_size": 2})
+    assert not decision.enabled
+    plain = Fabric(accelerator="cpu", devices=1)
+    config = PPOConfig(compile_update=True)
+    with pytest.raises(ConfigError, match="compile_update is single-process only"):
+        ppo_module._require_single_process_compile(config, plain, 2)
+    # "auto" and False pass the explicit check whatever the world size.
+    for setting in ("auto", False):
+        ppo_module._require_single_process_compile(PPOConfig(compile_update=setting), plain, 2)
+
+
+_FRESH_PROCESS_CHECK = """
+from typedrl.agents import AUTO_COMPILE_MIN_UPDATES, PPOAgent, PPOConfig
+from typedrl.agents._compiled_update import runtime_checks_active
+from typedrl.envs import make
+from typedrl.training import RunOptions
+
+config = PPOConfig(
+    total_timesteps=64 * AUTO_COMPILE_MIN_UPDATES,
+    num_steps=16,
+    batch_size=64,
+    num_mini_epochs=1,
+    actor_hidden=(8,),
+    critic_hidden=(8,),
+)
+agent = PPOAgent(
+    env=make("CartPole-v1", num_envs=4, seed=0),
+    config=config,
+    options=RunOptions(progress=False, loggers=[]),
+)
+print(runtime_checks_active(), agent.planned_updates, agent.compile_decision.enabled)
+"""
+
+
+def test_auto_compiles_a_large_plan_without_runtime_checks() -> None:
+    """In a plain interpreter (no shape-check hook), "auto" compiles a large plan."""
+    completed = subprocess.run(
+        [sys.executable, "-c", _FRESH_PROCESS_CHECK],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    runtime_checks, planned, enabled = completed.stdout.split()
+    assert runtime_checks == "False"
+    assert int(planned) == AUTO_COMPILE_MIN_UPDATES
+    assert enabled == str(find_cpp_compiler() is not None)
+
+
+def _uncompiled(agent: PPOAgent, monkeypatch: pytest.MonkeyPatch) -> CompiledUpdate:
+    """The agent's compiled update, built with torch.compile as the identity.
+
+    The same update body then runs eagerly: the suite's runtime checks wrap it,
+    which the compiler could not trace, and inductor's import warns.
+    """
+    monkeypatch.setattr(torch, "compile", lambda function: function)
+    agent.setup()
+    update = agent._compiled_update
+    assert isinstance(update, CompiledUpdate)
+    return update
+
+
+def test_compile_seconds_count_the_first_update_of_each_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only an update with a minibatch shape not seen before counts as compiling."""
+    agent = _agent(monkeypatch, total_timesteps=64, compile_update=True)
+    update = _uncompiled(agent, monkeypatch)
+    assert update.compile_seconds == 0.0
+    agent._prepare()
+    rollout = agent.collector.collect(agent.model_unwrapped, num_steps=agent.config.num_steps)
+    advantages, returns = agent._advantages(rollout)
+    flat = rollout.data.reshape(-1)
+    epoch = EpochData(
+        obs=flat["obs"],
+        action=flat["action"],
+        log_prob=flat["log_prob"],
+        value=flat["value"],
+        valid=None,
+        advantage=advantages.reshape(-1),
+        returns=returns.reshape(-1),
+    )
+    clock = iter([0.0, 2.0, 10.0, 10.5])
+    fake_time = types.SimpleNamespace(perf_counter=lambda: next(clock))
+    monkeypatch.setattr(compiled_update_module, "time", fake_time)
+    update(epoch.select(torch.arange(32)))
+    assert update.compile_seconds == 2.0
+    update(epoch.select(torch.arange(32, 64)))  # the same shape: not timed
+    assert update.compile_seconds == 2.0
+    update(epoch.select(torch.arange(16)))  # a new shape: timed
+    assert update.compile_seconds == 2.5
+
+
+def test_fit_reports_compile_seconds_only_when_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """time/compile_seconds is in a compiled run's metrics and absent from an eager one's."""
+    compiled = _agent(monkeypatch, total_timesteps=128, compile_update=True)
+    _uncompiled(compiled, monkeypatch)
+    seconds = compiled.fit().metrics["time/compile_seconds"]
+    assert seconds > 0.0
+    assert seconds == compiled._compiled_update.compile_seconds  # type: ignore[union-attr]
+    eager = _agent(monkeypatch, total_timesteps=128, compile_update=False)
+    assert "time/compile_seconds" not in eager.fit().metrics
