@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from typedrl.envs.mujoco import CARTPOLE_XML, CartPoleSwingUpTask, MujocoState
+from typedrl.envs import CartPoleSwingUp
+from typedrl.envs.mujoco import CARTPOLE_XML, CartPoleSwingUpTask, MujocoState, MujocoVecEnv
 from typedrl.errors import ConfigError
 
 
@@ -47,3 +48,21 @@ def test_terminates_off_the_rail_and_validates_the_limit() -> None:
     assert task.spec.model_path == CARTPOLE_XML
     with pytest.raises(ConfigError, match="x_limit"):
         CartPoleSwingUpTask(x_limit=0.0)
+
+
+def test_follows_the_builtin_torch_cartpole() -> None:
+    """From the same state and forces, MuJoCo's cart-pole stays within 0.02 of the built-in's."""
+    builtin = CartPoleSwingUp(num_envs=2, dtype="float64")
+    mujoco = MujocoVecEnv(task=CartPoleSwingUpTask(), num_envs=2, dtype="float64")
+    builtin.reset(seed=0)
+    mujoco.reset(seed=0)
+    saved = builtin.state_dict()
+    x, theta, x_dot, theta_dot = mujoco.state_dict()["state"][:, :4].unbind(-1)
+    saved["state"] = torch.stack((x, x_dot, theta, theta_dot), dim=-1)
+    builtin.load_state_dict(saved)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        action = torch.rand(2, 1, generator=generator, dtype=torch.float64) * 2 - 1
+        expected, result = builtin.step(action), mujoco.step(action)
+        torch.testing.assert_close(result.obs["obs"], expected.obs["obs"], rtol=0, atol=2e-2)
+        torch.testing.assert_close(result.reward, expected.reward, rtol=0, atol=1e-3)
