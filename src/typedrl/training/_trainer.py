@@ -667,8 +667,9 @@ class AbstractTrainer(ABC):
             return None
         return CheckpointError(
             f"{path}: saved with another config ({'; '.join(changed)}). Resume with the "
-            "saved config (the checkpoint's config field), or pass strict_config=False to "
-            "change hyper-parameters on purpose"
+            "saved config (the checkpoint's config field; on the command line, "
+            "`typedrl train --resume RUN_DIR` takes the run's own), or, from Python, pass "
+            "strict_config=False to change hyper-parameters on purpose"
         )
 
 

@@ -1,0 +1,86 @@
+"""Tests for typedrl.envs._factory and _workers: envs and wrappers by name, signal-safe workers."""
+
+import signal
+import subprocess
+import time
+
+import gymnasium as gym
+import pytest
+import torch
+from gymnasium.vector import AsyncVectorEnv
+
+from typedrl.envs import GymnasiumVecEnv, make
+from typedrl.envs._factory import resolve_env_factory, resolve_wrapper
+from typedrl.errors import ConfigError
+
+
+def test_wrappers_by_name() -> None:
+    """A Gymnasium wrapper's name or module:Class; anything else is one ConfigError."""
+    by_name: object = resolve_wrapper("TimeLimit")
+    by_path: object = resolve_wrapper("gymnasium.wrappers:ClipReward")
+    assert by_name is gym.wrappers.TimeLimit
+    assert by_path is gym.wrappers.ClipReward
+    with pytest.raises(ConfigError, match=r"gymnasium\.wrappers has no 'Nope'"):
+        resolve_wrapper("Nope")
+    with pytest.raises(ConfigError, match="is not callable"):
+        resolve_wrapper("tests.cli.factories:NOT_CALLABLE")
+    with pytest.raises(ConfigError, match="cannot import module 'no_such_module_here'"):
+        resolve_wrapper("no_such_module_here:Wrapper")
+
+
+def test_gymnasiums_module_and_env_id_form_is_left_to_gymnasium() -> None:
+    """module:EnvId where the import registers EnvId is not a factory."""
+    assert resolve_env_factory("gymnasium.envs:CartPole-v1") is None
+    env = make("gymnasium.envs:CartPole-v1", num_envs=2, seed=0)
+    assert env.reset()[0]["obs"].shape == (2, 4)
+    env.close()
+
+
+def test_make_builds_every_kind_of_factory() -> None:
+    """Single-env factories (sync, async, wrapped), typedrl and Gymnasium vector factories."""
+    single = make(
+        "tests.cli.factories:cartpole",
+        num_envs=3,
+        seed=0,
+        env_kwargs={"max_episode_steps": 5},
+        wrappers=["tests.cli.factories:HalveReward"],
+    )
+    single.reset()
+    for _ in range(4):
+        single.step(torch.zeros(3, dtype=torch.int64))
+    _, reward, _, truncated, _ = single.step(torch.zeros(3, dtype=torch.int64))
+    assert torch.all(reward == 0.5)
+    assert torch.all(truncated)  # the env kwargs reached the factory
+    single.close()
+    builtin = make("tests.cli.factories:builtin_cartpole", num_envs=4, seed=1)
+    assert type(builtin).__name__ == "CartPole"
+    assert builtin.num_envs == 4
+    builtin.close()
+    adapted = make("tests.cli.factories:gymnasium_vector", num_envs=2)
+    assert isinstance(adapted, GymnasiumVecEnv)
+    adapted.close()
+
+
+def _async(env: object) -> AsyncVectorEnv:
+    assert isinstance(env, GymnasiumVecEnv)
+    raw = env.env
+    assert isinstance(raw, AsyncVectorEnv)
+    return raw
+
+
+def test_async_workers_ignore_group_signals_but_not_their_parent() -> None:
+    """SIGINT and a foreign SIGTERM leave the workers running; the main process can end them."""
+    env = make("CartPole-v1", num_envs=2, seed=0, vectorization="async")
+    env.reset()
+    raw = _async(env)
+    for pid in [process.pid for process in raw.processes]:
+        subprocess.run(["kill", "-INT", str(pid)], check=True)
+        subprocess.run(["kill", "-TERM", str(pid)], check=True)
+    time.sleep(0.5)
+    # The workers are still there: the step goes through.
+    _, reward, _, _, _ = env.step(torch.zeros(2, dtype=torch.int64))
+    assert reward.shape == (2,)
+    # A forced close terminates them (SIGTERM from their parent) instead of hanging.
+    raw.close(terminate=True)
+    assert all(not process.is_alive() for process in raw.processes)
+    assert [process.exitcode for process in raw.processes] == [128 + signal.SIGTERM] * 2
