@@ -3,8 +3,9 @@
 Each run trains one (side, env, seed) for the same env budget (300k steps by
 default) on one CPU thread, then scores the final policy with deterministic
 actions over 10 episodes of a separately seeded evaluation env, and appends
-one JSON line (return mean and std, training wall time, env steps per second)
-to ``--out``. ``--report`` prints the table of a results file, averaged over
+one JSON line (return mean and std, training wall and CPU time, env steps
+per second of each) to ``--out``; on a shared machine the CPU-time rate is the
+one to compare. ``--report`` prints the table of a results file, averaged over
 seeds per (side, env).
 
 - typedrl: the shipped tuned file ``src/typedrl/configs/ppo/<env>.yaml``
@@ -94,9 +95,9 @@ def _run_sb3(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[str,
         policy_kwargs=policy_kwargs,
         **kwargs,
     )
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=timesteps)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     eval_env = VecNormalize(
         make_vec_env(env_id, n_envs=1, seed=seed + EVAL_SEED_OFFSET),
         training=False,
@@ -109,6 +110,7 @@ def _run_sb3(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[str,
     return {
         "env_steps": int(model.num_timesteps),
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "returns": [float(r) for r in returns],
     }
 
@@ -125,7 +127,9 @@ def _run_typedrl(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[
     config = PPOConfig.from_dict({**tuned["config"], "total_timesteps": timesteps, "seed": seed})
     env = make(env_id, num_envs=tuned["num_envs"], seed=seed, clip_actions=True)
     agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False, loggers=[]))
+    cpu_start = time.process_time()
     result = agent.fit()
+    cpu_seconds = time.process_time() - cpu_start
     env.close()
     eval_env = make(env_id, num_envs=1, seed=seed + EVAL_SEED_OFFSET, clip_actions=True)
     evaluation = EpisodeEvaluator(
@@ -135,6 +139,7 @@ def _run_typedrl(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[
     return {
         "env_steps": result.env_steps,
         "seconds": result.wall_seconds,
+        "cpu_seconds": cpu_seconds,
         "compile_seconds": result.metrics.get("time/compile_seconds", 0.0),
         "return_mean_evaluator": evaluation.score,
         "return_std_evaluator": evaluation.metrics["return_std"],
@@ -163,15 +168,20 @@ def _report(path: Path) -> None:
         if line.strip():
             record = json.loads(line)
             rows[(record["env"], record["side"])].append(record)
-    print(f"{'env':<16}{'side':<9}{'seeds':<8}{'return':>18}{'env-steps/s':>13}{'steps':>9}")
+    print(
+        f"{'env':<16}{'side':<9}{'seeds':<8}{'return':>18}"
+        f"{'env-steps/s':>13}{'per CPU s':>11}{'steps':>9}"
+    )
     for (env_id, side), records in sorted(rows.items()):
         means = [r["return_mean"] for r in records]
         spread = statistics.stdev(means) if len(means) > 1 else 0.0
         rate = statistics.mean(r["env_steps_per_s"] for r in records)
+        cpu_rates = [r["env_steps_per_cpu_s"] for r in records if "env_steps_per_cpu_s" in r]
+        cpu_rate = f"{statistics.mean(cpu_rates):,.0f}" if cpu_rates else "-"
         seeds = ",".join(str(r["seed"]) for r in records)
         print(
             f"{env_id:<16}{side:<9}{seeds:<8}"
-            f"{statistics.mean(means):>10,.0f} ± {spread:>5,.0f}{rate:>13,.0f}"
+            f"{statistics.mean(means):>10,.0f} ± {spread:>5,.0f}{rate:>13,.0f}{cpu_rate:>11}"
             f"{records[0]['env_steps']:>9,}"
         )
 
@@ -206,6 +216,7 @@ def main() -> None:
             "return_mean": outcome.pop("return_mean_evaluator"),
             "return_std": outcome.pop("return_std_evaluator"),
             "env_steps_per_s": outcome["env_steps"] / outcome["seconds"],
+            "env_steps_per_cpu_s": outcome["env_steps"] / outcome["cpu_seconds"],
             **outcome,
             "eval_episodes": args.eval_episodes,
             "versions": _versions(args.side),
