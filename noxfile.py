@@ -7,6 +7,7 @@ several gigabytes). Virtual environments are reused between runs; pass
 """
 
 import os
+import re
 from pathlib import Path
 
 import nox
@@ -86,6 +87,10 @@ ISAACLAB_RUNTIME = (
 torch 2.11.0, but runs on Python 3.11 with the pinned CPU torch."""
 
 
+ISAACLAB_TOOLS = frozenset({"pytest", "hypothesis", "mypy", "ruff"})
+"""What the isaaclab session installs from the dependency groups."""
+
+
 def _install_step(session: nox.Session, what: str, *args: str) -> None:
     """Run one pip install; a failure ends the session with one line naming what is missing."""
     try:
@@ -114,16 +119,22 @@ def isaaclab(session: nox.Session) -> None:
         "--ignore-requires-python",
         "isaaclab==3.0.0",
     )
-    requirements = [
+    # Only the tools this session runs: other test extras pin packages (mujoco) that
+    # Newton's MuJoCo-Warp solver needs at other versions.
+    tools = [
         req
         for group in ("test", "typecheck", "lint")
         for req in nox.project.dependency_groups(PYPROJECT, group)
+        if re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0] in ISAACLAB_TOOLS
     ]
-    _install_step(session, "typedrl and its test tools", *CONSTRAINTS, "-e", ".", *requirements)
+    _install_step(session, "typedrl and its test tools", *CONSTRAINTS, "-e", ".", *tools)
     try:
-        session.run("python", "-c", "import isaaclab_tasks, newton, warp", silent=True)
+        session.run("python", "-c", "import isaaclab_tasks, mujoco_warp, newton, warp", silent=True)
     except nox.command.CommandFailed:
-        session.error("isaaclab: the installed Isaac Lab does not import (isaaclab_tasks)")
+        session.error(
+            "isaaclab: Isaac Lab or its Newton physics does not import (isaaclab_tasks, "
+            "mujoco_warp); remove .nox/isaaclab and run the session again"
+        )
     session.run("mypy", "tests_isaaclab")
     session.run("ruff", "check", "tests_isaaclab")
     # One torch thread: PPO's updates slow down tenfold when OpenMP threads compete
