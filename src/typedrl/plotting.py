@@ -53,6 +53,7 @@ XAxis: TypeAlias = Literal["env_steps", "wall_time"]
 
 _WALL_TIME_COLUMN: Final = "time/iteration_seconds"
 _X_LABELS: Final[Mapping[XAxis, str]] = {"env_steps": "env steps", "wall_time": "wall time (s)"}
+_MARKED_POINTS: Final = 20
 _IGNORED_KEYS: Final = frozenset({"seed", "command"})
 """Keys of ``config.yaml`` that do not make two runs different experiments."""
 
@@ -249,12 +250,21 @@ def _flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def _short(value: object, limit: int = 32) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _labels(groups: Sequence[Sequence[RunData]]) -> list[str]:
     """Name each group by the config values that set it apart, else by its folder."""
     flats = [_flatten(group[0].experiment()) for group in groups]
     # Only runs with a config are told apart by it; the others go by their folder name.
     described = [flat for group, flat in zip(groups, flats, strict=True) if group[0].config]
-    names = sorted({name for flat in described for name in flat})
+    # Top-level keys (algo, env_id, num_envs) name a run better than nested ones.
+    names = sorted(
+        {name for flat in described for name in flat if name != "source"},
+        key=lambda name: (name.count("."), name),
+    )
     differing = [
         name
         for name in names
@@ -262,7 +272,7 @@ def _labels(groups: Sequence[Sequence[RunData]]) -> list[str]:
     ]
     labels = []
     for group, flat in zip(groups, flats, strict=True):
-        values = ", ".join(f"{name}={flat.get(name)}" for name in differing[:3])
+        values = ", ".join(f"{name}={_short(flat.get(name))}" for name in differing[:3])
         label = values if group[0].config and differing else group[0].run_dir.name
         if len(group) > 1:
             label += f" (mean ± std, {len(group)} seeds)"
@@ -280,6 +290,11 @@ def _on_common_grid(curves: Sequence[Curve]) -> Curve | None:
     grid = np.linspace(start, end, points) if end > start else np.array([start])
     stacked = np.stack([np.interp(grid, curve.x, curve.y) for curve in curves])
     return Curve(x=grid, y=stacked)
+
+
+def _marker(xs: np.ndarray[Any, np.dtype[np.float64]]) -> str | None:
+    """Dots on sparse curves (a few evaluations), plain lines on dense ones."""
+    return "o" if len(xs) <= _MARKED_POINTS else None
 
 
 def _pyplot() -> Any:
@@ -388,10 +403,14 @@ def plot_runs(
                 # One seed, or seeds whose x ranges do not overlap: a curve for each.
                 for run, curve in members:
                     suffix = f" ({run.run_dir.name})" if len(members) > 1 else ""
-                    axes.plot(curve.x, curve.y, label=label + suffix)
+                    axes.plot(curve.x, curve.y, marker=_marker(curve.x), label=label + suffix)
                 continue
             mean, std = combined.y.mean(axis=0), combined.y.std(axis=0)
-            (line,) = axes.plot(combined.x, mean, label=label)
+            if len(combined.x) == 1:
+                # One common point (one evaluation per run): a mean with a ± std bar.
+                axes.errorbar(combined.x, mean, yerr=std, marker="o", capsize=4, label=label)
+                continue
+            (line,) = axes.plot(combined.x, mean, marker=_marker(combined.x), label=label)
             axes.fill_between(
                 combined.x, mean - std, mean + std, color=line.get_color(), alpha=0.25
             )

@@ -143,6 +143,15 @@ def test_runs_differing_only_by_seed_are_grouped(tmp_path: Path) -> None:
     assert "seed" not in seeds[0].experiment()["config"]
     assert "run_dir" not in str(seeds[0].experiment())
     assert (seeds[0].algorithm, seeds[0].env_id) == ("ppo", "CartPole-v1")
+    other_env = _config(0)
+    other_env["env_id"] = "Acrobot-v1"
+    other_env["source"] = "a tuned file for Acrobot-v1, which the label leaves out"
+    other_env["num_envs"] = [16] * 20
+    acrobot = read_run(_run(tmp_path, "acrobot", _curve_rows(1.0), config=other_env))
+    assert _labels([[seeds[0]], [acrobot], [other]])[:2] == [
+        "env_id=CartPole-v1, num_envs=8, config.learning_rate=0.001",
+        "env_id=Acrobot-v1, num_envs=[16, 16, 16, 16, 16, 16, 16, ..., config.learning_rate=0.001",
+    ]
     labels = _labels(groups)
     assert labels[0] == "config.learning_rate=0.001 (mean ± std, 2 seeds)"
     assert labels[1] == "config.learning_rate=0.0003"
@@ -179,6 +188,14 @@ def test_plot_runs_writes_the_figure(tmp_path: Path) -> None:
     assert written == tmp_path / "out" / "curves.png"
     assert _is_png(written)
     assert _is_png(plot_runs(runs, tmp_path / "wall.png", x="wall_time"))
+    # One evaluation per seed, at the same step: a mean with an error bar.
+    ends = [
+        _run(
+            tmp_path, f"end{seed}", [{"step": 100, EVAL_RETURN_METRIC: seed}], config=_config(seed)
+        )
+        for seed in (0, 1)
+    ]
+    assert _is_png(plot_runs(ends, tmp_path / "end.png"))
 
 
 def test_default_metric_falls_back_to_the_training_return(tmp_path: Path) -> None:
