@@ -576,16 +576,26 @@ def select(
 
 
 def parse_json_lines(text: str) -> list[Json]:
-    """Every line of ``text`` that is a JSON object or list (other lines are ignored)."""
+    """Every JSON object or list in ``text`` that starts a line (it may span several lines).
+
+    Other lines (progress output) are ignored.
+    """
+    decoder = json.JSONDecoder()
     values: list[Json] = []
-    for line in text.splitlines():
-        stripped = line.strip()
+    lines = text.splitlines(keepends=True)
+    index = 0
+    while index < len(lines):
+        stripped = lines[index].lstrip()
+        index += 1
         if not stripped.startswith(("{", "[")):
             continue
+        rest = stripped + "".join(lines[index:])
         try:
-            values.append(json.loads(stripped))
+            value, end = decoder.raw_decode(rest)
         except json.JSONDecodeError:
             continue
+        values.append(value)
+        index += rest[:end].count("\n")
     return values
 
 

@@ -343,6 +343,8 @@ def test_parse_json_lines_keeps_objects_and_lists() -> None:
     """Progress lines are skipped; objects and lists are kept in order."""
     text = 'header\n{"a": 1}\n[1, 2]\n{broken\n  {"b": 2}  \n'
     assert report.parse_json_lines(text) == [{"a": 1}, [1, 2], {"b": 2}]
+    indented = 'x\n{\n  "a": {\n    "b": 1\n  }\n}\n{"c": 2}\n'
+    assert report.parse_json_lines(indented) == [{"a": {"b": 1}}, {"c": 2}]
 
 
 def test_last_error_line() -> None:
