@@ -641,7 +641,7 @@ def test_critic_learning_rate_metric_is_the_rate_the_update_used() -> None:
     critic = [record["train/critic_learning_rate"] for record in logger.records]
     # Both decay linearly over the 4 planned updates: 1, 3/4, 1/2, 1/4 of the initial rate.
     fractions = [1.0, 0.75, 0.5, 0.25]
-    assert actor == pytest.approx([1e-2 * f for f in fractions])
+    assert actor == pytest.approx([2e-3 * f for f in fractions])
     assert critic == pytest.approx([1e-3 * f for f in fractions])
 
 

@@ -12,11 +12,11 @@ from typedrl.policies import Activation
 __all__ = ["SHACConfig"]
 
 
-def _paper_actor() -> APGConfig:
-    # Xu et al. (2022), CartPoleSwingUp: actor lr 1e-2, Adam betas (0.7, 0.95), linear
-    # decay, gradient norm 1.0, gamma 0.99.
+def _default_actor() -> APGConfig:
+    # Xu et al. (2022), CartPoleSwingUp: Adam betas (0.7, 0.95), linear decay, gradient
+    # norm 1.0, gamma 0.99; the learning rate is 2e-3, not the paper's 1e-2 (see SHACConfig).
     return APGConfig(
-        learning_rate=1e-2,
+        learning_rate=2e-3,
         betas=(0.7, 0.95),
         learning_rate_schedule="linear",
         max_grad_norm=1.0,
@@ -31,20 +31,24 @@ class SHACConfig:
     """Hyper-parameters of :class:`~typedrl.apg.SHAC`.
 
     The defaults are the paper's CartPoleSwingUp settings (Xu et al., "Accelerated
-    Policy Learning with Parallel Differentiable Simulation", ICLR 2022): actor
-    learning rate 1e-2 and critic 1e-3, Adam betas (0.7, 0.95), linear decay,
-    gradient norm 1.0, gamma 0.99, TD(lambda) with lambda 0.95, target
-    critic alpha 0.2, 16 critic iterations of 4 minibatches, [64, 64] ELU
-    critic with LayerNorm. The window length is the trainer's
+    Policy Learning with Parallel Differentiable Simulation", ICLR 2022) but for
+    one: critic learning rate 1e-3, Adam betas (0.7, 0.95) for both networks,
+    linear decay, gradient norm 1.0, gamma 0.99, TD(lambda) with lambda 0.95,
+    target critic alpha 0.2, 16 critic iterations of 4 minibatches, [64, 64] ELU
+    critic with LayerNorm; the actor's learning rate is 2e-3 instead of the
+    paper's 1e-2, which swings the built-in Pendulum up from one side only and
+    leaves one seed in three of the built-in CartPoleSwingUp short of
+    balancing, while 2e-3 over 1000 windows solves both on every seed measured
+    (docs/guides/shac.rst). The window length is the trainer's
     ``segment_length`` (the paper: 32).
 
     Example:
         >>> config = SHACConfig()
         >>> config.actor.learning_rate, config.critic_learning_rate, config.target_alpha
-        (0.01, 0.001, 0.2)
+        (0.002, 0.001, 0.2)
     """
 
-    actor: APGConfig = field(default_factory=_paper_actor)
+    actor: APGConfig = field(default_factory=_default_actor)
     """The policy's optimisation (optimizer, schedule, discount, clipping, non-finite rule)."""
     critic_learning_rate: float = 1e-3
     """The critic's Adam learning rate (the initial one of its schedule)."""
@@ -144,6 +148,6 @@ class SHACConfig:
             if name in values:
                 values[name] = tuple(values[name])
         if isinstance(values.get("actor"), dict):
-            # Fields the dict leaves out keep the paper's actor settings, not APG's defaults.
-            values["actor"] = APGConfig.from_dict({**_paper_actor().to_dict(), **values["actor"]})
+            # Fields the dict leaves out keep SHAC's actor defaults, not APG's.
+            values["actor"] = APGConfig.from_dict({**_default_actor().to_dict(), **values["actor"]})
         return cls(**values)
