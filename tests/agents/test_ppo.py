@@ -733,6 +733,34 @@ def test_load_refuses_a_checkpoint_of_another_config(tmp_path: Path) -> None:
     assert resumed.fit().env_steps == 16
 
 
+def test_checkpoint_from_before_the_model_options_resumes(tmp_path: Path) -> None:
+    """A checkpoint without orthogonal_init and with compile_update=False loads as before.
+
+    Such configs rebuild with the defaults (orthogonal initialisation; the
+    weights come from the checkpoint anyway), and compile_update, now "auto" by
+    default, is a change a resume may make.
+    """
+    config = PPOConfig(total_timesteps=8, num_steps=4, batch_size=4, **SMALL)
+    PPOAgent(
+        env=RandomWalkEnv(num_envs=2),
+        config=PPOConfig.from_dict({**config.to_dict(), "compile_update": False}),
+        options=RunOptions(run_dir=tmp_path, progress=False),
+    ).fit()
+    saved = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
+    del saved.config["orthogonal_init"]
+    save_checkpoint(tmp_path / "older.ckpt", saved)
+    rebuilt = PPOConfig.from_dict(load_checkpoint(tmp_path / "older.ckpt").config)
+    assert (rebuilt.orthogonal_init, rebuilt.compile_update) == (True, False)
+    assert config.compile_update == "auto"
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2), config=config, options=RunOptions(progress=False)
+    )
+    agent.load(tmp_path / "older.ckpt")
+    assert agent.iteration == 1
+    for name, value in saved.modules["policy"].items():
+        torch.testing.assert_close(agent.model_unwrapped.state_dict()[name], value)
+
+
 RESUME_CONFIG: dict[str, Any] = {
     "num_steps": 8,
     "batch_size": 6,
