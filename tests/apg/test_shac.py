@@ -3,6 +3,7 @@
 import copy
 import dataclasses
 import itertools
+import json
 import math
 import os
 import signal
@@ -847,3 +848,15 @@ def test_ddp_ranks_with_uneven_windows_train_the_critic_alike(tmp_path: Path) ->
     run_two_ranks(_ddp_uneven_worker, str(tmp_path))
     first, second = _results(tmp_path)
     assert first["message"] == second["message"] == ""
+
+
+def test_the_run_summary_names_shac(tmp_path: Path) -> None:
+    """summary.json says "shac" for a SHAC run (the checkpoint kind stays "apg")."""
+    trainer = cartpole_trainer(
+        options=RunOptions(run_dir=tmp_path, progress=False, loggers=[]), total_updates=1
+    )
+    assert trainer.algorithm_name == "shac"
+    trainer.train()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["algorithm"] == "shac"
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.ckpt").kind == "apg"

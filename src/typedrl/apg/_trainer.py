@@ -184,6 +184,11 @@ class DifferentiableTrainer(AbstractTrainer):
         return self._policy
 
     @property
+    def algorithm_name(self) -> str:
+        """``"shac"`` when the config's algorithm is SHAC, else ``"apg"`` (``summary.json``)."""
+        return "shac" if isinstance(self.config.algorithm, SHACConfig) else "apg"
+
+    @property
     def budget(self) -> Budget:
         """``total_timesteps`` env steps or ``total_updates`` updates."""
         config = self.config

@@ -50,7 +50,7 @@ class CartPoleSwingUp(BaseTorchVecEnv):
     - time limit: 500 steps;
     - ``info["is_success"]`` (``[num_envs]`` bools, every step): true for the rows
       whose episode ends by the time limit with the pole upright (within
-      :data:`UPRIGHT_DEGREES` = 12 degrees of vertical) at every step of its
+      ``UPRIGHT_DEGREES`` = 12 degrees of vertical) at every step of its
       last half; :class:`~typedrl.evaluation.EpisodeEvaluator` reports their
       share as ``success_rate``.
 
