@@ -40,8 +40,8 @@ class MujocoVecEnv(BaseTorchVecEnv):
     ranges, which must be symmetric) clipped to their bounds, termination by
     the task and truncation at ``max_episode_steps``, same-step autoreset with
     exact ``final_obs`` (the rows that ended restart graph-free; the others
-    keep their graph untouched), :meth:`detach_state`, per-row seeding and
-    :meth:`state_dict` for exact resumes.
+    keep their graph untouched), :meth:`~typedrl.envs.BaseTorchVecEnv.detach_state`, per-row seeding and
+    :meth:`~typedrl.envs.BaseTorchVecEnv.state_dict` for exact resumes.
 
     The state of a row is its ``qpos``, ``qvel``, actuator activations and the
     solver's warm start (so a restored env continues bit for bit). Applied
@@ -55,7 +55,7 @@ class MujocoVecEnv(BaseTorchVecEnv):
         solver_iterations: Constraint-solver iterations per physics step;
             ``None`` takes the task's.
         clip_actions: Clip actions to the actuators' control ranges.
-        seed: Seed of the first unseeded :meth:`reset`.
+        seed: Seed of the first unseeded :meth:`~typedrl.envs.BaseTorchVecEnv.reset`.
         dtype: ``"float32"`` or ``"float64"`` (the physics runs in this dtype).
         device: Device of every tensor (the physics runs there).
 
