@@ -49,12 +49,32 @@ def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert last.is_file()
     assert (run_dir / "checkpoints" / "best.ckpt").is_file()
     assert (run_dir / "metrics.csv").is_file()
+    # The learning curve is drawn into the run folder (matplotlib is in the test group).
+    assert f"curve           {run_dir / 'curve.png'}" in out
+    assert (run_dir / "curve.png").read_bytes().startswith(b"\x89PNG")
     assert main(["evaluate", str(last), "--episodes", "4", "--num-envs", "2"]) == 0
     report = json.loads(last.with_name("last.eval.json").read_text())
     assert report["episodes"] == 4
     assert report["score"] > 0
     # The checkpoint knows its env: the built-in CartPole here, whatever the default is.
     assert report["env_id"] == "typedrl/CartPole-v0"
+
+
+def test_without_matplotlib_train_says_how_to_get_the_curve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        return None if name == "matplotlib" else real_find_spec(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    run_dir = tmp_path / "run"
+    argv = ["train", "--total-timesteps", "512", "--num-envs", "8", "--run-dir", str(run_dir)]
+    assert main([*argv, "--no-progress", "--set", "num_steps=16", "--set", "batch_size=64"]) == 0
+    out = capsys.readouterr().out
+    assert f"pip install 'typedrl[plot]', then: typedrl plot {run_dir}" in out
+    assert not (run_dir / "curve.png").exists()
 
 
 def test_evaluate_scores_on_the_env_the_checkpoint_was_trained_on(

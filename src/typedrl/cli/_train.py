@@ -22,6 +22,9 @@ from typedrl.cli._config import (
 )
 from typedrl.errors import ConfigError, MissingDependencyError
 
+CURVE_FILE = "curve.png"
+"""The learning curve ``typedrl train`` draws into the run folder (with the plot extra)."""
+
 __all__ = ["add_train_parser", "default_run_dir", "run_train"]
 
 _RUN_STAMP_VARIABLE = "TYPEDRL_RUN_STAMP"
@@ -303,7 +306,24 @@ def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, pro
     if fabric.is_global_zero:
         summary_path = run_dir / SUMMARY_FILE
         _print_summary(run_dir, result.metrics, json.loads(summary_path.read_text()))
+        _plot_curve(run_dir)
     return 0
+
+
+def _plot_curve(run_dir: Path) -> None:
+    """Draw the run's learning curve into ``curve.png`` when matplotlib is installed."""
+    if importlib.util.find_spec("matplotlib") is None:
+        print(f"curve           pip install 'typedrl[plot]', then: typedrl plot {run_dir}")
+        return
+    from typedrl.plotting import plot_runs  # noqa: PLC0415 - matplotlib is slow to import
+
+    try:
+        path = plot_runs([run_dir], run_dir / CURVE_FILE)
+    except ConfigError as error:
+        # A run too short to have logged a return has no curve; the run itself is fine.
+        print(f"curve           none ({error})")
+        return
+    print(f"curve           {path}")
 
 
 def _number(value: float | None, digits: int = 2) -> str:
