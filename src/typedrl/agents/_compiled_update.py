@@ -66,7 +66,7 @@ class CompileDecision:
     """Whether a run compiles its minibatch updates, and why."""
 
     enabled: bool
-    """Compile the update (:class:`CompiledUpdate`) or run it eagerly."""
+    """Compile the minibatch update or run it eagerly."""
     reason: str
     """What decided it, for logs and errors."""
 
