@@ -321,9 +321,10 @@ def plot(result: Mapping[str, Any], directory: Path) -> Path:
     for algorithm in ALGORITHMS:
         if algorithm not in result:
             continue
-        curve = result[algorithm]["curve"]
-        steps = [max(point[0], 1) for point in curve]
-        seconds = [max(point[1], 1e-2) for point in curve]
+        # The evaluation before training (at 0 steps) has no place on a log axis.
+        curve = [point for point in result[algorithm]["curve"] if point[0] > 0]
+        steps = [point[0] for point in curve]
+        seconds = [point[1] for point in curve]
         scores = [point[2] for point in curve]
         by_steps.plot(steps, scores, marker=".", label=algorithm.upper())
         by_time.plot(seconds, scores, marker=".", label=algorithm.upper())
