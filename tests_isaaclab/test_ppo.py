@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-import pytest
 from lightning.fabric import Fabric
 
 from tests_isaaclab._real import MANAGER_TASK, make_real, overrides_variable
@@ -90,13 +89,12 @@ def _set_flags() -> list[str]:
     return flags
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="typedrl train builds its evaluation env next to the training env, and Isaac Lab "
-    "holds one simulation per process",
-)
 def test_typedrl_train_solves_cartpole(tmp_path: Path) -> None:
-    """``typedrl train Isaac-Cartpole`` reaches the solved level within the same budget."""
+    """``typedrl train Isaac-Cartpole`` reaches the solved level within the same budget.
+
+    The command trains without an evaluation env (Isaac Lab holds one simulation per
+    process) and scores the final policy on a fresh env once the training env is closed.
+    """
     run_dir = tmp_path / "run"
     command = [
         sys.executable,
@@ -118,31 +116,15 @@ def test_typedrl_train_solves_cartpole(tmp_path: Path) -> None:
     env = {**os.environ, ISAACLAB_OVERRIDES_ENV_VAR: overrides_variable(MANAGER_TASK)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    waits = [line for line in lines if line.startswith("evaluation      at the end: ")]
+    assert len(waits) == 1, done.stdout[-2000:]
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["env_steps"] >= TOTAL_TIMESTEPS
-    assert summary["best_score"] >= SOLVED_RETURN
-
-
-def test_typedrl_train_names_the_one_simulation_limit(tmp_path: Path) -> None:
-    """Today ``typedrl train`` stops with one line: a second Isaac Lab env cannot open."""
-    command = [
-        sys.executable,
-        "-m",
-        "typedrl",
-        "train",
-        MANAGER_TASK,
-        "--num-envs",
-        "8",
-        "--total-timesteps",
-        "128",
-        "--run-dir",
-        str(tmp_path / "run"),
-        "--no-progress",
-    ]
-    env = {**os.environ, ISAACLAB_OVERRIDES_ENV_VAR: overrides_variable(MANAGER_TASK)}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == 1
-    errors = [line for line in done.stderr.splitlines() if line.startswith("typedrl: ")]
-    assert len(errors) == 1, done.stderr[-2000:]
-    assert errors[0].startswith("typedrl: ConfigError: make_isaaclab('Isaac-Cartpole')")
-    assert "one simulation per process" in errors[0]
+    print(
+        f"typedrl train {MANAGER_TASK}: {summary['global_step']} steps, "
+        f"{summary['wall_time_s']:.0f} s, final eval {summary['final_eval_score']:.3f}"
+    )
+    assert summary["global_step"] >= TOTAL_TIMESTEPS
+    assert summary["final_eval_score"] == summary["final_eval_return_mean"]
+    assert summary["final_eval_score"] >= SOLVED_RETURN
+    assert f"eval score      {summary['final_eval_score']:,.2f}" in lines

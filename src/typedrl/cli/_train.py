@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from typedrl.cli._config import (
     CONFIG_FILE,
@@ -22,8 +22,17 @@ from typedrl.cli._config import (
 )
 from typedrl.errors import ConfigError, MissingDependencyError
 
+if TYPE_CHECKING:
+    import torch
+
+    from typedrl.protocols import VecEnv
+    from typedrl.training import AbstractTrainer, RunSummary
+
 CURVE_FILE = "curve.png"
 """The learning curve ``typedrl train`` draws into the run folder (with the plot extra)."""
+
+_EVAL_ROWS = 8
+"""At most this many rows in the evaluation env."""
 
 __all__ = ["add_train_parser", "default_run_dir", "run_train"]
 
@@ -231,7 +240,7 @@ def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, pro
 
     from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
-    from typedrl.envs import make  # noqa: PLC0415
+    from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
     from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import SUMMARY_FILE, AbstractTrainer, RunOptions  # noqa: PLC0415
@@ -243,45 +252,38 @@ def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, pro
         strategy="ddp" if run.devices > 1 else "auto",
     )
     fabric.launch()
+    # Such an env cannot have an evaluation env beside it: the final policy is scored on a
+    # fresh one after the training env is closed, and nothing is evaluated during training.
+    one_simulation = holds_one_simulation(resolved.env_id)
     if fabric.is_global_zero:
         write_run_config(run_dir, resolved.to_document())
+        if one_simulation:
+            print(_evaluation_waits_note(resolved))
     # Rank 0 logs: the default loggers (CSV, TensorBoard when installed) plus W&B if asked.
     loggers = (
         build_loggers(run_dir, wandb_project=run.wandb_project, wandb_run_name=run_dir.name)
         if run.wandb_project is not None and fabric.is_global_zero
         else None
     )
-    # Built-in envs are torch-native: they batch themselves.
-    vectorization = "sync" if resolved.env_id.startswith("typedrl/") else run.vectorization
     rank = fabric.global_rank
-    # The trainer resets both envs with these same derived seeds.
-    env = make(
-        resolved.env_id,
-        num_envs=resolved.num_envs,
-        seed=derive_seed(resolved.seed, "env", rank=rank),
-        device=fabric.device,
-        vectorization=vectorization,
-        wrappers=run.wrappers,
-        env_kwargs=run.env_kwargs,
-    )
-    try:
-        eval_env = make(
-            resolved.env_id,
-            num_envs=min(resolved.num_envs, 8),
-            seed=derive_seed(resolved.seed, "eval_env", rank=rank),
-            device=fabric.device,
-            vectorization=vectorization,
-            wrappers=run.wrappers,
-            env_kwargs=run.env_kwargs,
-        )
-    except BaseException:
-        env.close()
-        raise
+
+    def build_env(role: Literal["env", "eval_env"], num_envs: int) -> "VecEnv":
+        return _build_env(resolved, role=role, num_envs=num_envs, rank=rank, device=fabric.device)
+
+    eval_rows = min(resolved.num_envs, _EVAL_ROWS)
+    env = build_env("env", resolved.num_envs)
+    eval_env: VecEnv | None = None
+    if not one_simulation:
+        try:
+            eval_env = build_env("eval_env", eval_rows)
+        except BaseException:
+            env.close()
+            raise
     options = RunOptions(
         run_dir=run_dir,
         env_id=resolved.env_id,
         loggers=loggers,
-        eval_every_steps=run.eval_every,
+        eval_every_steps=None if one_simulation else run.eval_every,
         eval_episodes=run.eval_episodes,
         checkpoint_every_iterations=run.checkpoint_every,
         keep_checkpoints=run.keep_checkpoints,
@@ -302,12 +304,98 @@ def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, pro
         result = agent.fit()
     finally:
         env.close()
-        eval_env.close()
+        if eval_env is not None:
+            eval_env.close()
     if fabric.is_global_zero:
-        summary_path = run_dir / SUMMARY_FILE
-        _print_summary(run_dir, result.metrics, json.loads(summary_path.read_text()))
+        summary: RunSummary = json.loads((run_dir / SUMMARY_FILE).read_text())
+        if one_simulation and not summary["stopped_by_signal"]:
+            summary = _evaluate_after_training(
+                agent,
+                build_env("eval_env", eval_rows),
+                summary,
+                run_dir=run_dir,
+                episodes=run.eval_episodes,
+                seed=derive_seed(resolved.seed, "eval_env", rank=rank),
+            )
+        _print_summary(run_dir, result.metrics, summary)
         _plot_curve(run_dir)
     return 0
+
+
+def _build_env(
+    resolved: ResolvedRun,
+    *,
+    role: Literal["env", "eval_env"],
+    num_envs: int,
+    rank: int,
+    device: "torch.device",
+) -> "VecEnv":
+    """This rank's training (``"env"``) or evaluation (``"eval_env"``) env of the run.
+
+    The trainer resets each env with the seed derived here for its role.
+    """
+    from typedrl.envs import make  # noqa: PLC0415
+    from typedrl.seeding import derive_seed  # noqa: PLC0415
+
+    run = resolved.run
+    # Built-in envs are torch-native: they batch themselves.
+    vectorization = "sync" if resolved.env_id.startswith("typedrl/") else run.vectorization
+    return make(
+        resolved.env_id,
+        num_envs=num_envs,
+        seed=derive_seed(resolved.seed, role, rank=rank),
+        device=device,
+        vectorization=vectorization,
+        wrappers=run.wrappers,
+        env_kwargs=run.env_kwargs,
+    )
+
+
+def _evaluation_waits_note(resolved: ResolvedRun) -> str:
+    """The line that says, before training, why the run is evaluated only at its end."""
+    ignored = (
+        f" (eval_every={resolved.run.eval_every} does not apply)"
+        if resolved.run.eval_every is not None
+        else ""
+    )
+    return (
+        f"evaluation      at the end: {resolved.env_id} holds this process's one simulation, "
+        f"so the final policy plays {resolved.run.eval_episodes} deterministic episodes on a "
+        f"fresh env after the training env is closed{ignored}"
+    )
+
+
+def _evaluate_after_training(
+    agent: "AbstractTrainer",
+    eval_env: "VecEnv",
+    summary: "RunSummary",
+    *,
+    run_dir: Path,
+    episodes: int,
+    seed: int,
+) -> "RunSummary":
+    """Score the final policy on ``eval_env`` (then closed) and record it in ``summary.json``.
+
+    The evaluation is the one the trainer runs after its last iteration (an
+    :class:`~typedrl.evaluation.EpisodeEvaluator`, seeded as the trainer seeds
+    it), so the summary's ``final_eval_*`` fields mean what they mean for any
+    other env.
+    """
+    from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
+    from typedrl.training._summary import finite_or_none, write_summary  # noqa: PLC0415
+
+    try:
+        evaluation = EpisodeEvaluator(eval_env, num_episodes=episodes, seed=seed).evaluate(
+            agent.policy
+        )
+    finally:
+        eval_env.close()
+    updated = summary.copy()
+    updated["final_eval_return_mean"] = finite_or_none(evaluation.metrics["return_mean"])
+    updated["final_eval_return_std"] = finite_or_none(evaluation.metrics["return_std"])
+    updated["final_eval_score"] = finite_or_none(evaluation.score)
+    write_summary(run_dir, updated)
+    return updated
 
 
 def _plot_curve(run_dir: Path) -> None:
@@ -330,7 +418,7 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:,.{digits}f}"
 
 
-def _print_summary(run_dir: Path, metrics: dict[str, float], summary: dict[str, Any]) -> None:
+def _print_summary(run_dir: Path, metrics: dict[str, float], summary: "RunSummary") -> None:
     """The end-of-run lines: where the run is, what it took and reached, how to resume."""
     print(f"run directory   {run_dir}")
     print(f"env steps       {summary['global_step']:,}")

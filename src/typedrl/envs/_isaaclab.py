@@ -33,6 +33,7 @@ __all__ = [
     "IsaacLabEnvLike",
     "IsaacLabObs",
     "IsaacLabVecEnv",
+    "holds_one_simulation",
     "make_isaaclab",
 ]
 
@@ -652,6 +653,20 @@ def _import_isaaclab(env_id: str) -> Callable[..., Any]:
         ) from err
     parse_env_cfg: Callable[..., Any] = parse_cfg.parse_env_cfg
     return parse_env_cfg
+
+
+def holds_one_simulation(env_id: str) -> bool:
+    """Whether ``env_id``'s env cannot coexist with a second env in the same process.
+
+    True for Isaac Lab tasks (``"Isaac-..."``, the ids :func:`~typedrl.envs.make`
+    sends to :func:`make_isaaclab`): Isaac Lab holds one simulation per process,
+    so an evaluation env can only be built once the training env is closed.
+
+    Example:
+        >>> holds_one_simulation("Isaac-Cartpole"), holds_one_simulation("CartPole-v1")
+        (True, False)
+    """
+    return env_id.startswith("Isaac-")
 
 
 def _simulation_is_open() -> bool:
