@@ -40,7 +40,8 @@ class MujocoVecEnv(BaseTorchVecEnv):
     ranges, which must be symmetric) clipped to their bounds, termination by
     the task and truncation at ``max_episode_steps``, same-step autoreset with
     exact ``final_obs`` (the rows that ended restart graph-free; the others
-    keep their graph untouched), :meth:`~typedrl.envs.BaseTorchVecEnv.detach_state`, per-row seeding and
+    keep their graph untouched),
+    :meth:`~typedrl.envs.BaseTorchVecEnv.detach_state`, per-row seeding and
     :meth:`~typedrl.envs.BaseTorchVecEnv.state_dict` for exact resumes.
 
     The state of a row is its ``qpos``, ``qvel``, actuator activations and the
