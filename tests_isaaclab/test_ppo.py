@@ -82,9 +82,10 @@ def test_ppo_python_api_solves_cartpole(tmp_path: Path) -> None:
 
 
 def _set_flags() -> list[str]:
+    """``PPO_SETTINGS`` as ``--set key=value`` flags (JSON values, as the command reads them)."""
     flags: list[str] = []
     for key, value in PPO_SETTINGS.items():
-        text = f"[{', '.join(map(str, value))}]" if isinstance(value, tuple) else str(value)
+        text = json.dumps(list(value) if isinstance(value, tuple) else value)
         flags += ["--set", f"{key}={text}"]
     return flags
 

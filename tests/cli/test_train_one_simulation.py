@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 import typedrl.envs
 import typedrl.envs._isaaclab
+from tests.multiprocess import run_two_ranks
 from typedrl import StepResult
 from typedrl._types import Action
 from typedrl.cli import main
@@ -216,3 +218,37 @@ def test_a_failing_final_evaluation_closes_its_env(
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["global_step"] == 256
     assert summary["final_eval_score"] is None
+
+
+def _two_rank_worker(rank: int, port: int, run_dir: str, out_dir: str) -> None:
+    """One rank of ``typedrl train --devices 2`` on the stand-in; writes the envs it made."""
+    os.environ.update(
+        {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "GROUP_RANK": "0",
+            "WORLD_SIZE": "2",
+            "LOCAL_WORLD_SIZE": "2",
+            "TORCHELASTIC_RUN_ID": "typedrl-test",
+        }
+    )
+    stand_in = _OneSimulation(typedrl.envs.make)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typedrl.envs._isaaclab, "holds_one_simulation", lambda env_id: env_id == _ENV)
+        patch.setattr(typedrl.envs, "make", stand_in.make)
+        assert main([*_TRAIN, "--devices", "2", "--run-dir", run_dir]) == 0
+    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(stand_in.events))
+
+
+def test_only_rank_0_evaluates(tmp_path: Path) -> None:
+    """With two ranks, rank 0 alone builds the fresh env and scores the final policy."""
+    run_dir = tmp_path / "run"
+    run_two_ranks(_two_rank_worker, str(run_dir), str(tmp_path))
+    events = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert events[0] == [["make", 4], ["close", 0], ["make", 4], ["close", 1]]
+    assert events[1] == [["make", 4], ["close", 0]]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["global_step"] >= 256
+    assert isinstance(summary["final_eval_score"], float)
