@@ -76,7 +76,8 @@ class PPOConfig:
     clip_value_loss: bool = False
     """Clip the value update around the old values with ``clip_range``."""
     value_loss_coef: float = 0.5
-    """Weight of the value loss."""
+    """Weight of the value loss, half the mean squared error (Stable-Baselines3's ``vf_coef``
+    weights the full mean squared error: its ``vf_coef=c`` is ``value_loss_coef=2 * c``)."""
     entropy_coef: float = 0.0
     """Weight of the entropy bonus."""
     max_grad_norm: float | None = 0.5
