@@ -64,8 +64,12 @@ _PPO_GOAL_TASK = {
     "normalize_observations": True,
     "log_std_init": -0.5,
 }
-# The paper's network for SHAC's actor and critic: [64, 64] ELU with LayerNorm.
+# The paper's network for SHAC's actor and critic: [64, 64] ELU with LayerNorm. The
+# race uses small batches (the most sample-efficient setting found) with 4 critic
+# passes per window instead of the paper's 16: with 16 or 8 envs a window holds a
+# quarter or an eighth of the paper's data.
 _SHAC = {"segment_length": 32, "normalize_observations": True, "layer_norm": True}
+_SMALL_SHAC = {**_SHAC, "algorithm": {"critic_iterations": 4, "actor": {"learning_rate": 5e-3}}}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,10 +109,18 @@ TASKS: dict[str, Task] = {
                 num_envs=16, budget=200_000, eval_every=1_024, config={"segment_length": 4}
             ),
             "shac": Setup(
-                num_envs=64,
-                budget=1_000_000,
-                eval_every=8_192,
-                config={**_SHAC, "algorithm": {"actor": {"learning_rate": 2e-3}}},
+                num_envs=8,
+                budget=200_000,
+                eval_every=512,
+                config={
+                    **_SHAC,
+                    "segment_length": 4,
+                    "algorithm": {
+                        "critic_iterations": 4,
+                        "critic_minibatches": 1,
+                        "actor": {"learning_rate": 1e-2},
+                    },
+                },
             ),
             "ppo": Setup(
                 num_envs=16,
@@ -124,12 +136,7 @@ TASKS: dict[str, Task] = {
             "apg": Setup(
                 num_envs=4, budget=300_000, eval_every=2_048, config={"segment_length": 32}
             ),
-            "shac": Setup(
-                num_envs=64,
-                budget=2_048_000,
-                eval_every=16_384,
-                config={**_SHAC, "algorithm": {"actor": {"learning_rate": 2e-3}}},
-            ),
+            "shac": Setup(num_envs=16, budget=600_000, eval_every=4_096, config=_SMALL_SHAC),
             # The Pendulum-v1 settings of `typedrl train`.
             "ppo": Setup(
                 num_envs=8,
@@ -152,12 +159,7 @@ TASKS: dict[str, Task] = {
     "typedrl/CartPoleSwingUp-v0": Task(
         target=400.0,
         setups={
-            "shac": Setup(
-                num_envs=64,
-                budget=2_048_000,
-                eval_every=16_384,
-                config={**_SHAC, "algorithm": {"actor": {}}},
-            ),
+            "shac": Setup(num_envs=16, budget=1_000_000, eval_every=8_192, config=_SMALL_SHAC),
             "ppo": Setup(
                 num_envs=256,
                 budget=10_000_000,
