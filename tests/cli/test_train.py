@@ -12,6 +12,7 @@ from lightning.fabric.loggers.logger import Logger
 
 from typedrl.cli import main
 from typedrl.cli._config import parse_override
+from typedrl.cli._train import _threads
 from typedrl.errors import ConfigError, MissingDependencyError
 
 
@@ -261,3 +262,38 @@ def test_a_user_error_prints_one_line_and_exits_non_zero(
     assert lines[0].startswith("typedrl: ConfigError: PPOConfig has no fields ['lr']")
     assert lines[-1] == "(run with --debug for the traceback)"
     assert "Traceback" not in captured.err
+
+
+def test_threads_default_to_one_on_the_cpu() -> None:
+    assert _threads(None, "cpu") == 1
+    assert _threads(3, "cpu") == 3
+    assert _threads(None, "cuda") is None
+    assert _threads(2, "cuda") == 2
+    with pytest.raises(ConfigError, match="--threads must be a positive int, got 0"):
+        _threads(0, "cpu")
+
+
+def test_train_runs_on_one_thread_and_restores_the_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    calls: list[int] = []
+    real = torch.set_num_threads
+
+    def record(count: int) -> None:
+        calls.append(count)
+        real(count)
+
+    monkeypatch.setattr(torch, "set_num_threads", record)
+    before = torch.get_num_threads()
+    argv = ["train", "--total-timesteps", "256", "--num-envs", "8", "--no-progress"]
+    run = ["--run-dir", str(tmp_path / "run"), "--set", "num_steps=16", "--set", "batch_size=64"]
+    assert main([*argv, *run]) == 0
+    assert calls == [1, before]
+    assert torch.get_num_threads() == before
+
+
+def test_a_bad_thread_count_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--threads", "0", "--total-timesteps", "256"]) == 1
+    assert "--threads must be a positive int, got 0" in capsys.readouterr().err
