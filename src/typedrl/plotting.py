@@ -307,11 +307,23 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
+def _logged(run: RunData, metric: str) -> int:
+    """How many rows of ``run`` hold a value of ``metric``."""
+    return int(np.isfinite(run.columns[metric]).sum()) if metric in run.columns else 0
+
+
 def _default_metric(runs: Sequence[RunData]) -> str:
-    for metric in (EVAL_RETURN_METRIC, TRAIN_RETURN_METRIC):
-        if any(
-            metric in run.columns and bool(np.isfinite(run.columns[metric]).any()) for run in runs
-        ):
+    # The evaluation return makes a curve only when some run evaluated more than once
+    # (a run evaluated at its end alone has one point); else the training return. A
+    # metric every run logged comes first.
+    every = [
+        m for m in (EVAL_RETURN_METRIC, TRAIN_RETURN_METRIC) if all(_logged(r, m) for r in runs)
+    ]
+    if EVAL_RETURN_METRIC in every and any(_logged(r, EVAL_RETURN_METRIC) > 1 for r in runs):
+        return EVAL_RETURN_METRIC
+    preferred = [m for m in (TRAIN_RETURN_METRIC, EVAL_RETURN_METRIC) if m in every]
+    for metric in (*preferred, EVAL_RETURN_METRIC, TRAIN_RETURN_METRIC):
+        if any(_logged(run, metric) for run in runs):
             return metric
     raise ConfigError(
         f"none of {[str(run.run_dir) for run in runs]} logged {EVAL_RETURN_METRIC!r} or "
@@ -351,8 +363,9 @@ def plot_runs(
         run_dirs: At least one run folder.
         output: The PNG file to write (its folder is created).
         metric: A column of ``metrics.csv``; default the evaluation return
-            (:data:`EVAL_RETURN_METRIC`) when any run logged it, else the
-            training episode return (:data:`TRAIN_RETURN_METRIC`).
+            (:data:`EVAL_RETURN_METRIC`) when any run logged it more than once,
+            else the training episode return (:data:`TRAIN_RETURN_METRIC`), else
+            an evaluation return logged once.
         x: ``"env_steps"`` or ``"wall_time"``.
 
     Returns:

@@ -14,6 +14,7 @@ from typedrl.plotting import (
     EVAL_RETURN_METRIC,
     TRAIN_RETURN_METRIC,
     Curve,
+    _default_metric,
     _labels,
     _on_common_grid,
     _title,
@@ -206,6 +207,19 @@ def test_default_metric_falls_back_to_the_training_return(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match="name a metric they logged"):
         plot_runs([only_loss], tmp_path / "l.png")
     assert _is_png(plot_runs([only_loss], tmp_path / "l.png", metric="loss/total"))
+
+
+def test_one_evaluation_is_no_curve(tmp_path: Path) -> None:
+    """A run evaluated only at its end plots its training return; two evaluations make a curve."""
+    train = [{"step": 10, TRAIN_RETURN_METRIC: 1.0}, {"step": 20, TRAIN_RETURN_METRIC: 2.0}]
+    once = read_run(_run(tmp_path, "once", [*train, {"step": 20, EVAL_RETURN_METRIC: 5.0}]))
+    assert _default_metric([once]) == TRAIN_RETURN_METRIC
+    twice = read_run(
+        _run(tmp_path, "twice", [*train, *({"step": s, EVAL_RETURN_METRIC: 5.0} for s in (10, 20))])
+    )
+    assert _default_metric([once, twice]) == EVAL_RETURN_METRIC
+    only_eval = read_run(_run(tmp_path, "only", [{"step": 20, EVAL_RETURN_METRIC: 5.0}]))
+    assert _default_metric([only_eval]) == EVAL_RETURN_METRIC
 
 
 def test_plot_errors(tmp_path: Path) -> None:
