@@ -28,6 +28,9 @@ _SMALL = [
     "batch_size=16",
     "--set",
     "num_mini_epochs=1",
+    # A budget this large would make compile_update="auto" compile before the first epoch.
+    "--set",
+    "compile_update=false",
 ]
 
 
