@@ -70,3 +70,20 @@ def test_make_rejects_bad_arguments(kwargs: dict[str, object], message: str) -> 
     """Bad arguments raise ConfigError naming the problem."""
     with pytest.raises(ConfigError, match=message):
         make("CartPole-v1", **kwargs)  # type: ignore[arg-type]
+
+
+def test_built_in_envs_keep_their_own_action_clipping() -> None:
+    """make() leaves the built-ins' clipping on unless told otherwise (torque within [-2, 2])."""
+    import torch
+
+    from typedrl.envs import make
+
+    big = torch.full((2, 1), 100.0)
+    clipped = make("typedrl/Pendulum-v0", num_envs=2, seed=0)
+    unclipped = make("typedrl/Pendulum-v0", num_envs=2, seed=0, clip_actions=False)
+    at_bound = make("typedrl/Pendulum-v0", num_envs=2, seed=0)
+    for env in (clipped, unclipped, at_bound):
+        env.reset(seed=0)
+    reward = clipped.step(big).reward
+    torch.testing.assert_close(reward, at_bound.step(torch.full((2, 1), 2.0)).reward)
+    assert bool((unclipped.step(big).reward < reward).all())

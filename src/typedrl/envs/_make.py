@@ -39,7 +39,7 @@ def make(
     vectorization: Vectorization = "sync",
     wrappers: Sequence[str | WrapperFactory] = (),
     float_dtype: Literal["float32", "float64"] = "float32",
-    clip_actions: bool = False,
+    clip_actions: bool | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
 ) -> VecEnv:
     """Build a vector env by id and present it as a typedrl :class:`~typedrl.protocols.VecEnv`.
@@ -72,7 +72,9 @@ def make(
             only): callables from env to env, or names (``"TimeLimit"`` for
             ``gymnasium.wrappers.TimeLimit``, ``"module:Class"``).
         float_dtype: Dtype of rewards and floating-point observations.
-        clip_actions: Clip ``Box`` actions to the space's bounds.
+        clip_actions: Clip ``Box`` actions to the space's bounds; ``None``
+            keeps the env's own rule (the built-in envs clip, as Gymnasium's
+            own envs do inside ``step``; other envs get their actions as given).
         env_kwargs: Keyword arguments of the env's constructor.
 
     Returns:
@@ -101,14 +103,10 @@ def make(
             )
         from typedrl.envs.builtin import make_builtin  # noqa: PLC0415 - avoids an import cycle
 
+        if clip_actions is not None:
+            kwargs = {**kwargs, "clip_actions": clip_actions}
         env: VecEnv = make_builtin(
-            env_id,
-            num_envs=num_envs,
-            seed=seed,
-            device=device,
-            dtype=float_dtype,
-            clip_actions=clip_actions,
-            **kwargs,
+            env_id, num_envs=num_envs, seed=seed, device=device, dtype=float_dtype, **kwargs
         )
         return env
     if env_id.startswith("Isaac-"):
@@ -143,7 +141,7 @@ def make(
             vectorization=vectorization,
             wrappers=resolved,
             float_dtype=float_dtype,
-            clip_actions=clip_actions,
+            clip_actions=bool(clip_actions),
             env_kwargs=kwargs,
         )
     if vectorization == "vector_entry_point":
@@ -170,6 +168,6 @@ def make(
         raw,
         device=device,
         float_dtype=float_dtype,
-        clip_actions=clip_actions,
+        clip_actions=bool(clip_actions),
         default_seed=seed,
     )
