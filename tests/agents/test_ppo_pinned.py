@@ -48,7 +48,14 @@ def _fingerprint(agent: PPOAgent) -> dict[str, tuple[float, float]]:
 
 
 def _pendulum_run() -> PPOAgent:
-    env = make("typedrl/Pendulum-v0", num_envs=4, seed=3, env_kwargs={"max_episode_steps": 20})
+    # Recorded with unclipped torques (make's clip_actions was False by default then).
+    env = make(
+        "typedrl/Pendulum-v0",
+        num_envs=4,
+        seed=3,
+        clip_actions=False,
+        env_kwargs={"max_episode_steps": 20},
+    )
     config = PPOConfig(
         total_timesteps=4 * 32 * 3,
         num_steps=32,
