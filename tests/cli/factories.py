@@ -8,6 +8,21 @@ import torch
 from typedrl.envs import make
 from typedrl.protocols import VecEnv
 
+SMALL_RUN = [
+    "--num-envs",
+    "2",
+    "--no-progress",
+    "--eval-episodes",
+    "2",
+    "--set",
+    "num_steps=8",
+    "--set",
+    "batch_size=16",
+    "--set",
+    "num_mini_epochs=1",
+]
+"""Flags of the smallest PPO run the command-line tests train (two rows, tiny updates)."""
+
 NOT_CALLABLE = 3
 """Named by the test of a spec whose attribute cannot be called."""
 

@@ -9,24 +9,13 @@ import pytest
 import yaml
 
 import typedrl.envs
+from tests.cli.factories import SMALL_RUN
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 from typedrl.cli._config import RUN_KEYS, parse_env_kwargs
 from typedrl.errors import ConfigError
 
-_SMALL = [
-    "--num-envs",
-    "2",
-    "--no-progress",
-    "--eval-episodes",
-    "2",
-    "--set",
-    "num_steps=8",
-    "--set",
-    "batch_size=16",
-    "--set",
-    "num_mini_epochs=1",
-]
+_SMALL = SMALL_RUN
 
 
 def _printed(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

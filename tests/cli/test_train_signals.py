@@ -12,26 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.factories import SMALL_RUN
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 
 _ROOT = Path(__file__).resolve().parents[2]
-_SMALL = [
-    "--num-envs",
-    "2",
-    "--no-progress",
-    "--eval-episodes",
-    "2",
-    "--set",
-    "num_steps=8",
-    "--set",
-    "batch_size=16",
-    "--set",
-    "num_mini_epochs=1",
-    # A budget this large would make compile_update="auto" compile before the first epoch.
-    "--set",
-    "compile_update=false",
-]
+# A budget this large would make compile_update="auto" compile before the first epoch.
+_SMALL = [*SMALL_RUN, "--set", "compile_update=false"]
 
 
 def _start(run_dir: Path, *extra: str) -> "subprocess.Popen[str]":

@@ -14,7 +14,7 @@ from typedrl._values import StepResult
 from typedrl.envs.builtin import _cartpole_physics as physics
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._math import stack_columns, uniform_between
-from typedrl.errors import CheckpointError
+from typedrl.errors import CheckpointError, EnvContractError
 
 __all__ = ["CartPoleSwingUp"]
 
@@ -115,7 +115,11 @@ class CartPoleSwingUp(BaseTorchVecEnv):
         """
         started = self._started.clone()
         result = super().step(action)
-        assert result.final_obs is not None  # every step of a built-in env has it
+        if result.final_obs is None:
+            raise EnvContractError(
+                "CartPoleSwingUp.step: the base env returned no final_obs; the upright "
+                "count needs the terminal observation of every row"
+            )
         with torch.no_grad():
             upright = result.final_obs["obs"][:, 2] >= _COS_UPRIGHT
             run = torch.where(upright, self._upright_run + 1, 0)
