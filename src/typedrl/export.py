@@ -50,11 +50,16 @@ from torch import Tensor, nn
 
 from typedrl import _validation
 from typedrl.checkpoint import StrPath, load_checkpoint
-from typedrl.envs import make
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
-from typedrl.restore import CheckpointLocation, RestoredPolicy, locate_checkpoint, restore_policy
+from typedrl.restore import (
+    CheckpointLocation,
+    RestoredPolicy,
+    locate_checkpoint,
+    restore_policy,
+    trained_env,
+)
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -324,7 +329,8 @@ def export_checkpoint(
     """Export the deterministic policy of a checkpoint or run folder.
 
     The policy is rebuilt with :func:`~typedrl.restore.restore_policy` on the
-    spaces of the env the checkpoint records (or ``env_id``), wrapped in
+    spaces of the env the checkpoint was trained on (see
+    :func:`~typedrl.restore.trained_env`; or of ``env_id``), wrapped in
     :class:`DeterministicPolicy` and written with :func:`export_policy`.
 
     Args:
@@ -348,12 +354,12 @@ def export_checkpoint(
     chosen = _check_format(export_format)
     location = locate_checkpoint(checkpoint)
     saved = load_checkpoint(location.path)
-    name = env_id if env_id is not None else saved.env_id
-    if name is None:
+    if env_id is None and saved.env_id is None:
         raise ConfigError(
             f"{location.path} does not record the env it was trained on; name it "
             "(typedrl export CHECKPOINT --env ENV_ID)"
         )
+    spec = trained_env(saved, location, env_id=env_id)
     suffix = _SUFFIXES[chosen]
     target = (
         Path(output)
@@ -364,7 +370,7 @@ def export_checkpoint(
             else location.path.with_suffix(suffix)
         )
     )
-    env = make(name, num_envs=1)
+    env = spec.make(num_envs=1, seed=None)
     try:
         policy = restore_policy(saved, env, path=location.path)
         model = DeterministicPolicy(policy, env.single_observation_space)
@@ -375,7 +381,7 @@ def export_checkpoint(
         path=target,
         format=chosen,
         checkpoint=location,
-        env_id=name,
+        env_id=spec.env_id,
         obs_dim=model.obs_dim,
         action_shape=model.action_shape,
         discrete=model.discrete,

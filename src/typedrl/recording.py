@@ -20,6 +20,7 @@ Example:
 import importlib
 import importlib.util
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
@@ -209,6 +210,9 @@ def record_video(
     episodes: int = 1,
     seed: int = 0,
     fps: float | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    wrappers: Sequence[str] = (),
+    clip_actions: bool | None = None,
 ) -> VideoResult:
     """Play ``episodes`` deterministic episodes of ``env_id`` and write them as an MP4.
 
@@ -226,6 +230,10 @@ def record_video(
         episodes: Episodes to record.
         seed: Reset seed.
         fps: Frames per second; default the env's ``render_fps``, else 30.
+        env_kwargs: Further keyword arguments of the env's constructor.
+        wrappers: Gymnasium wrappers of the single env, by name (see
+            :func:`~typedrl.envs.make`).
+        clip_actions: Clip ``Box`` actions to the bounds (``None``: the env's rule).
 
     Returns:
         The file, its number of frames and frame rate.
@@ -248,7 +256,14 @@ def record_video(
         raise ConfigError(f"record_video fps must be a positive number, got {fps!r}")
     require_video_writer()
     try:
-        env = make(env_id, num_envs=1, seed=seed, env_kwargs={"render_mode": "rgb_array"})
+        env = make(
+            env_id,
+            num_envs=1,
+            seed=seed,
+            wrappers=wrappers,
+            clip_actions=clip_actions,
+            env_kwargs={**(env_kwargs or {}), "render_mode": "rgb_array"},
+        )
     except (ConfigError, TypeError) as error:
         raise ConfigError(
             f"record_video: cannot build {env_id!r} with render_mode='rgb_array' ({error}); "

@@ -1,9 +1,11 @@
 """Find a run's checkpoint and rebuild the policy it saved, for evaluation and export.
 
 :func:`locate_checkpoint` turns what a user names (a run folder or a checkpoint
-file) into one checkpoint file; :func:`restore_policy` rebuilds the trainer's
-policy from the config stored in a checkpoint and loads its weights, with the
-observation normalisers that are part of the saved model.
+file) into one checkpoint file; :func:`trained_env` says how to build the env
+the checkpoint was trained on (its id, and the env settings of the run's
+``config.yaml``); :func:`restore_policy` rebuilds the trainer's policy from the
+config stored in a checkpoint and loads its weights, with the observation
+normalisers that are part of the saved model.
 
 Example:
     >>> import tempfile
@@ -16,13 +18,15 @@ Example:
     ('last.ckpt', 'last', True)
 """
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, final
 
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import POLICY_KEY, Checkpoint, CheckpointPaths, StrPath, load_into
+from typedrl.envs import make
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
 from typedrl.protocols import SupportsObservationNormalizeMask, VecEnv
@@ -31,8 +35,10 @@ __all__ = [
     "CheckpointChoice",
     "CheckpointLocation",
     "RestoredPolicy",
+    "TrainedEnv",
     "locate_checkpoint",
     "restore_policy",
+    "trained_env",
 ]
 
 CheckpointChoice: TypeAlias = Literal["best", "last", "file"]
@@ -93,6 +99,82 @@ def locate_checkpoint(path: StrPath) -> CheckpointLocation:
     parent = given.parent
     run_dir = parent.parent if parent.name == "checkpoints" else None
     return CheckpointLocation(path=given, run_dir=run_dir, choice="file")
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainedEnv:
+    """How to build the env a checkpoint's policy was trained on."""
+
+    env_id: str
+    """A Gymnasium id, a built-in id or a ``module:callable`` factory."""
+
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the env's constructor, as the run passed them."""
+
+    wrappers: tuple[str, ...] = ()
+    """Gymnasium wrappers of each single env, by name, as the run applied them."""
+
+    clip_actions: bool | None = None
+    """The run's action clipping (``None``: the env's own rule)."""
+
+    config_file: Path | None = None
+    """The run's ``config.yaml`` the settings came from (``None``: the id alone)."""
+
+    def make(
+        self, *, num_envs: int, seed: int | None, env_kwargs: Mapping[str, Any] | None = None
+    ) -> VecEnv:
+        """Build it (sync vectorization; ``env_kwargs`` are added to the run's)."""
+        return make(
+            self.env_id,
+            num_envs=num_envs,
+            seed=seed,
+            wrappers=self.wrappers,
+            clip_actions=self.clip_actions,
+            env_kwargs={**self.env_kwargs, **(env_kwargs or {})},
+        )
+
+
+def trained_env(
+    checkpoint: Checkpoint, location: CheckpointLocation, *, env_id: str | None = None
+) -> TrainedEnv:
+    """The env ``checkpoint`` was trained on, or ``env_id`` when one is named.
+
+    The checkpoint records its env's id. When it belongs to a run folder whose
+    ``config.yaml`` names the same env, the env settings of that run
+    (``env_kwargs``, ``wrappers``, ``clip_actions``) are used too, so that the
+    policy meets the env it was trained on; a different ``env_id`` is built
+    from its id alone.
+
+    Raises:
+        ConfigError: The checkpoint records no env and no ``env_id`` was
+            given, or the run's ``config.yaml`` cannot be read.
+    """
+    from typedrl.cli._config import CONFIG_FILE, RunSettings, read_run_config  # noqa: PLC0415
+
+    name = env_id if env_id is not None else checkpoint.env_id
+    if name is None:
+        raise ConfigError(
+            f"{location.path} does not record the env it was trained on (it was saved "
+            "without RunOptions.env_id); name the env it should be used with"
+        )
+    config_file = None if location.run_dir is None else location.run_dir / CONFIG_FILE
+    if config_file is None or not config_file.is_file():
+        return TrainedEnv(env_id=name)
+    document = read_run_config(config_file)
+    if document.get("env_id") != name:
+        return TrainedEnv(env_id=name)
+    try:
+        run = RunSettings.from_dict(document.get("run") or {})
+    except ConfigError as error:
+        raise ConfigError(f"{config_file}: {error}") from None
+    return TrainedEnv(
+        env_id=name,
+        env_kwargs=dict(run.env_kwargs),
+        wrappers=run.wrappers,
+        clip_actions=run.clip_actions,
+        config_file=config_file,
+    )
 
 
 def restore_policy(checkpoint: Checkpoint, env: VecEnv, *, path: StrPath) -> RestoredPolicy:

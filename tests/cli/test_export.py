@@ -17,7 +17,7 @@ from typedrl.cli import main
 from typedrl.distributed import SingleProcess
 from typedrl.envs import make
 from typedrl.errors import CheckpointError, ConfigError, MissingDependencyError
-from typedrl.export import DeterministicPolicy, export_checkpoint, export_policy
+from typedrl.export import DeterministicPolicy, ExportFormat, export_checkpoint, export_policy
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
 from typedrl.restore import RestoredPolicy, locate_checkpoint, restore_policy
 
@@ -221,3 +221,53 @@ def test_onnx_export_without_onnx_names_the_extra(
     monkeypatch.setattr(importlib.util, "find_spec", without_onnxscript)
     with pytest.raises(MissingDependencyError, match=r"onnxscript.*typedrl\[onnx\]"):
         export_checkpoint(trained_runs["apg"], output=tmp_path / "p.onnx")
+
+
+@pytest.mark.parametrize("export_format", ["onnx", "torchscript"])
+def test_dict_observations_export_as_the_policy_keys_concatenated(
+    export_format: ExportFormat, tmp_path: Path
+) -> None:
+    """A Dict observation: the file takes the actor's keys, flattened, in the policy's order.
+
+    The critic's own key is not an input; the normalisers of both actor keys are baked in.
+    """
+    space = gym.spaces.Dict(
+        {
+            "critic": gym.spaces.Box(-1.0, 1.0, (5,)),
+            "velocity": gym.spaces.Box(-1.0, 1.0, (2, 2)),
+            "position": gym.spaces.Box(-1.0, 1.0, (3,)),
+        }
+    )
+    torch.manual_seed(0)
+    policy = MLPActorCritic(
+        space,
+        gym.spaces.Box(-1.0, 1.0, (2,)),
+        actor_hidden=(16,),
+        actor_keys=("velocity", "position"),
+        normalize_observations=True,
+    )
+    generator = torch.Generator().manual_seed(1)
+
+    def batch(rows: int, scale: float) -> TensorDict:
+        return TensorDict(
+            {
+                "critic": torch.randn(rows, 5, generator=generator),
+                "velocity": scale * torch.randn(rows, 2, 2, generator=generator) - 2.0,
+                "position": scale * torch.randn(rows, 3, generator=generator) + 3.0,
+            },
+            batch_size=[rows],
+        )
+
+    policy.update_normalizers(batch(512, 2.0), dist=SingleProcess())
+    model = DeterministicPolicy(policy, space)
+    assert model.obs_dim == 4 + 3
+    target = export_policy(model, tmp_path / f"policy.{export_format}", export_format=export_format)
+    obs = batch(32, 6.0)
+    with torch.no_grad():
+        expected = policy.act(obs, deterministic=True)["action"]
+    flat = torch.cat((obs["velocity"].reshape(32, 4), obs["position"]), dim=-1)
+    torch.testing.assert_close(model(flat), expected)
+    if export_format == "onnx":
+        np.testing.assert_allclose(_run_onnx(target, flat), expected.numpy(), rtol=1e-5, atol=1e-5)
+    else:
+        torch.testing.assert_close(_run_torchscript(target, flat), expected, rtol=1e-5, atol=1e-5)

@@ -197,6 +197,7 @@ def test_run_folder_then_resume_into_the_same_folder(
         (["--algo", "apg"], "algo was 'ppo' in the run, now 'apg'"),
         (["--wrapper", "RecordEpisodeStatistics"], r"run.wrappers was \[\] in the run"),
         (["--env-kwargs", "a=1"], r"run.env_kwargs was \{\} in the run"),
+        (["--clip-actions"], "run.clip_actions was None in the run, now True"),
         (["--run-dir", str(tmp_path / "other")], "continues in that folder"),
     ]
     for extra, message in cases:
@@ -253,6 +254,45 @@ def test_train_on_a_factory(tmp_path: Path, env: str) -> None:
         saved = yaml.safe_load((run_dir / "config.yaml").read_text())
         assert saved["run"]["env_kwargs"] == {"max_episode_steps": 20}
         assert saved["run"]["wrappers"] == ["tests.cli.factories:HalveReward"]
+        # Evaluating the run plays the env it trained on: its kwargs and wrappers.
+        assert main(["evaluate", str(run_dir), "--episodes", "4", "--num-envs", "2"]) == 0
+        report = json.loads((run_dir / "eval.json").read_text())
+        assert report["length_max"] <= 20
+        assert report["return_max"] == pytest.approx(0.5 * report["length_max"])
+        # Options given to evaluate go over the run's.
+        argv = ["evaluate", str(run_dir), "--episodes", "2", "--env-kwargs", "max_episode_steps=5"]
+        assert main(argv) == 0
+        assert json.loads((run_dir / "eval.json").read_text())["length_max"] <= 5
+
+
+def test_clip_actions_reaches_the_env_and_the_run_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--clip-actions / --no-clip-actions: config.yaml, the env built, and evaluate's env."""
+    assert _printed(capsys, "Pendulum-v1")["run"]["clip_actions"] is None
+    assert _printed(capsys, "Pendulum-v1", "--clip-actions")["run"]["clip_actions"] is True
+    assert _printed(capsys, "Pendulum-v1", "--no-clip-actions")["run"]["clip_actions"] is False
+    built: list[bool | None] = []
+    make = typedrl.envs.make
+
+    def spy(env_id: str, **kwargs: Any) -> Any:
+        built.append(kwargs.get("clip_actions"))
+        return make(env_id, **kwargs)
+
+    monkeypatch.setattr(typedrl.envs, "make", spy)
+    run_dir = tmp_path / "run"
+    argv = ["train", "Pendulum-v1", "--clip-actions", "--total-timesteps", "16"]
+    assert main([*argv, "--run-dir", str(run_dir), *_SMALL]) == 0
+    assert built == [True, True]  # the training env and the evaluation env
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["run"]["clip_actions"] is True
+    monkeypatch.setattr("typedrl.restore.make", spy)
+    assert main(["evaluate", str(run_dir), "--episodes", "2", "--num-envs", "2"]) == 0
+    assert built[-1] is True
+    assert "clip_actions=True (from" in capsys.readouterr().out
+    config = tmp_path / "bad.yaml"
+    config.write_text("run:\n  clip_actions: 3\n")
+    with pytest.raises(ConfigError, match=r"run\.clip_actions must be true, false or null"):
+        main(["--debug", "train", "--config", str(config), "--print-config"])
 
 
 @pytest.mark.parametrize(
@@ -265,6 +305,11 @@ def test_train_on_a_factory(tmp_path: Path, env: str) -> None:
             "tests.cli.factories:builtin_cartpole",
             ["--wrapper", "RecordEpisodeStatistics"],
             "builds vector envs itself",
+        ),
+        (
+            "tests.cli.factories:builtin_cartpole",
+            ["--clip-actions"],
+            "clip_actions applies only to Gymnasium envs",
         ),
     ],
 )

@@ -54,7 +54,7 @@ Accelerator = Literal["cpu", "cuda", "auto"]
 _VECTORIZATIONS: Final = ("sync", "async")
 _ACCELERATORS: Final = ("cpu", "cuda", "auto")
 
-FIXED_RUN_SETTINGS: Final = frozenset({"devices", "env_kwargs", "wrappers"})
+FIXED_RUN_SETTINGS: Final = frozenset({"devices", "env_kwargs", "wrappers", "clip_actions"})
 """Run settings a resume may not change (they change the env or the number of ranks)."""
 
 
@@ -87,6 +87,12 @@ class RunSettings:
     """Keyword arguments of the env's constructor."""
     wrappers: tuple[str, ...] = ()
     """Gymnasium wrappers applied to each single env, by name, in order."""
+    clip_actions: bool | None = None
+    """Clip ``Box`` actions to the action space's bounds before the env sees them.
+
+    ``None`` keeps the env's own rule: the built-in envs clip (as Gymnasium's
+    own envs do inside ``step``); other envs get the policy's actions as given.
+    """
     wandb_project: str | None = None
     """Also log to this Weights & Biases project."""
 
@@ -119,6 +125,10 @@ class RunSettings:
             if type(item) is not str:
                 raise ConfigError(f"run.wrappers must hold names (strings), got {describe(item)}")
         object.__setattr__(self, "wrappers", tuple(wrappers))
+        if self.clip_actions is not None and type(self.clip_actions) is not bool:
+            raise ConfigError(
+                f"run.clip_actions must be true, false or null, got {describe(self.clip_actions)}"
+            )
         if self.wandb_project is not None and type(self.wandb_project) is not str:
             raise ConfigError(
                 f"run.wandb_project must be a string or null, got {describe(self.wandb_project)}"
@@ -136,6 +146,7 @@ class RunSettings:
             "devices": self.devices,
             "env_kwargs": dict(self.env_kwargs),
             "wrappers": list(self.wrappers),
+            "clip_actions": self.clip_actions,
             "wandb_project": self.wandb_project,
         }
 

@@ -4,9 +4,12 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from typedrl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from typedrl.restore import TrainedEnv
 
 __all__ = ["add_evaluate_parser", "run_evaluate"]
 
@@ -27,7 +30,8 @@ def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentP
         "env_id",
         nargs="?",
         default=None,
-        help="the env to score on (default: the env the checkpoint was trained on)",
+        help="the env to score on (default: the env the checkpoint was trained on, with the "
+        "env options of its run folder's config.yaml)",
     )
     evaluate.add_argument("--episodes", type=int, default=32, help="episodes to score")
     evaluate.add_argument(
@@ -43,6 +47,13 @@ def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentP
         dest="json_path",
         metavar="PATH",
         help="where to write the statistics (default: RUN_DIR/eval.json, or beside the file)",
+    )
+    evaluate.add_argument(
+        "--env-kwargs",
+        action="append",
+        default=[],
+        metavar="JSON|KEY=VALUE",
+        help="keyword arguments of the env's constructor, over the run's own (repeatable)",
     )
     evaluate.add_argument(
         "--video", type=Path, metavar="PATH", help="also record deterministic episodes as an MP4"
@@ -93,27 +104,42 @@ def _table(metrics: dict[str, float], episodes: int) -> str:
     return "\n".join(lines)
 
 
+def _env_settings(spec: "TrainedEnv", extra_kwargs: dict[str, Any]) -> str:
+    """The env options the evaluation applies besides the id, as one line ("" if none)."""
+    parts = []
+    kwargs = {**spec.env_kwargs, **extra_kwargs}
+    if kwargs:
+        parts.append(f"env_kwargs={kwargs}")
+    if spec.wrappers:
+        parts.append(f"wrappers={list(spec.wrappers)}")
+    if spec.clip_actions is not None:
+        parts.append(f"clip_actions={spec.clip_actions}")
+    return ", ".join(parts)
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     """Load a checkpoint's policy and evaluate it; print a table and write the JSON report."""
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
     from typedrl.checkpoint import load_checkpoint  # noqa: PLC0415
-    from typedrl.envs import make  # noqa: PLC0415
+    from typedrl.cli._config import parse_env_kwargs  # noqa: PLC0415
     from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
     from typedrl.recording import EpisodeRecorder, record_video  # noqa: PLC0415
-    from typedrl.restore import locate_checkpoint, restore_policy  # noqa: PLC0415
+    from typedrl.restore import locate_checkpoint, restore_policy, trained_env  # noqa: PLC0415
 
     _check_positive("--episodes", args.episodes)
     _check_positive("--num-envs", args.num_envs)
     _check_positive("--video-episodes", args.video_episodes)
     location = locate_checkpoint(args.checkpoint)
     checkpoint = load_checkpoint(location.path)
-    env_id = args.env_id if args.env_id is not None else checkpoint.env_id
-    if env_id is None:
+    if args.env_id is None and checkpoint.env_id is None:
         raise ConfigError(
             f"{location.path} does not record the env it was trained on (it was saved "
             "without RunOptions.env_id); name the env: typedrl evaluate CHECKPOINT ENV_ID"
         )
+    spec = trained_env(checkpoint, location, env_id=args.env_id)
+    env_id = spec.env_id
+    extra_kwargs = parse_env_kwargs(args.env_kwargs)
     if args.video is not None:
         _check_video(args.video, env_id)
     json_path: Path = args.json_path or (
@@ -125,7 +151,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     which = {"best": " (the run's best)", "last": " (the run's last; it has no best)"}
     print(f"checkpoint  {location.path}{which.get(location.choice, '')}")
     print(f"env         {env_id} ({checkpoint.kind}, {rows} rows, seed {args.seed})")
-    env = EpisodeRecorder(make(env_id, num_envs=rows, seed=args.seed))
+    settings = _env_settings(spec, extra_kwargs)
+    if settings:
+        source = f" (from {spec.config_file})" if spec.config_file is not None else ""
+        print(f"env options {settings}{source}")
+    env = EpisodeRecorder(spec.make(num_envs=rows, seed=args.seed, env_kwargs=extra_kwargs))
     try:
         model = restore_policy(checkpoint, env, path=location.path)
         evaluator = EpisodeEvaluator(env, num_episodes=args.episodes, seed=args.seed)
@@ -158,7 +188,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         # rgb_array frames need no window; without this SDL complains about the display.
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         video = record_video(
-            model, env_id, path=args.video, episodes=args.video_episodes, seed=args.seed
+            model,
+            env_id,
+            path=args.video,
+            episodes=args.video_episodes,
+            seed=args.seed,
+            env_kwargs={**spec.env_kwargs, **extra_kwargs},
+            wrappers=spec.wrappers,
+            clip_actions=spec.clip_actions,
         )
         print(f"wrote       {video.path} ({video.frames} frames, {video.seconds:.1f} s)")
     return 0

@@ -6,6 +6,7 @@ import platform
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 __all__ = ["build_parser", "main"]
 
@@ -120,6 +121,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(arguments)
     args.command_line = ["typedrl", *arguments]  # recorded in a run folder's config.yaml
+    # As `python -m` does: modules in the current folder can be named (my_envs:make_env),
+    # by train and by every command that rebuilds a run's env.
+    here = str(Path.cwd())
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
     try:
         status: int = args.handler(args)
     except TypedRLError as error:

@@ -5,7 +5,6 @@ import importlib.util
 import json
 import math
 import os
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -116,6 +115,13 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
         help="a Gymnasium wrapper for each single env: gymnasium.wrappers.<NAME> or "
         "module:Class (repeatable, applied in order)",
     )
+    train.add_argument(
+        "--clip-actions",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="clip Box actions to the action space's bounds before the env sees them "
+        "(default: the env's own rule; the built-in envs clip)",
+    )
     train.add_argument("--eval-every", type=int, help="evaluate every this many env steps")
     train.add_argument("--eval-episodes", type=int, help="episodes per evaluation (default 16)")
     train.add_argument("--checkpoint-every", type=int, help="write epoch_<n>.ckpt every n epochs")
@@ -152,6 +158,7 @@ _RUN_FLAGS = (
     ("vectorization", "vectorization"),
     ("accelerator", "accelerator"),
     ("devices", "devices"),
+    ("clip_actions", "clip_actions"),
     ("wandb_project", "wandb_project"),
 )
 
@@ -214,10 +221,6 @@ def _check_env_names(resolved: ResolvedRun) -> None:
     """Import the named factory and wrappers now: a typo fails before anything is built."""
     from typedrl.envs._factory import resolve_env_factory, resolve_wrapper  # noqa: PLC0415
 
-    # As `python -m` does: modules in the current folder can be named (my_envs:make_env).
-    here = str(Path.cwd())
-    if here not in sys.path and "" not in sys.path:
-        sys.path.insert(0, here)
     if ":" in resolved.env_id:
         resolve_env_factory(resolved.env_id)
     for name in resolved.run.wrappers:
@@ -378,6 +381,7 @@ def _build_env(
         device=device,
         vectorization=vectorization,
         wrappers=run.wrappers,
+        clip_actions=run.clip_actions,
         env_kwargs=run.env_kwargs,
     )
 

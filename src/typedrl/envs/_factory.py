@@ -163,6 +163,12 @@ def make_from_factory(
             extras["device"] = device
         built = _call(spec, factory, {**kwargs, **extras})
         if isinstance(built, VecEnv):
+            if clip_actions:
+                built.close()
+                raise ConfigError(
+                    f"env {spec!r} returned a typedrl VecEnv, which applies its own action "
+                    "rule; clip_actions applies only to Gymnasium envs (leave it unset)"
+                )
             if built.num_envs != num_envs:
                 raise ConfigError(
                     f"env {spec!r} returned a VecEnv of {built.num_envs} rows, "
