@@ -9,8 +9,9 @@ one to compare. ``--report`` prints the table of a results file, averaged over
 seeds per (side, env).
 
 - typedrl: the shipped tuned file ``src/typedrl/configs/ppo/<env>.yaml``
-  (its ``num_envs`` and ``config``), with Box actions clipped to the action
-  space as Stable-Baselines3 clips them.
+  (its ``num_envs``, ``config`` and ``run.clip_actions``: Box actions clipped
+  to the action space as Stable-Baselines3 clips them), as ``typedrl train
+  <env>`` runs it.
 - Stable-Baselines3: rl-zoo3's tuned PPO hyper-parameters for HalfCheetah-v3
   and Hopper-v3 (``hyperparams/ppo.yml``), the zoo's ``normalize: true`` as
   ``VecNormalize`` with the run's gamma, evaluated with frozen observation
@@ -125,13 +126,14 @@ def _run_typedrl(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[
 
     tuned = yaml.safe_load((CONFIG_DIR / f"{env_id}.yaml").read_text())
     config = PPOConfig.from_dict({**tuned["config"], "total_timesteps": timesteps, "seed": seed})
-    env = make(env_id, num_envs=tuned["num_envs"], seed=seed, clip_actions=True)
+    clip = tuned.get("run", {}).get("clip_actions")
+    env = make(env_id, num_envs=tuned["num_envs"], seed=seed, clip_actions=clip)
     agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False, loggers=[]))
     cpu_start = time.process_time()
     result = agent.fit()
     cpu_seconds = time.process_time() - cpu_start
     env.close()
-    eval_env = make(env_id, num_envs=1, seed=seed + EVAL_SEED_OFFSET, clip_actions=True)
+    eval_env = make(env_id, num_envs=1, seed=seed + EVAL_SEED_OFFSET, clip_actions=clip)
     evaluation = EpisodeEvaluator(
         eval_env, num_episodes=episodes, seed=seed + EVAL_SEED_OFFSET
     ).evaluate(agent.policy)

@@ -8,6 +8,7 @@ import yaml
 from typedrl import configs
 from typedrl.agents import PPOConfig
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
+from typedrl.cli import main
 from typedrl.errors import ConfigError
 
 _CONVERTED = {
@@ -32,7 +33,9 @@ def test_every_shipped_file_builds_its_algorithms_config() -> None:
         assert tuned.path is not None
         assert tuned.path.name == configs.file_name(env_id)
         assert tuned.path.parent.name == algo
-        assert set(yaml.safe_load(tuned.path.read_text())) == set(configs.TUNED_KEYS)
+        keys = set(yaml.safe_load(tuned.path.read_text()))
+        assert set(configs.TUNED_KEYS) <= keys <= {*configs.TUNED_KEYS, "run"}
+        assert set(tuned.run) <= set(configs.TUNED_RUN_KEYS)
         assert tuned.source.strip()
         config = configs.build_config(algo, tuned.config)
         expected = PPOConfig if algo == "ppo" else DifferentiableTrainerConfig
@@ -95,6 +98,11 @@ def test_load_file_validates_keys_and_config(tmp_path: Path) -> None:
     """A tuned file anywhere loads; every way to get it wrong names the file and key."""
     good = configs.load_file(_write(tmp_path / "good.yaml", _GOOD))
     assert (good.algo, good.num_envs, dict(good.config)) == ("ppo", 4, {"learning_rate": 1e-3})
+    assert dict(good.run) == {}
+    clipped = configs.load_file(
+        _write(tmp_path / "run.yaml", _GOOD + "run:\n  clip_actions: true\n")
+    )
+    assert dict(clipped.run) == {"clip_actions": True}
     cases = {
         r"missing \['source'\]": _GOOD.replace("source: measured here\n", ""),
         r"unknown \['extra'\]": _GOOD + "extra: 1\n",
@@ -107,6 +115,8 @@ def test_load_file_validates_keys_and_config(tmp_path: Path) -> None:
         "expected a mapping": "- 1\n",
         "config must be a mapping": _GOOD.replace("config:\n  learning_rate: 0.001", "config: 3"),
         "env_id must be a non-empty string": _GOOD.replace("env_id: CartPole-v1", "env_id: ''"),
+        r"sets only the env options .*got \['devices'\]": _GOOD + "run:\n  devices: 2\n",
+        "run must be a mapping": _GOOD + "run: 3\n",
     }
     for index, (message, text) in enumerate(cases.items()):
         path = _write(tmp_path / f"bad{index}.yaml", text)
@@ -115,6 +125,17 @@ def test_load_file_validates_keys_and_config(tmp_path: Path) -> None:
         assert str(path) in str(raised.value)
     with pytest.raises(ConfigError, match="cannot read"):
         configs.load_file(tmp_path / "absent.yaml")
+
+
+def test_mujoco_files_clip_actions_under_typedrl_train(capsys: pytest.CaptureFixture[str]) -> None:
+    """The MuJoCo files were measured with clipped actions; typedrl train applies that."""
+    for env_id in ("HalfCheetah-v5", "Hopper-v5"):
+        assert configs.load("ppo", env_id).run == {"clip_actions": True}
+        assert main(["train", env_id, "--print-config"]) == 0
+        assert yaml.safe_load(capsys.readouterr().out)["run"]["clip_actions"] is True
+        # The user's own flag wins.
+        assert main(["train", env_id, "--no-clip-actions", "--print-config"]) == 0
+        assert yaml.safe_load(capsys.readouterr().out)["run"]["clip_actions"] is False
 
 
 def test_build_config_rules() -> None:

@@ -410,7 +410,8 @@ def _base_document(
     tuned = configs.find(algo, env_id)
     if tuned is not None:
         layers.append(f"tuned {algo}/{configs.file_name(env_id)}")
-        _merge(document, {"num_envs": tuned.num_envs, "config": dict(tuned.config)}, budgets=False)
+        layer = {"num_envs": tuned.num_envs, "config": dict(tuned.config), "run": dict(tuned.run)}
+        _merge(document, layer, budgets=False)
     return document, layers
 
 

@@ -12,7 +12,12 @@ and holds exactly these keys:
 - ``config``: fields of :class:`~typedrl.agents.PPOConfig` (``ppo``) or of
   :class:`~typedrl.apg.DifferentiableTrainerConfig` (``apg``, ``shac``; the
   algorithm's fields go under ``algorithm:``, SHAC's actor under
-  ``algorithm.actor``). ``seed`` is never in a tuned file.
+  ``algorithm.actor``). ``seed`` is never in a tuned file;
+
+and optionally ``run``: the env options the values were measured with, among
+:data:`TUNED_RUN_KEYS` (``clip_actions: true`` for the MuJoCo files, which are
+measured with Box actions clipped to the space as Stable-Baselines3 clips
+them); ``typedrl train`` applies them below the user's own options.
 
 :func:`load` validates the keys and builds the config through the dataclasses,
 so a shipped file that no longer matches them fails with a
@@ -46,6 +51,7 @@ __all__ = [
     "ALGORITHMS",
     "DEFAULT_DIFFERENTIABLE_TIMESTEPS",
     "TUNED_KEYS",
+    "TUNED_RUN_KEYS",
     "Algorithm",
     "TrainerConfig",
     "TunedConfig",
@@ -65,6 +71,9 @@ ALGORITHMS: Final[tuple[Algorithm, ...]] = get_args(Algorithm)
 
 TUNED_KEYS: Final = ("source", "algo", "env_id", "num_envs", "config")
 """The top-level keys of a tuned file, all required."""
+
+TUNED_RUN_KEYS: Final = ("clip_actions", "env_kwargs", "wrappers")
+"""The run options a tuned file's optional ``run`` section may set (they shape the env)."""
 
 DEFAULT_DIFFERENTIABLE_TIMESTEPS: Final = 200_000
 """The budget APG and SHAC train for when neither the file nor the user sets one
@@ -94,6 +103,8 @@ class TunedConfig:
     """Env rows per rank."""
     config: Mapping[str, Any]
     """The config fields the file sets (nested mappings for ``algorithm``)."""
+    run: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Env options the values were measured with (keys among :data:`TUNED_RUN_KEYS`)."""
     path: Path | None = None
     """The file the values were read from, if any."""
 
@@ -121,6 +132,14 @@ class TunedConfig:
         if "seed" in self.config:
             raise ConfigError(
                 f"{where}config.seed: a tuned file never sets the seed (it is the run's choice)"
+            )
+        if not isinstance(self.run, Mapping):
+            raise ConfigError(f"{where}run must be a mapping, got {describe(self.run)}")
+        unknown = sorted(str(key) for key in self.run if key not in TUNED_RUN_KEYS)
+        if unknown:
+            raise ConfigError(
+                f"{where}run: a tuned file sets only the env options {list(TUNED_RUN_KEYS)}; "
+                f"got {unknown}"
             )
 
 
@@ -230,10 +249,10 @@ def _parse(text: str, path: Path) -> TunedConfig:
             f"{path}: expected a mapping with keys {list(TUNED_KEYS)}, got {describe(data)}"
         )
     missing = [key for key in TUNED_KEYS if key not in data]
-    unknown = sorted(str(key) for key in data if key not in TUNED_KEYS)
+    unknown = sorted(str(key) for key in data if key not in (*TUNED_KEYS, "run"))
     if missing or unknown:
         raise ConfigError(
-            f"{path}: a tuned file has exactly the keys {list(TUNED_KEYS)}; "
+            f"{path}: a tuned file has the keys {list(TUNED_KEYS)} and optionally run; "
             f"missing {missing}, unknown {unknown}"
         )
     return TunedConfig(
@@ -242,6 +261,7 @@ def _parse(text: str, path: Path) -> TunedConfig:
         env_id=data["env_id"],
         num_envs=data["num_envs"],
         config=data["config"] if data["config"] is not None else {},
+        run=data.get("run") or {},
         path=path,
     )
 
