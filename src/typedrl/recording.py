@@ -3,9 +3,10 @@
 - :class:`EpisodeRecorder` wraps a vector env and keeps the return and length
   of every episode each row finishes, in order, so that statistics the
   evaluator does not report (length spread) come from the same episodes.
-- :func:`record_video` plays deterministic episodes of a Gymnasium env that
-  renders ``rgb_array`` frames, through :class:`~typedrl.evaluation.EpisodeEvaluator`,
-  and writes them as an MP4 (needs ``pip install 'typedrl[video]'``).
+- :func:`record_video` plays deterministic episodes of a built-in torch env
+  or of a Gymnasium env that renders ``rgb_array`` frames, through
+  :class:`~typedrl.evaluation.EpisodeEvaluator`, and writes them as an MP4
+  (needs ``pip install 'typedrl[video]'``).
 
 Example:
     >>> import torch
@@ -20,7 +21,7 @@ Example:
 import importlib
 import importlib.util
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
@@ -33,6 +34,8 @@ from torch import Tensor
 from typedrl._types import Action, Obs
 from typedrl._values import StepResult
 from typedrl.envs import GymnasiumVecEnv, make
+from typedrl.envs._make import BUILTIN_PREFIX
+from typedrl.envs.builtin import BaseTorchVecEnv
 from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.protocols import Policy, VecEnv
@@ -124,19 +127,41 @@ class EpisodeRecorder(VecEnvWrapper):
         )
 
 
+_Frame = np.ndarray[Any, np.dtype[np.uint8]]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _FrameSource:
+    """How to draw row 0 of the env a :class:`_FrameRecorder` watches."""
+
+    current: Callable[[], object]
+    """Row 0 as it is now (after a reset or a step)."""
+
+    final: Callable[[StepResult], object] | None
+    """Row 0's terminal state, from the step that ended its episode (``None``: not drawn)."""
+
+    fps: float
+    """The env's own frame rate."""
+
+
 @final
 class _FrameRecorder(VecEnvWrapper):
-    """Renders row 0 of a Gymnasium env after every reset and step, up to ``episodes`` ends."""
+    """Renders row 0 after every reset and step, up to the end of ``episodes`` episodes.
 
-    def __init__(self, env: GymnasiumVecEnv, *, episodes: int) -> None:
+    The step that ends an episode adds the terminal frame where the source can
+    draw it (then every episode gives its length + 1 frames), and the first
+    frame of the next episode while more are to be recorded.
+    """
+
+    def __init__(self, env: VecEnv, *, source: _FrameSource, episodes: int) -> None:
         super().__init__(env)
-        self._gym = env.env
+        self._source = source
         self._episodes = episodes
         self._ended = 0
-        self.frames: list[np.ndarray[Any, np.dtype[np.uint8]]] = []
+        self.frames: list[_Frame] = []
 
-    def _render(self) -> None:
-        rendered = self._gym.render()
+    def _keep(self, rendered: object) -> None:
         frame = rendered[0] if isinstance(rendered, tuple | list) and rendered else rendered
         array = np.asarray(frame)
         if array.ndim != 3 or array.shape[2] not in (3, 4):
@@ -155,17 +180,48 @@ class _FrameRecorder(VecEnvWrapper):
         obs, info = self.env.reset(seed=seed, options=options)
         self.frames.clear()
         self._ended = 0
-        self._render()
+        self._keep(self._source.current())
         return obs, info
 
     def step(self, action: Action) -> StepResult:
         """Step the env; render while the recorded episodes last."""
         result = self.env.step(action)
         if self._ended < self._episodes:
-            self._ended += int(bool(result.done[0] & result.valid[0]))
+            ended = bool(result.done[0] & result.valid[0])
+            if ended and self._source.final is not None:
+                self._keep(self._source.final(result))
+            self._ended += int(ended)
             if self._ended < self._episodes:
-                self._render()
+                self._keep(self._source.current())
         return result
+
+
+def _builtin_source(env: BaseTorchVecEnv, env_id: str) -> _FrameSource:
+    """Frames of a built-in env: its current state, and each episode's terminal state."""
+    if not env.renders:
+        raise ConfigError(
+            f"record_video: {env_id!r} is a {type(env).__name__}, which does not render; "
+            "record a built-in env that renders or a Gymnasium env that renders rgb_array frames"
+        )
+
+    def final(result: StepResult) -> object:
+        if result.final_obs is None:
+            raise EnvContractError(
+                f"record_video: {env_id!r} returned no final_obs on the step that ended "
+                "the recorded episode; its terminal frame cannot be drawn"
+            )
+        return env.render(0, obs=result.final_obs)
+
+    return _FrameSource(current=lambda: env.render(0), final=final, fps=env.render_fps)
+
+
+def _gymnasium_source(env: GymnasiumVecEnv, env_id: str) -> _FrameSource:
+    """Frames of a Gymnasium env's ``rgb_array`` rendering (autoreset hides terminal states)."""
+    modes = env.env.metadata.get("render_modes", [])
+    if "rgb_array" not in modes:
+        raise ConfigError(f"record_video: {env_id!r} renders {list(modes)}, not 'rgb_array'")
+    fps = float(env.env.metadata.get("render_fps") or 30)
+    return _FrameSource(current=env.env.render, final=None, fps=fps)
 
 
 @final
@@ -216,20 +272,30 @@ def record_video(
 ) -> VideoResult:
     """Play ``episodes`` deterministic episodes of ``env_id`` and write them as an MP4.
 
-    The env is built with ``render_mode="rgb_array"`` and one row; the
-    episodes are played by :class:`~typedrl.evaluation.EpisodeEvaluator`
-    (deterministic actions, reset with ``seed``), and every frame from the
-    first reset to the end of the last episode is written. Frames are written
-    with imageio's FFmpeg plugin, whose binary ships with ``imageio-ffmpeg``
-    (no system FFmpeg needed).
+    The env is built with one row: a built-in torch env (``"typedrl/..."``)
+    as it is, drawn by :meth:`~typedrl.envs.BaseTorchVecEnv.render`;
+    any other env with ``render_mode="rgb_array"``, drawn by Gymnasium's
+    ``render()``. The episodes are played by
+    :class:`~typedrl.evaluation.EpisodeEvaluator` (deterministic actions,
+    reset with ``seed``), and row 0 is rendered after the reset and after
+    every step to the end of the last episode. A built-in env also draws the
+    terminal state of each episode (from the step's ``final_obs``), so an
+    episode of ``n`` steps gives ``n + 1`` frames; a Gymnasium env has
+    already reset when it could render it, so its episodes give ``n`` frames.
+    Frames are written with imageio's FFmpeg plugin, whose binary ships with
+    ``imageio-ffmpeg`` (no system FFmpeg needed).
 
     Args:
         policy: The policy to play (on the CPU).
-        env_id: A Gymnasium id whose env renders ``rgb_array`` frames.
+        env_id: A built-in env id (``"typedrl/Pendulum-v0"``) or a Gymnasium
+            id whose env renders ``rgb_array`` frames.
         path: The ``.mp4`` file to write (its folder is created).
         episodes: Episodes to record.
         seed: Reset seed.
-        fps: Frames per second; default the env's ``render_fps``, else 30.
+        fps: Frames per second; default the env's: a built-in env's
+            :attr:`~typedrl.envs.BaseTorchVecEnv.render_fps` (real
+            time, one frame per step), a Gymnasium env's metadata
+            ``render_fps``, else 30.
         env_kwargs: Further keyword arguments of the env's constructor.
         wrappers: Gymnasium wrappers of the single env, by name (see
             :func:`~typedrl.envs.make`).
@@ -240,9 +306,11 @@ def record_video(
 
     Raises:
         ConfigError: ``path`` is not an ``.mp4`` file, ``episodes`` is not
-            positive, ``fps`` is not a positive number, or the env is not a
-            Gymnasium env that renders ``rgb_array`` frames (the built-in torch
-            envs do not render).
+            positive, ``fps`` is not a positive number, or the env cannot
+            render: a built-in env without a picture (such as
+            :class:`~typedrl.envs.mujoco.MujocoVecEnv`), a Gymnasium env
+            without ``rgb_array`` rendering, or any other kind of env. It is
+            raised before any episode is played.
         MissingDependencyError: ``imageio`` or ``imageio-ffmpeg`` is missing.
     """
     target = Path(path)
@@ -255,6 +323,8 @@ def record_video(
     if fps is not None and not (isinstance(fps, int | float) and math.isfinite(fps) and fps > 0):
         raise ConfigError(f"record_video fps must be a positive number, got {fps!r}")
     require_video_writer()
+    builtin = env_id.startswith(BUILTIN_PREFIX)
+    kwargs = dict(env_kwargs or {})
     try:
         env = make(
             env_id,
@@ -262,26 +332,30 @@ def record_video(
             seed=seed,
             wrappers=wrappers,
             clip_actions=clip_actions,
-            env_kwargs={**(env_kwargs or {}), "render_mode": "rgb_array"},
+            env_kwargs=kwargs if builtin else {**kwargs, "render_mode": "rgb_array"},
         )
     except (ConfigError, TypeError) as error:
+        if builtin:
+            raise
         raise ConfigError(
             f"record_video: cannot build {env_id!r} with render_mode='rgb_array' ({error}); "
-            "only Gymnasium envs that render rgb_array frames can be recorded "
-            "(the built-in torch envs do not render)"
+            "only built-in envs and Gymnasium envs that render rgb_array frames can be recorded"
         ) from error
-    if not isinstance(env, GymnasiumVecEnv):
+    try:
+        if isinstance(env, BaseTorchVecEnv):
+            source = _builtin_source(env, env_id)
+        elif isinstance(env, GymnasiumVecEnv):
+            source = _gymnasium_source(env, env_id)
+        else:
+            raise ConfigError(
+                f"record_video needs a built-in env or a Gymnasium env that renders rgb_array "
+                f"frames; {env_id!r} is a {type(env).__name__}, which does not render"
+            )
+    except ConfigError:
         env.close()
-        raise ConfigError(
-            f"record_video needs a Gymnasium env that renders rgb_array frames; {env_id!r} "
-            f"is a {type(env).__name__}, which does not render"
-        )
-    modes = env.env.metadata.get("render_modes", [])
-    if "rgb_array" not in modes:
-        env.close()
-        raise ConfigError(f"record_video: {env_id!r} renders {list(modes)}, not 'rgb_array'")
-    rate = float(fps if fps is not None else env.env.metadata.get("render_fps") or 30)
-    recorder = _FrameRecorder(env, episodes=episodes)
+        raise
+    rate = float(fps if fps is not None else source.fps)
+    recorder = _FrameRecorder(env, source=source, episodes=episodes)
     try:
         EpisodeEvaluator(recorder, num_episodes=episodes, seed=seed).evaluate(policy)
     finally:

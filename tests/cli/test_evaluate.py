@@ -141,14 +141,81 @@ def test_video_of_several_episodes(trained_runs: dict[str, Path], tmp_path: Path
     assert result.path.stat().st_size > 0
 
 
-def test_video_refuses_builtin_envs(trained_runs: dict[str, Path], tmp_path: Path) -> None:
-    """The built-in torch envs do not render: --video says so before playing anything."""
-    with pytest.raises(ConfigError, match="does not render"):
-        main(["--debug", "evaluate", str(trained_runs["apg"]), "--video", str(tmp_path / "v.mp4")])
-    with pytest.raises(ConfigError, match="only Gymnasium envs that render"):
-        record_video(
-            ConstantPolicy(torch.zeros(2)), "typedrl/PointMass-v0", path=tmp_path / "v.mp4"
-        )
+def test_evaluate_records_a_shac_run_on_a_builtin_env(
+    trained_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--video records a SHAC run on typedrl/Pendulum-v0: every state of the scored episode."""
+    import imageio.v2 as imageio
+
+    # imageio-ffmpeg ships no type information.
+    imageio_ffmpeg: Any = importlib.import_module("imageio_ffmpeg")
+
+    video = tmp_path / "pendulum.mp4"
+    argv = ["evaluate", str(trained_runs["shac"]), "--episodes", "1", "--num-envs", "1"]
+    assert main([*argv, "--json", str(tmp_path / "eval.json"), "--video", str(video)]) == 0
+    out = capsys.readouterr().out
+    length = int(_report(tmp_path / "eval.json")["length_mean"])
+    # The reset state, then the state after every step, the terminal one included.
+    assert f"({length + 1} frames, " in out
+    frames, seconds = imageio_ffmpeg.count_frames_and_secs(str(video))
+    assert frames == length + 1
+    # Real time: 20 frames per second, one per 0.05 s step.
+    assert seconds == pytest.approx((length + 1) / 20, abs=0.1)
+    reader = imageio.get_reader(str(video))
+    try:
+        first = reader.get_data(0)
+    finally:
+        reader.close()
+    assert first.shape == (400, 400, 3)
+    assert first.std() > 0
+
+
+@pytest.mark.parametrize(
+    ("env_id", "push", "fps"),
+    [("typedrl/Pendulum-v0", 0.5, 20.0), ("typedrl/CartPoleSwingUp-v0", 1.0, 50.0)],
+)
+def test_video_of_builtin_envs(env_id: str, push: float, fps: float, tmp_path: Path) -> None:
+    """record_video draws a built-in env: each episode gives its length + 1 frames."""
+    from typedrl.envs import make
+
+    # imageio-ffmpeg ships no type information.
+    imageio_ffmpeg: Any = importlib.import_module("imageio_ffmpeg")
+
+    policy = ConstantPolicy(torch.full((1,), push))
+    # A constant push runs the swing-up cart off its rail (terminated) before the time limit.
+    options = {"max_episode_steps": 60}
+    env = EpisodeRecorder(make(env_id, num_envs=1, seed=2, env_kwargs=options))
+    EpisodeEvaluator(env, num_episodes=2, seed=2).evaluate(policy)
+    env.close()
+    lengths = [int(length) for length in env.first_lengths(2).tolist()]
+    result = record_video(
+        policy, env_id, path=tmp_path / "v.mp4", episodes=2, seed=2, env_kwargs=options
+    )
+    assert result.frames == sum(length + 1 for length in lengths)
+    assert imageio_ffmpeg.count_frames_and_secs(str(result.path))[0] == result.frames
+    assert result.fps == fps
+    if env_id.endswith("SwingUp-v0"):
+        assert max(lengths) < 60
+    else:
+        assert lengths == [60, 60]
+    one = record_video(policy, env_id, path=tmp_path / "one.mp4", seed=2, env_kwargs=options)
+    assert one.frames == lengths[0] + 1
+
+
+def test_video_refuses_envs_that_do_not_render(
+    trained_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """An env that draws no frames is refused before any episode is played."""
+    report = tmp_path / "eval.json"
+    video = tmp_path / "v.mp4"
+    # The APG run's PointMass policy would not fit this env: the check comes first.
+    argv = ["--debug", "evaluate", str(trained_runs["apg"]), "typedrl/MujocoCartPoleSwingUp-v0"]
+    with pytest.raises(ConfigError, match=r"MujocoCartPoleSwingUp-v0' \(MujocoVecEnv\) does not"):
+        main([*argv, "--json", str(report), "--video", str(video)])
+    assert not report.exists()
+    with pytest.raises(ConfigError, match="is a MujocoVecEnv, which does not render"):
+        record_video(ConstantPolicy(torch.zeros(1)), "typedrl/MujocoCartPoleSwingUp-v0", path=video)
+    assert not video.exists()
 
 
 def test_video_needs_an_mp4_path(trained_runs: dict[str, Path], tmp_path: Path) -> None:

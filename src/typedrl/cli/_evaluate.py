@@ -74,21 +74,30 @@ def _check_positive(name: str, value: int) -> None:
         raise ConfigError(f"typedrl evaluate {name} must be a positive int, got {value}")
 
 
-def _check_video(path: Path, env_id: str) -> None:
-    """Fail before any episode is played if the video cannot be written."""
-    from typedrl.envs import BUILTIN_ENV_IDS  # noqa: PLC0415 - keep `typedrl --help` fast
+def _check_video(path: Path, spec: "TrainedEnv", extra_kwargs: dict[str, Any]) -> None:
+    """Fail before any episode is played if the video cannot be written.
+
+    A built-in env is built with one row, without stepping it, to ask whether
+    it renders; Gymnasium envs are checked by
+    :func:`~typedrl.recording.record_video` itself.
+    """
+    from typedrl.envs._make import BUILTIN_PREFIX  # noqa: PLC0415 - keep `typedrl --help` fast
+    from typedrl.envs.builtin import BaseTorchVecEnv  # noqa: PLC0415
+    from typedrl.recording import require_video_writer  # noqa: PLC0415
 
     if path.suffix.lower() != ".mp4":
         raise ConfigError(f"--video writes an MP4 file; expected a path ending in .mp4, got {path}")
-    if env_id in BUILTIN_ENV_IDS:
-        raise ConfigError(
-            f"--video needs an env that renders 'rgb_array' frames; the built-in torch env "
-            f"{env_id!r} does not render. Record a Gymnasium env instead "
-            "(for example CartPole-v1 or Pendulum-v1)"
-        )
-    from typedrl.recording import require_video_writer  # noqa: PLC0415
-
     require_video_writer()
+    if spec.env_id.startswith(BUILTIN_PREFIX):
+        env = spec.make(num_envs=1, seed=0, env_kwargs=extra_kwargs)
+        env.close()
+        if not isinstance(env, BaseTorchVecEnv) or not env.renders:
+            raise ConfigError(
+                f"--video needs an env that renders frames; the built-in env {spec.env_id!r} "
+                f"({type(env).__name__}) does not render. Record a built-in torch env "
+                "(for example typedrl/Pendulum-v0) or a Gymnasium env that renders rgb_array "
+                "frames"
+            )
 
 
 def _table(metrics: dict[str, float], episodes: int) -> str:
@@ -141,7 +150,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     env_id = spec.env_id
     extra_kwargs = parse_env_kwargs(args.env_kwargs)
     if args.video is not None:
-        _check_video(args.video, env_id)
+        _check_video(args.video, spec, extra_kwargs)
     json_path: Path = args.json_path or (
         location.run_dir / "eval.json"
         if location.choice != "file" and location.run_dir is not None

@@ -3,12 +3,12 @@
 import abc
 import secrets
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
 import torch
-from jaxtyping import Float, Shaped
+from jaxtyping import Float, Float64, Shaped
 from tensordict import TensorDict
 from torch import Tensor
 
@@ -18,6 +18,7 @@ from typedrl._types import Action, Done, Obs, ObsMask, ObsVector, Reward
 from typedrl._validation import describe, positive_int
 from typedrl._values import StepResult
 from typedrl.envs.builtin import _counter_rng
+from typedrl.envs.builtin._render import Canvas, Frame, RenderView
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError
 
 __all__ = ["BaseTorchVecEnv"]
@@ -78,7 +79,10 @@ class BaseTorchVecEnv(abc.ABC):
 
     Subclasses pass their spaces to ``__init__`` and implement
     :meth:`_initial_state`, :meth:`_dynamics`, :meth:`_reward`,
-    :meth:`_terminated` and :meth:`_observe`, all batched over rows. State and
+    :meth:`_terminated` and :meth:`_observe`, all batched over rows. An env
+    that renders also sets ``_render_view`` and implements ``_draw``,
+    which draws one row's observation on a NumPy canvas (see :meth:`render`);
+    rendering runs only when :meth:`render` is called. State and
     observation tensors are ``[num_envs, k]``; building them with
     ``stack_columns`` stores them column by column, which makes the
     column-wise physics faster on CPU. Observations may therefore be
@@ -218,6 +222,20 @@ class BaseTorchVecEnv(abc.ABC):
     def _observe(self, state: _State) -> ObsVector:
         """The observation vector of ``state``."""
 
+    _render_view: ClassVar[RenderView | None] = None
+    """Size, world window and frame rate of :meth:`render`'s frames; ``None``: no rendering."""
+
+    def _draw(self, canvas: Canvas, obs: Float64[np.ndarray, " obs_dim"]) -> None:
+        """Draw the picture of one row's observation vector (float64, on the host).
+
+        Called by :meth:`render` on a fresh canvas of ``_render_view``; an
+        env that sets ``_render_view`` overrides it.
+        """
+        raise ConfigError(
+            f"{type(self).__name__}.render: the env sets _render_view but does not "
+            "implement _draw(canvas, obs), which draws its frames"
+        )
+
     # ------------------------------------------------------------- properties
 
     @property
@@ -259,6 +277,20 @@ class BaseTorchVecEnv(abc.ABC):
     def observation_normalize_mask(self) -> ObsMask:
         """``torch.bool`` ``[obs_dim]``; ``False`` for bounded features such as cosines."""
         return self._normalize_mask.clone()
+
+    @property
+    def renders(self) -> bool:
+        """Whether :meth:`render` draws frames (every built-in env does)."""
+        return self._render_view is not None
+
+    @property
+    def render_fps(self) -> float:
+        """Frames per second of real-time playback: one frame per step, ``1 / dt``.
+
+        Raises:
+            ConfigError: If the env does not render.
+        """
+        return self._checked_render_view("render_fps").fps
 
     # ------------------------------------------------------------------- API
 
@@ -385,6 +417,59 @@ class BaseTorchVecEnv(abc.ABC):
         self._state = self._state.detach()
         return self._wrap(self._observe(self._state))
 
+    @_validation.no_type_check
+    def render(self, row: int = 0, *, obs: Obs | None = None) -> Frame:
+        """Draw one row as an RGB frame, ``[height, width, 3]`` ``uint8``.
+
+        The frame pictures the row's current state (or, with ``obs``, that
+        row of a given observation, such as a step's ``final_obs``, the
+        terminal state of a row that ended). The values are read with
+        ``.detach().cpu()``: rendering never touches the autograd graph, the
+        env's state or its random streams, and the same state always gives
+        the same frame. Height and width are even (H.264 video needs that).
+
+        Args:
+            row: The row to draw, in ``[0, num_envs)``.
+            obs: An observation of this env (``"obs"`` of shape
+                ``[num_envs, obs_dim]``) to draw instead of the current state.
+
+        Returns:
+            The frame.
+
+        Raises:
+            ConfigError: If the env does not render (it sets no render view:
+                :class:`~typedrl.envs.mujoco.MujocoVecEnv`, for example), if
+                ``row`` is not an int in ``[0, num_envs)``, or if ``obs`` is not
+                an observation of this env.
+            EnvContractError: If ``obs`` is ``None`` and :meth:`reset` was never
+                called.
+
+        Example:
+            >>> from typedrl.envs.builtin import Pendulum
+            >>> env = Pendulum(num_envs=2)
+            >>> _ = env.reset(seed=0)
+            >>> frame = env.render(1)
+            >>> frame.shape, frame.dtype.name, env.render_fps
+            ((400, 400, 3), 'uint8', 20.0)
+        """
+        owner = f"{type(self).__name__}.render"
+        view = self._checked_render_view("render")
+        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < self._num_envs:
+            raise ConfigError(
+                f"{owner}: row must be an int in [0, {self._num_envs}) (the env has "
+                f"{self._num_envs} rows), got {describe(row)}"
+            )
+        if obs is None:
+            if not self._has_reset:
+                raise EnvContractError(f"{owner}: call reset() before render()")
+            with torch.no_grad():
+                vector = self._observe(self._state.detach())[row]
+        else:
+            vector = self._checked_render_obs(owner, obs)[row]
+        canvas = Canvas(view)
+        self._draw(canvas, vector.detach().cpu().to(torch.float64).numpy())
+        return canvas.frame()
+
     def close(self) -> None:
         """Mark the env closed: later :meth:`reset` and :meth:`step` calls raise.
 
@@ -477,6 +562,27 @@ class BaseTorchVecEnv(abc.ABC):
         )
 
     # --------------------------------------------------------------- helpers
+
+    def _checked_render_view(self, name: str) -> RenderView:
+        view = self._render_view
+        if view is None:
+            raise ConfigError(
+                f"{type(self).__name__}.{name}: {type(self).__name__} does not render (it "
+                "sets no _render_view and implements no _draw); the built-in envs of "
+                "typedrl.envs.builtin render, or record a Gymnasium env that renders "
+                "rgb_array frames"
+            )
+        return view
+
+    def _checked_render_obs(self, owner: str, obs: object) -> Tensor:
+        vector = obs.get("obs", None) if isinstance(obs, TensorDict) else None
+        obs_dim = self._observation_space.shape[0]
+        if not isinstance(vector, Tensor) or vector.shape != (self._num_envs, obs_dim):
+            raise ConfigError(
+                f"{owner}: obs must be an observation of this env, a TensorDict whose "
+                f"'obs' is [{self._num_envs}, {obs_dim}], got {describe(obs)}"
+            )
+        return vector
 
     def _advance(self, action: Action) -> tuple[_State, Reward, Done, Done]:
         """One step of every row, with autoreset; returns the pre-reset state and flags."""

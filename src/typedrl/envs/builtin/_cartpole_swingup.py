@@ -1,10 +1,11 @@
 """Cart-pole swing-up: the pole starts hanging down and must be swung upright."""
 
 import math
-from typing import Any, Literal, final
+from typing import Any, ClassVar, Literal, final
 
+import numpy as np
 import torch
-from jaxtyping import Float
+from jaxtyping import Float, Float64
 from torch import Tensor
 
 from typedrl import _validation
@@ -13,7 +14,9 @@ from typedrl._validation import describe
 from typedrl._values import StepResult
 from typedrl.envs.builtin import _cartpole_physics as physics
 from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._cartpole_render import VIEW, draw_cart_pole
 from typedrl.envs.builtin._math import stack_columns, uniform_between
+from typedrl.envs.builtin._render import Canvas, RenderView
 from typedrl.errors import CheckpointError, EnvContractError
 
 __all__ = ["CartPoleSwingUp"]
@@ -54,6 +57,10 @@ class CartPoleSwingUp(BaseTorchVecEnv):
       last half; :class:`~typedrl.evaluation.EpisodeEvaluator` reports their
       share as ``success_rate``.
 
+    :meth:`~BaseTorchVecEnv.render` draws the rail with its ends (where the
+    episode terminates) marked in red, the black cart and the pole (600 x 400
+    pixels, 50 fps).
+
     Args:
         num_envs: Number of rows.
         max_episode_steps: Time limit.
@@ -72,6 +79,8 @@ class CartPoleSwingUp(BaseTorchVecEnv):
         >>> result.reward.shape
         torch.Size([2])
     """
+
+    _render_view: ClassVar[RenderView | None] = VIEW
 
     @_validation.no_type_check
     def __init__(
@@ -190,3 +199,7 @@ class CartPoleSwingUp(BaseTorchVecEnv):
     def _observe(self, state: _State) -> ObsVector:
         x, x_dot, theta, theta_dot = state.unbind(-1)
         return stack_columns((x, x_dot, torch.cos(theta), torch.sin(theta), theta_dot))
+
+    def _draw(self, canvas: Canvas, obs: Float64[np.ndarray, " obs_dim"]) -> None:
+        x, _, cos_theta, sin_theta, _ = (float(value) for value in obs)
+        draw_cart_pole(canvas, x, cos_theta, sin_theta)

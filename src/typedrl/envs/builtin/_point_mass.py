@@ -1,15 +1,17 @@
 """A damped 2-D point mass driven to a random goal."""
 
-from typing import Literal, final
+from typing import ClassVar, Literal, final
 
+import numpy as np
 import torch
-from jaxtyping import Float
+from jaxtyping import Float, Float64
 from torch import Tensor
 
 from typedrl import _validation
 from typedrl._types import ContinuousAction, Done, ObsVector, Reward
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._math import smooth_distance, stack_columns, uniform_between
+from typedrl.envs.builtin._render import Canvas, RenderView
 
 __all__ = ["PointMass"]
 
@@ -22,6 +24,13 @@ _DAMPING = 0.5
 _ARENA = 1.0
 _EPSILON = 0.05
 _ACTION_COST = 0.01
+_BORDER = 0.01
+_GOAL_RADIUS = 0.06
+_MASS_RADIUS = 0.05
+_ARENA_BORDER_COLOR = (120, 120, 120)
+_ARENA_COLOR = (235, 235, 235)
+_GOAL_COLOR = (60, 160, 60)
+_MASS_COLOR = (50, 90, 200)
 
 
 @final
@@ -41,6 +50,10 @@ class PointMass(BaseTorchVecEnv):
     - never terminates; time limit 200 steps;
     - observation ``(p, v, g - p)`` (6 features, all flagged for normalisation).
 
+    :meth:`~BaseTorchVecEnv.render` draws the square ``[-1, 1]^2`` the
+    positions and goals are drawn from in grey, the goal in green and the mass
+    in blue (400 x 400 pixels, 20 fps).
+
     Args:
         num_envs: Number of rows.
         max_episode_steps: Time limit.
@@ -59,6 +72,8 @@ class PointMass(BaseTorchVecEnv):
         >>> result.obs["obs"].shape, toward_goal.grad.shape
         (torch.Size([2, 6]), torch.Size([2, 2]))
     """
+
+    _render_view: ClassVar[RenderView | None] = RenderView(x_range=(-1.5, 1.5), control_dt=_DT)
 
     @_validation.no_type_check
     def __init__(
@@ -110,3 +125,11 @@ class PointMass(BaseTorchVecEnv):
     def _observe(self, state: _State) -> ObsVector:
         px, py, vx, vy, gx, gy = state.unbind(-1)
         return stack_columns((px, py, vx, vy, gx - px, gy - py))
+
+    def _draw(self, canvas: Canvas, obs: Float64[np.ndarray, " obs_dim"]) -> None:
+        px, py, _, _, to_goal_x, to_goal_y = (float(value) for value in obs)
+        outer, inner = _ARENA + _BORDER, _ARENA - _BORDER
+        canvas.rectangle((-outer, -outer), (outer, outer), color=_ARENA_BORDER_COLOR)
+        canvas.rectangle((-inner, -inner), (inner, inner), color=_ARENA_COLOR)
+        canvas.circle((px + to_goal_x, py + to_goal_y), _GOAL_RADIUS, color=_GOAL_COLOR)
+        canvas.circle((px, py), _MASS_RADIUS, color=_MASS_COLOR)

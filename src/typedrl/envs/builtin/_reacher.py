@@ -1,16 +1,18 @@
 """A two-link planar arm reaching for a random target."""
 
 import math
-from typing import Literal, final
+from typing import ClassVar, Literal, final
 
+import numpy as np
 import torch
-from jaxtyping import Float
+from jaxtyping import Float, Float64
 from torch import Tensor
 
 from typedrl import _validation
 from typedrl._types import ContinuousAction, Done, ObsVector, Reward
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._math import smooth_distance, stack_columns, uniform_between
+from typedrl.envs.builtin._render import Canvas, RenderView
 
 __all__ = ["Reacher"]
 
@@ -29,6 +31,13 @@ _TARGET_RADIUS = (0.2, 0.9)
 _INITIAL_SPEED = 0.1
 _EPSILON = 0.05
 _ACTION_COST = 0.01
+_LINK_WIDTH = 0.06
+_JOINT_RADIUS = 0.035
+_TARGET_DRAW_RADIUS = 0.04
+_REACH_COLOR = (235, 235, 235)
+_TARGET_COLOR = (220, 50, 50)
+_LINK_COLORS = ((40, 110, 180), (70, 160, 220))
+_JOINT_COLOR = (0, 0, 0)
 
 
 @final
@@ -55,6 +64,10 @@ class Reacher(BaseTorchVecEnv):
       target_y, q1', q2', f_x - target_x, f_y - target_y``; cosines and sines
       are not flagged for normalisation.
 
+    :meth:`~BaseTorchVecEnv.render` draws the disc the arm reaches in grey,
+    the target in red, the two links in blue and the joints in black
+    (400 x 400 pixels, 20 fps).
+
     Args:
         num_envs: Number of rows.
         max_episode_steps: Time limit.
@@ -73,6 +86,8 @@ class Reacher(BaseTorchVecEnv):
         >>> obs["obs"].shape, torques.grad.shape
         (torch.Size([2, 10]), torch.Size([2, 2]))
     """
+
+    _render_view: ClassVar[RenderView | None] = RenderView(x_range=(-1.2, 1.2), control_dt=_DT)
 
     @_validation.no_type_check
     def __init__(
@@ -170,6 +185,20 @@ class Reacher(BaseTorchVecEnv):
                 tip_y - target_y,
             )
         )
+
+    def _draw(self, canvas: Canvas, obs: Float64[np.ndarray, " obs_dim"]) -> None:
+        cos1, cos2, sin1, sin2, target_x, target_y = (float(value) for value in obs[:6])
+        # cos(q1 + q2) and sin(q1 + q2) from the angles' cosines and sines.
+        cos12 = cos1 * cos2 - sin1 * sin2
+        sin12 = sin1 * cos2 + cos1 * sin2
+        elbow = (_LENGTH * cos1, _LENGTH * sin1)
+        tip = (elbow[0] + _LENGTH * cos12, elbow[1] + _LENGTH * sin12)
+        canvas.circle((0.0, 0.0), 2 * _LENGTH, color=_REACH_COLOR)
+        canvas.circle((target_x, target_y), _TARGET_DRAW_RADIUS, color=_TARGET_COLOR)
+        canvas.segment((0.0, 0.0), elbow, width=_LINK_WIDTH, color=_LINK_COLORS[0])
+        canvas.segment(elbow, tip, width=_LINK_WIDTH, color=_LINK_COLORS[1])
+        for joint in ((0.0, 0.0), elbow, tip):
+            canvas.circle(joint, _JOINT_RADIUS, color=_JOINT_COLOR)
 
 
 def _fingertip(q1: _Row, q2: _Row) -> tuple[_Row, _Row]:
