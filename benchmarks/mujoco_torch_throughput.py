@@ -27,7 +27,7 @@ scaled by ``--budget-scale``.
 Usage:
     python benchmarks/mujoco_torch_throughput.py --part throughput --json
     python benchmarks/mujoco_torch_throughput.py --part throughput --batch 64 --batch 1024
-    python benchmarks/mujoco_torch_throughput.py --part learning --target 200
+    python benchmarks/mujoco_torch_throughput.py --part learning --clock cpu --plot out/
 """
 
 import argparse
@@ -36,13 +36,14 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
-from sample_efficiency import ALGORITHMS, TASKS, Setup, Task, compare
+from sample_efficiency import ALGORITHMS, CLOCKS, TASKS, Setup, Task, compare, plot
 
 from typedrl.envs import make_builtin
 
@@ -133,7 +134,9 @@ def _swing_up_task(budget_scale: float) -> Task:
     return Task(target=builtin.target, setups=scaled)
 
 
-def learning(*, target: float, seed: int, episodes: int, budget_scale: float) -> dict[str, Any]:
+def learning(
+    *, target: float, seed: int, episodes: int, budget_scale: float, clock: str = "wall"
+) -> dict[str, Any]:
     """Race PPO, APG and SHAC to ``target`` on the MuJoCo swing-up."""
     TASKS[SWING_UP] = _swing_up_task(budget_scale)
     return compare(
@@ -141,7 +144,7 @@ def learning(*, target: float, seed: int, episodes: int, budget_scale: float) ->
         seed=seed,
         episodes=episodes,
         target=target,
-        clock=time.perf_counter,
+        clock=CLOCKS[clock],
         algorithms=ALGORITHMS,
     )
 
@@ -159,6 +162,13 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=16)
     parser.add_argument("--budget-scale", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="training time as wall clock (default) or the thread's CPU time (--part learning)",
+    )
+    parser.add_argument("--plot", type=Path, metavar="DIR", help="write the race's curves here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -168,7 +178,10 @@ def main() -> None:
             seed=args.seed,
             episodes=args.eval_episodes,
             budget_scale=args.budget_scale,
+            clock=args.clock,
         )
+        if args.plot is not None:
+            plot(result, args.plot)
         if args.json:
             print(json.dumps(result))
             return

@@ -53,7 +53,7 @@ from typedrl.training import AbstractTrainer, RunOptions
 Algorithm = Literal["ppo", "apg", "shac"]
 ALGORITHMS: tuple[Algorithm, ...] = ("ppo", "apg", "shac")
 
-_CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
 _EVAL_SEED = 12_345
 
 _PPO_GOAL_TASK = {
@@ -378,7 +378,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument(
         "--clock",
-        choices=sorted(_CLOCKS),
+        choices=sorted(CLOCKS),
         default="wall",
         help="wall clock (default) or the thread's CPU time (steadier on a shared machine)",
     )
@@ -404,7 +404,7 @@ def main() -> None:
             seed=args.seed,
             episodes=args.eval_episodes,
             target=targets[env_id],
-            clock=_CLOCKS[args.clock],
+            clock=CLOCKS[args.clock],
             algorithms=algorithms,
         )
         if args.plot is not None:
