@@ -121,17 +121,15 @@ class TrainedEnv:
     config_file: Path | None = None
     """The run's ``config.yaml`` the settings came from (``None``: the id alone)."""
 
-    def make(
-        self, *, num_envs: int, seed: int | None, env_kwargs: Mapping[str, Any] | None = None
-    ) -> VecEnv:
-        """Build it (sync vectorization; ``env_kwargs`` are added to the run's)."""
+    def make(self, *, num_envs: int, seed: int | None) -> VecEnv:
+        """Build it (sync vectorization)."""
         return make(
             self.env_id,
             num_envs=num_envs,
             seed=seed,
             wrappers=self.wrappers,
             clip_actions=self.clip_actions,
-            env_kwargs={**self.env_kwargs, **(env_kwargs or {})},
+            env_kwargs=self.env_kwargs,
         )
 
 

@@ -97,12 +97,22 @@ def test_evaluate_every_trainer_family(
     assert np.isfinite([report[f"return_{s}"] for s in _STATISTICS]).all()
 
 
+def _first_frame(video: Path) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """The first frame of an MP4 file."""
+    import imageio.v2 as imageio
+
+    reader = imageio.get_reader(str(video))
+    try:
+        frame: np.ndarray[Any, np.dtype[np.uint8]] = reader.get_data(0)
+    finally:
+        reader.close()
+    return frame
+
+
 def test_evaluate_records_a_video(
     trained_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--video writes an MP4 of the deterministic episode, one frame per step."""
-    import imageio.v2 as imageio
-
     # imageio-ffmpeg ships no type information.
     imageio_ffmpeg: Any = importlib.import_module("imageio_ffmpeg")
 
@@ -114,11 +124,7 @@ def test_evaluate_records_a_video(
     # The same seed and one row: the video plays the scored episode, frame by frame.
     assert f"({int(length)} frames, " in out
     assert imageio_ffmpeg.count_frames_and_secs(str(video))[0] == int(length)
-    reader = imageio.get_reader(str(video))
-    try:
-        first = reader.get_data(0)
-    finally:
-        reader.close()
+    first = _first_frame(video)
     assert first.shape == (400, 600, 3)
     assert first.std() > 0
 
@@ -145,8 +151,6 @@ def test_evaluate_records_a_shac_run_on_a_builtin_env(
     trained_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--video records a SHAC run on typedrl/Pendulum-v0: every state of the scored episode."""
-    import imageio.v2 as imageio
-
     # imageio-ffmpeg ships no type information.
     imageio_ffmpeg: Any = importlib.import_module("imageio_ffmpeg")
 
@@ -161,11 +165,7 @@ def test_evaluate_records_a_shac_run_on_a_builtin_env(
     assert frames == length + 1
     # Real time: 20 frames per second, one per 0.05 s step.
     assert seconds == pytest.approx((length + 1) / 20, abs=0.1)
-    reader = imageio.get_reader(str(video))
-    try:
-        first = reader.get_data(0)
-    finally:
-        reader.close()
+    first = _first_frame(video)
     assert first.shape == (400, 400, 3)
     assert first.std() > 0
 

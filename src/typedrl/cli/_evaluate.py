@@ -1,6 +1,7 @@
 """``typedrl evaluate``: score a checkpoint's deterministic policy on an env."""
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -74,7 +75,7 @@ def _check_positive(name: str, value: int) -> None:
         raise ConfigError(f"typedrl evaluate {name} must be a positive int, got {value}")
 
 
-def _check_video(path: Path, spec: "TrainedEnv", extra_kwargs: dict[str, Any]) -> None:
+def _check_video(path: Path, spec: "TrainedEnv") -> None:
     """Fail before any episode is played if the video cannot be written.
 
     A built-in env is built with one row, without stepping it, to ask whether
@@ -89,7 +90,7 @@ def _check_video(path: Path, spec: "TrainedEnv", extra_kwargs: dict[str, Any]) -
         raise ConfigError(f"--video writes an MP4 file; expected a path ending in .mp4, got {path}")
     require_video_writer()
     if spec.env_id.startswith(BUILTIN_PREFIX):
-        env = spec.make(num_envs=1, seed=0, env_kwargs=extra_kwargs)
+        env = spec.make(num_envs=1, seed=0)
         env.close()
         if not isinstance(env, BaseTorchVecEnv) or not env.renders:
             raise ConfigError(
@@ -113,12 +114,11 @@ def _table(metrics: dict[str, float], episodes: int) -> str:
     return "\n".join(lines)
 
 
-def _env_settings(spec: "TrainedEnv", extra_kwargs: dict[str, Any]) -> str:
+def _env_settings(spec: "TrainedEnv") -> str:
     """The env options the evaluation applies besides the id, as one line ("" if none)."""
     parts = []
-    kwargs = {**spec.env_kwargs, **extra_kwargs}
-    if kwargs:
-        parts.append(f"env_kwargs={kwargs}")
+    if spec.env_kwargs:
+        parts.append(f"env_kwargs={dict(spec.env_kwargs)}")
     if spec.wrappers:
         parts.append(f"wrappers={list(spec.wrappers)}")
     if spec.clip_actions is not None:
@@ -146,11 +146,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
             f"{location.path} does not record the env it was trained on (it was saved "
             "without RunOptions.env_id); name the env: typedrl evaluate CHECKPOINT ENV_ID"
         )
-    spec = trained_env(checkpoint, location, env_id=args.env_id)
+    trained = trained_env(checkpoint, location, env_id=args.env_id)
+    # --env-kwargs go over the run's own.
+    spec = dataclasses.replace(
+        trained, env_kwargs={**trained.env_kwargs, **parse_env_kwargs(args.env_kwargs)}
+    )
     env_id = spec.env_id
-    extra_kwargs = parse_env_kwargs(args.env_kwargs)
     if args.video is not None:
-        _check_video(args.video, spec, extra_kwargs)
+        _check_video(args.video, spec)
     json_path: Path = args.json_path or (
         location.run_dir / "eval.json"
         if location.choice != "file" and location.run_dir is not None
@@ -160,11 +163,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     which = {"best": " (the run's best)", "last": " (the run's last; it has no best)"}
     print(f"checkpoint  {location.path}{which.get(location.choice, '')}")
     print(f"env         {env_id} ({checkpoint.kind}, {rows} rows, seed {args.seed})")
-    settings = _env_settings(spec, extra_kwargs)
+    settings = _env_settings(spec)
     if settings:
         source = f" (from {spec.config_file})" if spec.config_file is not None else ""
         print(f"env options {settings}{source}")
-    env = EpisodeRecorder(spec.make(num_envs=rows, seed=args.seed, env_kwargs=extra_kwargs))
+    env = EpisodeRecorder(spec.make(num_envs=rows, seed=args.seed))
     try:
         model = restore_policy(checkpoint, env, path=location.path)
         evaluator = EpisodeEvaluator(env, num_episodes=args.episodes, seed=args.seed)
@@ -202,7 +205,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             path=args.video,
             episodes=args.video_episodes,
             seed=args.seed,
-            env_kwargs={**spec.env_kwargs, **extra_kwargs},
+            env_kwargs=spec.env_kwargs,
             wrappers=spec.wrappers,
             clip_actions=spec.clip_actions,
         )
