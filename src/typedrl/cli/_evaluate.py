@@ -165,8 +165,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print(f"env         {env_id} ({checkpoint.kind}, {rows} rows, seed {args.seed})")
     settings = _env_settings(spec)
     if settings:
-        source = f" (from {spec.config_file})" if spec.config_file is not None else ""
-        print(f"env options {settings}{source}")
+        sources = [str(spec.config_file)] if _env_settings(trained) else []
+        sources += ["--env-kwargs"] if args.env_kwargs else []
+        print(f"env options {settings} (from {' and '.join(sources)})")
     env = EpisodeRecorder(spec.make(num_envs=rows, seed=args.seed))
     try:
         model = restore_policy(checkpoint, env, path=location.path)
