@@ -35,11 +35,11 @@ from typedrl._types import Action, Obs
 from typedrl._values import StepResult
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.envs._make import BUILTIN_PREFIX
+from typedrl.envs._wrapper import VecEnvWrapper
 from typedrl.envs.builtin import BaseTorchVecEnv
 from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.protocols import Policy, VecEnv
-from typedrl.testing import VecEnvWrapper
 
 __all__ = ["VIDEO_EXTRA", "EpisodeRecorder", "VideoResult", "record_video", "require_video_writer"]
 

@@ -24,18 +24,19 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, final
 
 from typedrl.agents import PPOAgent, PPOConfig
-from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
+from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
 from typedrl.checkpoint import POLICY_KEY, Checkpoint, CheckpointPaths, StrPath, load_into
-from typedrl.envs import make
+from typedrl.envs import make, observation_normalize_mask_of
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
-from typedrl.protocols import SupportsObservationNormalizeMask, VecEnv
+from typedrl.protocols import VecEnv
 
 __all__ = [
     "CheckpointChoice",
     "CheckpointLocation",
     "RestoredPolicy",
     "TrainedEnv",
+    "algorithm_of",
     "locate_checkpoint",
     "restore_policy",
     "trained_env",
@@ -99,6 +100,26 @@ def locate_checkpoint(path: StrPath) -> CheckpointLocation:
     parent = given.parent
     run_dir = parent.parent if parent.name == "checkpoints" else None
     return CheckpointLocation(path=given, run_dir=run_dir, choice="file")
+
+
+def algorithm_of(checkpoint: Checkpoint, *, path: StrPath) -> str:
+    """The algorithm that trained ``checkpoint``: ``"ppo"``, ``"apg"`` or ``"shac"``.
+
+    APG and SHAC share a checkpoint kind (the differentiable trainer's); the
+    stored config says which algorithm ran.
+
+    Raises:
+        ConfigError: The stored config of a differentiable checkpoint is invalid.
+    """
+    if checkpoint.kind == PPOAgent.kind:
+        return "ppo"
+    try:
+        config = DifferentiableTrainerConfig.from_dict(checkpoint.config)
+    except ConfigError as error:
+        raise ConfigError(
+            f"{path}: cannot read the saved {checkpoint.kind} config: {error}"
+        ) from error
+    return "shac" if isinstance(config.algorithm, SHACConfig) else "apg"
 
 
 @final
@@ -213,11 +234,7 @@ def restore_policy(checkpoint: Checkpoint, env: VecEnv, *, path: StrPath) -> Res
                 DifferentiableTrainerConfig.from_dict(checkpoint.config),
                 env.single_observation_space,
                 env.single_action_space,
-                observation_normalize_mask=(
-                    env.observation_normalize_mask
-                    if isinstance(env, SupportsObservationNormalizeMask)
-                    else None
-                ),
+                observation_normalize_mask=observation_normalize_mask_of(env),
             )
     except ConfigError as error:
         raise ConfigError(

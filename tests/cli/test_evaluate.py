@@ -93,6 +93,8 @@ def test_evaluate_every_trainer_family(
     capsys.readouterr()
     report = _report(run_dir / "eval.json")
     assert report["kind"] == ("ppo" if name.startswith("ppo") else "apg")
+    # APG and SHAC share a checkpoint kind; the report names the algorithm that trained it.
+    assert report["algorithm"] == name.removesuffix("_continuous")
     assert report["episodes"] == 2
     assert np.isfinite([report[f"return_{s}"] for s in _STATISTICS]).all()
 

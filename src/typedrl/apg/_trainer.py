@@ -21,6 +21,7 @@ from typedrl.apg._shac import SHAC
 from typedrl.apg._shac_config import SHACConfig
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
+from typedrl.envs._wrapper import observation_normalize_mask_of
 from typedrl.errors import ConfigError
 from typedrl.logging import MetricAggregator
 from typedrl.policies import DifferentiableMLPPolicy
@@ -30,7 +31,6 @@ from typedrl.protocols import (
     Evaluator,
     Policy,
     ScheduledDifferentiableVecEnv,
-    SupportsObservationNormalizeMask,
     VecEnv,
 )
 from typedrl.seeding import derive_seed
@@ -273,11 +273,7 @@ class DifferentiableTrainer(AbstractTrainer):
                 config,
                 env.single_observation_space,
                 env.single_action_space,
-                observation_normalize_mask=(
-                    env.observation_normalize_mask
-                    if isinstance(env, SupportsObservationNormalizeMask)
-                    else None
-                ),
+                observation_normalize_mask=observation_normalize_mask_of(env),
             )
         )
         # On the device, in the precision's dtype (float64 under Fabric's 64-true).

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from typedrl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from typedrl.restore import TrainedEnv
+    from typedrl.restore import RestoredPolicy, TrainedEnv
 
 __all__ = ["add_evaluate_parser", "run_evaluate"]
 
@@ -133,8 +133,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from typedrl.checkpoint import load_checkpoint  # noqa: PLC0415
     from typedrl.cli._config import parse_env_kwargs  # noqa: PLC0415
     from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
-    from typedrl.recording import EpisodeRecorder, record_video  # noqa: PLC0415
-    from typedrl.restore import locate_checkpoint, restore_policy, trained_env  # noqa: PLC0415
+    from typedrl.recording import EpisodeRecorder  # noqa: PLC0415
+    from typedrl.restore import (  # noqa: PLC0415
+        algorithm_of,
+        locate_checkpoint,
+        restore_policy,
+        trained_env,
+    )
 
     _check_positive("--episodes", args.episodes)
     _check_positive("--num-envs", args.num_envs)
@@ -146,6 +151,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             f"{location.path} does not record the env it was trained on (it was saved "
             "without RunOptions.env_id); name the env: typedrl evaluate CHECKPOINT ENV_ID"
         )
+    algorithm = algorithm_of(checkpoint, path=location.path)
     trained = trained_env(checkpoint, location, env_id=args.env_id)
     # --env-kwargs go over the run's own.
     spec = dataclasses.replace(
@@ -162,7 +168,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     rows = _rows_for(args.episodes, args.num_envs)
     which = {"best": " (the run's best)", "last": " (the run's last; it has no best)"}
     print(f"checkpoint  {location.path}{which.get(location.choice, '')}")
-    print(f"env         {env_id} ({checkpoint.kind}, {rows} rows, seed {args.seed})")
+    print(f"env         {env_id} ({algorithm}, {rows} rows, seed {args.seed})")
     settings = _env_settings(spec)
     if settings:
         sources = [str(spec.config_file)] if _env_settings(trained) else []
@@ -186,6 +192,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {
         "checkpoint": str(location.path),
         "kind": checkpoint.kind,
+        "algorithm": algorithm,
         "env_id": env_id,
         "seed": args.seed,
         "episodes": result.num_items,
@@ -198,17 +205,24 @@ def run_evaluate(args: argparse.Namespace) -> int:
     json_path.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
     print(f"\nwrote       {json_path}")
     if args.video is not None:
-        # rgb_array frames need no window; without this SDL complains about the display.
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        video = record_video(
-            model,
-            env_id,
-            path=args.video,
-            episodes=args.video_episodes,
-            seed=args.seed,
-            env_kwargs=spec.env_kwargs,
-            wrappers=spec.wrappers,
-            clip_actions=spec.clip_actions,
-        )
-        print(f"wrote       {video.path} ({video.frames} frames, {video.seconds:.1f} s)")
+        _record_video(model, spec, args)
     return 0
+
+
+def _record_video(model: "RestoredPolicy", spec: "TrainedEnv", args: argparse.Namespace) -> None:
+    """Record ``--video-episodes`` deterministic episodes of ``model`` to ``--video``."""
+    from typedrl.recording import record_video  # noqa: PLC0415 - keep `typedrl --help` fast
+
+    # rgb_array frames need no window; without this SDL complains about the display.
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    video = record_video(
+        model,
+        spec.env_id,
+        path=args.video,
+        episodes=args.video_episodes,
+        seed=args.seed,
+        env_kwargs=spec.env_kwargs,
+        wrappers=spec.wrappers,
+        clip_actions=spec.clip_actions,
+    )
+    print(f"wrote       {video.path} ({video.frames} frames, {video.seconds:.1f} s)")

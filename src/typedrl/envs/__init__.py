@@ -7,7 +7,10 @@
   :class:`PointMass`, :class:`Reacher`: built-in batched, differentiable torch
   envs (registered with Gymnasium as ``typedrl/<Name>-v0``);
 - :func:`check_vec_env` and :func:`check_differentiable_vec_env`: the
-  conformance checkers to run on your own envs before training.
+  conformance checkers to run on your own envs before training;
+- :class:`VecEnvWrapper`: the delegating base of every env wrapper (override
+  only what the wrapper changes; the env's attributes a policy reads pass
+  through).
 """
 
 from typedrl.envs._checker import CHECK_RULES as CHECK_RULES
@@ -21,6 +24,9 @@ from typedrl.envs._isaaclab import IsaacLabEnvLike as IsaacLabEnvLike
 from typedrl.envs._isaaclab import IsaacLabObs as IsaacLabObs
 from typedrl.envs._isaaclab import IsaacLabVecEnv as IsaacLabVecEnv
 from typedrl.envs._make import make as make
+from typedrl.envs._wrapper import DifferentiableVecEnvWrapper as DifferentiableVecEnvWrapper
+from typedrl.envs._wrapper import VecEnvWrapper as VecEnvWrapper
+from typedrl.envs._wrapper import observation_normalize_mask_of as observation_normalize_mask_of
 from typedrl.envs.builtin import BUILTIN_ENV_IDS as BUILTIN_ENV_IDS
 from typedrl.envs.builtin import BaseTorchVecEnv as BaseTorchVecEnv
 from typedrl.envs.builtin import CartPole as CartPole
@@ -39,6 +45,7 @@ __all__ = [
     "CartPole",
     "CartPoleSwingUp",
     "CheckReport",
+    "DifferentiableVecEnvWrapper",
     "GymnasiumVecEnv",
     "GymnasiumVectorView",
     "IsaacLabEnvCfgLike",
@@ -48,10 +55,12 @@ __all__ = [
     "Pendulum",
     "PointMass",
     "Reacher",
+    "VecEnvWrapper",
     "Violation",
     "check_differentiable_vec_env",
     "check_vec_env",
     "make",
     "make_builtin",
+    "observation_normalize_mask_of",
     "register_builtin_envs",
 ]

@@ -21,6 +21,8 @@ simulator:
   a faithful CPU fake of the Isaac Lab env API.
 """
 
+from typedrl.envs._wrapper import DifferentiableVecEnvWrapper as DifferentiableVecEnvWrapper
+from typedrl.envs._wrapper import VecEnvWrapper as VecEnvWrapper
 from typedrl.testing._counting import CountingVecEnv as CountingVecEnv
 from typedrl.testing._gym_envs import RandomEndsEnv as RandomEndsEnv
 from typedrl.testing._gym_envs import RandomEndsVectorEnv as RandomEndsVectorEnv
@@ -36,8 +38,6 @@ from typedrl.testing._policies import LinearDifferentiablePolicy as LinearDiffer
 from typedrl.testing._quadratic import QuadraticEnv as QuadraticEnv
 from typedrl.testing._quadratic import ScheduledQuadraticEnv as ScheduledQuadraticEnv
 from typedrl.testing._state import CounterState as CounterState
-from typedrl.testing._wrapper import DifferentiableVecEnvWrapper as DifferentiableVecEnvWrapper
-from typedrl.testing._wrapper import VecEnvWrapper as VecEnvWrapper
 
 __all__ = [
     "ConstantPolicy",

@@ -1,4 +1,11 @@
-"""One delegating wrapper base for vector envs, for test doubles that change one thing."""
+"""One delegating wrapper base for vector envs.
+
+Every wrapper in the package (the evaluation recorders, the test doubles)
+derives from :class:`VecEnvWrapper`, so no wrapper can drop an attribute of
+the env it wraps that a policy depends on: the observation normalise mask of
+a differentiable env is passed through when the wrapped env has one, and is
+absent when it has none.
+"""
 
 from typing import Any
 
@@ -10,11 +17,32 @@ from typedrl._values import StepResult
 from typedrl.errors import ConfigError
 from typedrl.protocols import (
     DifferentiableVecEnv,
-    SupportsObservationNormalizeMask,
     VecEnv,
 )
 
-__all__ = ["DifferentiableVecEnvWrapper", "VecEnvWrapper"]
+__all__ = ["DifferentiableVecEnvWrapper", "VecEnvWrapper", "observation_normalize_mask_of"]
+
+
+def observation_normalize_mask_of(env: VecEnv) -> ObsMask | None:
+    """``env``'s observation normalise mask, through any wrappers, or ``None`` if it has none.
+
+    Read the mask through this function rather than with ``isinstance`` on
+    :class:`~typedrl.protocols.SupportsObservationNormalizeMask`: a wrapper
+    always declares the property and raises :class:`AttributeError` when the
+    env it wraps has no mask, which a runtime protocol check (static since
+    Python 3.12) cannot see.
+
+    Example:
+        >>> from typedrl.envs import CartPoleSwingUp
+        >>> from typedrl.testing import VecEnvWrapper
+        >>> env = CartPoleSwingUp(num_envs=2)
+        >>> observation_normalize_mask_of(VecEnvWrapper(env)).tolist()
+        [True, True, False, False, True]
+        >>> from typedrl.testing import CountingVecEnv
+        >>> observation_normalize_mask_of(VecEnvWrapper(CountingVecEnv(num_envs=2))) is None
+        True
+    """
+    return getattr(env, "observation_normalize_mask", None)
 
 
 class VecEnvWrapper:
@@ -70,6 +98,22 @@ class VecEnvWrapper:
         """As the wrapped env."""
         return self.env.provides_final_obs
 
+    @property
+    def observation_normalize_mask(self) -> ObsMask:
+        """The wrapped env's observation normalise mask.
+
+        Raises:
+            AttributeError: The wrapped env has none (so ``getattr`` with a
+                default, and :func:`observation_normalize_mask_of`, see none).
+        """
+        mask = observation_normalize_mask_of(self.env)
+        if mask is None:
+            raise AttributeError(
+                f"{type(self.env).__name__} has no observation_normalize_mask, so neither "
+                f"has its {type(self).__name__}"
+            )
+        return mask
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
@@ -108,7 +152,8 @@ class DifferentiableVecEnvWrapper(VecEnvWrapper):
     @property
     def observation_normalize_mask(self) -> ObsMask:
         """The wrapped env's mask, or every feature when it has none."""
-        if isinstance(self.env, SupportsObservationNormalizeMask):
-            return self.env.observation_normalize_mask
+        mask = observation_normalize_mask_of(self.env)
+        if mask is not None:
+            return mask
         shape = self.env.single_observation_space.shape or (1,)
         return torch.ones(int(torch.tensor(shape).prod()), dtype=torch.bool)
