@@ -305,6 +305,8 @@ def export_policy(
                     (example,),
                     str(target),
                     dynamo=True,
+                    # One self-contained file: the weights inside it, no policy.onnx.data beside.
+                    external_data=False,
                     input_names=["obs"],
                     output_names=["action"],
                     dynamic_shapes={"obs": {0: torch.export.Dim("batch")}},

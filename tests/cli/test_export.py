@@ -2,6 +2,7 @@
 
 import importlib
 import importlib.util
+import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -74,13 +75,17 @@ def _run_torchscript(path: Path, obs: torch.Tensor) -> torch.Tensor:
 def test_onnx_matches_the_checkpoint_policy(
     trained_runs: dict[str, Path], name: str, tmp_path: Path
 ) -> None:
-    """The ONNX file's actions match the checkpoint's deterministic policy (onnxruntime)."""
+    """The ONNX file alone, copied elsewhere, matches the checkpoint's policy (onnxruntime)."""
     policy, space = _policy_of(trained_runs[name])
-    result = export_checkpoint(trained_runs[name], output=tmp_path / "policy.onnx")
+    result = export_checkpoint(trained_runs[name], output=tmp_path / "export" / "policy.onnx")
+    assert sorted(item.name for item in result.path.parent.iterdir()) == ["policy.onnx"]
+    copied = tmp_path / "copied" / "policy.onnx"
+    copied.parent.mkdir()
+    shutil.copy(result.path, copied)
     for rows in (1, 64):
         obs = _observations(space, rows)
         expected = _expected(policy, obs)
-        actions = _run_onnx(result.path, obs)
+        actions = _run_onnx(copied, obs)
         assert actions.shape == tuple(expected.shape)
         if name == "ppo_discrete":
             assert actions.dtype == np.int64
