@@ -35,12 +35,15 @@ def _json(path: Path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(("algo", "env_id"), _BUILTIN_TUNED)
-def test_evaluate_equals_the_training_evaluation(algo: str, env_id: str, tmp_path: Path) -> None:
+def test_evaluate_equals_the_training_evaluation(
+    algo: str, env_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """On the training evaluation's rows, episodes and seed, evaluate prints the recorded return."""
     run_dir = tmp_path / "run"
     train = ["train", env_id, "--algo", algo, "--seed", str(_SEED), "--num-envs", str(_ROWS)]
     train += ["--eval-episodes", str(_EPISODES), "--no-progress", "--run-dir", str(run_dir)]
     assert main([*train, *_TINY[algo]]) == 0
+    capsys.readouterr()
     summary = _json(run_dir / "summary.json")
     assert summary["algorithm"] == algo
     # The trainer seeds its evaluation env with the run seed's "eval_env" stream of rank 0.
@@ -49,6 +52,9 @@ def test_evaluate_equals_the_training_evaluation(algo: str, env_id: str, tmp_pat
     evaluate = ["evaluate", str(run_dir), "--episodes", str(_EPISODES), "--num-envs", str(_ROWS)]
     assert main([*evaluate, "--seed", str(seed), "--json", str(report_path)]) == 0
     report = _json(report_path)
+    # evaluate names the flags that replay the training evaluation, and they are these.
+    replay = f"--episodes {_EPISODES} --num-envs {_ROWS} --seed {seed} replays that evaluation"
+    assert replay in capsys.readouterr().out
     assert report["algorithm"] == algo
     assert report["checkpoint"] == str(run_dir / "checkpoints" / "best.ckpt")
     assert report["return_mean"] == pytest.approx(summary["best_eval_return_mean"], abs=1e-4)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from typedrl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from typedrl.restore import RestoredPolicy, TrainedEnv
+    from typedrl.restore import CheckpointLocation, RestoredPolicy, TrainedEnv
 
 __all__ = ["add_evaluate_parser", "run_evaluate"]
 
@@ -126,6 +126,48 @@ def _env_settings(spec: "TrainedEnv") -> str:
     return ", ".join(parts)
 
 
+def _print_env_options(spec: "TrainedEnv", trained: "TrainedEnv", *, from_flags: bool) -> None:
+    """Print the env options the evaluation applies and where they came from, if any."""
+    settings = _env_settings(spec)
+    if settings:
+        sources = [str(spec.config_file)] if _env_settings(trained) else []
+        sources += ["--env-kwargs"] if from_flags else []
+        print(f"env options {settings} (from {' and '.join(sources)})")
+
+
+def _training_record(location: "CheckpointLocation") -> str | None:
+    """What training recorded for a run's ``best.ckpt``, and the flags that replay it.
+
+    ``None`` for other checkpoints, for runs without a ``summary.json`` or a
+    best score, and for multi-process runs (their evaluation envs are not
+    one seeded env). The trainer's evaluation env has ``min(num_envs, 8)``
+    rows and the run seed's ``"eval_env"`` stream of rank 0.
+    """
+    from typedrl.cli._config import CONFIG_FILE, read_run_config  # noqa: PLC0415
+    from typedrl.cli._train import EVAL_ROWS  # noqa: PLC0415
+    from typedrl.seeding import derive_seed  # noqa: PLC0415
+    from typedrl.training import SUMMARY_FILE  # noqa: PLC0415
+
+    run_dir = location.run_dir
+    if run_dir is None or location.path.name != "best.ckpt":
+        return None
+    summary_file, config_file = run_dir / SUMMARY_FILE, run_dir / CONFIG_FILE
+    if not summary_file.is_file() or not config_file.is_file():
+        return None
+    recorded = json.loads(summary_file.read_text()).get("best_eval_return_mean")
+    document = read_run_config(config_file)
+    run = document.get("run") or {}
+    if recorded is None or run.get("devices", 1) != 1:
+        return None
+    episodes = run.get("eval_episodes", 16)
+    rows = min(int(document.get("num_envs", EVAL_ROWS)), EVAL_ROWS)
+    seed = derive_seed(int(document.get("seed", 0)), "eval_env", rank=0)
+    return (
+        f"training    best.ckpt scored return {recorded:.2f} over {episodes} episodes "
+        f"(--episodes {episodes} --num-envs {rows} --seed {seed} replays that evaluation)"
+    )
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     """Load a checkpoint's policy and evaluate it; print a table and write the JSON report."""
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
@@ -169,11 +211,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     which = {"best": " (the run's best)", "last": " (the run's last; it has no best)"}
     print(f"checkpoint  {location.path}{which.get(location.choice, '')}")
     print(f"env         {env_id} ({algorithm}, {rows} rows, seed {args.seed})")
-    settings = _env_settings(spec)
-    if settings:
-        sources = [str(spec.config_file)] if _env_settings(trained) else []
-        sources += ["--env-kwargs"] if args.env_kwargs else []
-        print(f"env options {settings} (from {' and '.join(sources)})")
+    _print_env_options(spec, trained, from_flags=bool(args.env_kwargs))
+    recorded = _training_record(location)
+    if recorded is not None:
+        print(recorded)
     env = EpisodeRecorder(spec.make(num_envs=rows, seed=args.seed))
     try:
         model = restore_policy(checkpoint, env, path=location.path)

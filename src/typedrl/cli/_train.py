@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 CURVE_FILE = "curve.png"
 """The learning curve ``typedrl train`` draws into the run folder (with the plot extra)."""
 
-_EVAL_ROWS = 8
+EVAL_ROWS = 8
 """At most this many rows in the evaluation env."""
 
 __all__ = ["add_train_parser", "default_run_dir", "run_train"]
@@ -304,7 +304,7 @@ def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, pro
     def build_env(role: Literal["env", "eval_env"], num_envs: int) -> "VecEnv":
         return _build_env(resolved, role=role, num_envs=num_envs, rank=rank, device=fabric.device)
 
-    eval_rows = min(resolved.num_envs, _EVAL_ROWS)
+    eval_rows = min(resolved.num_envs, EVAL_ROWS)
     env = build_env("env", resolved.num_envs)
     eval_env: VecEnv | None = None
     if not one_simulation:
