@@ -12,10 +12,9 @@ The public API is re-exported here explicitly. Submodules:
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from typedrl._values import DifferentiableRolloutSpec as DifferentiableRolloutSpec
-from typedrl._values import EvaluationResult as EvaluationResult
-from typedrl._values import StepResult as StepResult
+from typedrl._lazy import lazy_exports
 from typedrl.errors import CheckpointError as CheckpointError
 from typedrl.errors import ConfigError as ConfigError
 from typedrl.errors import DistributedError as DistributedError
@@ -26,16 +25,44 @@ from typedrl.errors import NonFiniteError as NonFiniteError
 from typedrl.errors import SpecError as SpecError
 from typedrl.errors import StateError as StateError
 from typedrl.errors import TypedRLError as TypedRLError
-from typedrl.protocols import ActorCritic as ActorCritic
-from typedrl.protocols import Collector as Collector
-from typedrl.protocols import DifferentiablePolicy as DifferentiablePolicy
-from typedrl.protocols import DifferentiableVecEnv as DifferentiableVecEnv
-from typedrl.protocols import Evaluator as Evaluator
-from typedrl.protocols import Policy as Policy
-from typedrl.protocols import ScheduledDifferentiableVecEnv as ScheduledDifferentiableVecEnv
-from typedrl.protocols import SupportsObservationNormalizeMask as SupportsObservationNormalizeMask
-from typedrl.protocols import SupportsStateDict as SupportsStateDict
-from typedrl.protocols import VecEnv as VecEnv
+
+# The value types and protocols import torch and tensordict: they load on first use,
+# so that `import typedrl` (and `typedrl --version`) stays fast.
+if TYPE_CHECKING:
+    from typedrl._values import DifferentiableRolloutSpec as DifferentiableRolloutSpec
+    from typedrl._values import EvaluationResult as EvaluationResult
+    from typedrl._values import StepResult as StepResult
+    from typedrl.protocols import ActorCritic as ActorCritic
+    from typedrl.protocols import Collector as Collector
+    from typedrl.protocols import DifferentiablePolicy as DifferentiablePolicy
+    from typedrl.protocols import DifferentiableVecEnv as DifferentiableVecEnv
+    from typedrl.protocols import Evaluator as Evaluator
+    from typedrl.protocols import Policy as Policy
+    from typedrl.protocols import ScheduledDifferentiableVecEnv as ScheduledDifferentiableVecEnv
+    from typedrl.protocols import (
+        SupportsObservationNormalizeMask as SupportsObservationNormalizeMask,
+    )
+    from typedrl.protocols import SupportsStateDict as SupportsStateDict
+    from typedrl.protocols import VecEnv as VecEnv
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "DifferentiableRolloutSpec": "typedrl._values",
+            "EvaluationResult": "typedrl._values",
+            "StepResult": "typedrl._values",
+            "ActorCritic": "typedrl.protocols",
+            "Collector": "typedrl.protocols",
+            "DifferentiablePolicy": "typedrl.protocols",
+            "DifferentiableVecEnv": "typedrl.protocols",
+            "Evaluator": "typedrl.protocols",
+            "Policy": "typedrl.protocols",
+            "ScheduledDifferentiableVecEnv": "typedrl.protocols",
+            "SupportsObservationNormalizeMask": "typedrl.protocols",
+            "SupportsStateDict": "typedrl.protocols",
+            "VecEnv": "typedrl.protocols",
+        },
+    )
 
 try:
     __version__ = version("typedrl")

@@ -6,11 +6,10 @@ Each returns the validated (and normalised) value or raises
 
 import math
 import numbers
+import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TypeVar
-
-import torch
 
 from typedrl.errors import ConfigError
 
@@ -60,9 +59,14 @@ def describe(value: object) -> str:
         >>> describe(0)
         '0 (type int)'
     """
-    if isinstance(value, torch.Tensor):
-        shape = list(value.shape)
-        return f"a {type(value).__name__} of dtype {value.dtype}, shape {shape} on {value.device}"
+    if "torch" in sys.modules:  # a tensor exists only once torch is imported
+        import torch  # noqa: PLC0415 - configs and the command's parser stay free of torch
+
+        if isinstance(value, torch.Tensor):
+            shape = list(value.shape)
+            return (
+                f"a {type(value).__name__} of dtype {value.dtype}, shape {shape} on {value.device}"
+            )
     text = repr(value)
     if len(text) > 80:
         text = text[:77] + "..."

@@ -1,11 +1,32 @@
 """On-policy agents on the trainer core: PPO, its config and the on-policy collector."""
 
-from typedrl.agents._collector import OnPolicyCollector as OnPolicyCollector
-from typedrl.agents._collector import OnPolicyRollout as OnPolicyRollout
-from typedrl.agents._compiled_update import AUTO_COMPILE_MIN_UPDATES as AUTO_COMPILE_MIN_UPDATES
-from typedrl.agents._compiled_update import CompileDecision as CompileDecision
-from typedrl.agents._config import PPOConfig as PPOConfig
-from typedrl.agents._ppo import PPOAgent as PPOAgent
+from typing import TYPE_CHECKING
+
+from typedrl._lazy import lazy_exports
+
+# Submodules load on first use: reading PPOConfig (the command does, to parse a
+# config) imports neither torch nor Lightning.
+if TYPE_CHECKING:
+    from typedrl.agents._collector import OnPolicyCollector as OnPolicyCollector
+    from typedrl.agents._collector import OnPolicyRollout as OnPolicyRollout
+    from typedrl.agents._compiled_update import (
+        AUTO_COMPILE_MIN_UPDATES as AUTO_COMPILE_MIN_UPDATES,
+    )
+    from typedrl.agents._compiled_update import CompileDecision as CompileDecision
+    from typedrl.agents._config import PPOConfig as PPOConfig
+    from typedrl.agents._ppo import PPOAgent as PPOAgent
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "OnPolicyCollector": "typedrl.agents._collector",
+            "OnPolicyRollout": "typedrl.agents._collector",
+            "AUTO_COMPILE_MIN_UPDATES": "typedrl.agents._compiled_update",
+            "CompileDecision": "typedrl.agents._compiled_update",
+            "PPOConfig": "typedrl.agents._config",
+            "PPOAgent": "typedrl.agents._ppo",
+        },
+    )
 
 __all__ = [
     "AUTO_COMPILE_MIN_UPDATES",

@@ -15,19 +15,47 @@
   evaluation, checkpoints, exact resume, DDP.
 """
 
-from typedrl.apg._adjoint import ADJOINT_METRICS as ADJOINT_METRICS
-from typedrl.apg._adjoint import ActionAdjointClipper as ActionAdjointClipper
-from typedrl.apg._algorithm import APG as APG
-from typedrl.apg._algorithm import AlgorithmState as AlgorithmState
-from typedrl.apg._algorithm import DifferentiableAlgorithm as DifferentiableAlgorithm
-from typedrl.apg._collector import DifferentiableCollector as DifferentiableCollector
-from typedrl.apg._config import APGConfig as APGConfig
-from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
-from typedrl.apg._rollout import first_done_mask as first_done_mask
-from typedrl.apg._shac import SHAC as SHAC
-from typedrl.apg._shac_config import SHACConfig as SHACConfig
-from typedrl.apg._trainer import DifferentiableTrainer as DifferentiableTrainer
-from typedrl.apg._trainer_config import DifferentiableTrainerConfig as DifferentiableTrainerConfig
+from typing import TYPE_CHECKING
+
+from typedrl._lazy import lazy_exports
+
+# Submodules load on first use: reading the configs (the command does, to parse a
+# config) imports neither torch nor Lightning.
+if TYPE_CHECKING:
+    from typedrl.apg._adjoint import ADJOINT_METRICS as ADJOINT_METRICS
+    from typedrl.apg._adjoint import ActionAdjointClipper as ActionAdjointClipper
+    from typedrl.apg._algorithm import APG as APG
+    from typedrl.apg._algorithm import AlgorithmState as AlgorithmState
+    from typedrl.apg._algorithm import DifferentiableAlgorithm as DifferentiableAlgorithm
+    from typedrl.apg._collector import DifferentiableCollector as DifferentiableCollector
+    from typedrl.apg._config import APGConfig as APGConfig
+    from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
+    from typedrl.apg._rollout import first_done_mask as first_done_mask
+    from typedrl.apg._shac import SHAC as SHAC
+    from typedrl.apg._shac_config import SHACConfig as SHACConfig
+    from typedrl.apg._trainer import DifferentiableTrainer as DifferentiableTrainer
+    from typedrl.apg._trainer_config import (
+        DifferentiableTrainerConfig as DifferentiableTrainerConfig,
+    )
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "ADJOINT_METRICS": "typedrl.apg._adjoint",
+            "ActionAdjointClipper": "typedrl.apg._adjoint",
+            "APG": "typedrl.apg._algorithm",
+            "AlgorithmState": "typedrl.apg._algorithm",
+            "DifferentiableAlgorithm": "typedrl.apg._algorithm",
+            "DifferentiableCollector": "typedrl.apg._collector",
+            "APGConfig": "typedrl.apg._config",
+            "DifferentiableRollout": "typedrl.apg._rollout",
+            "first_done_mask": "typedrl.apg._rollout",
+            "SHAC": "typedrl.apg._shac",
+            "SHACConfig": "typedrl.apg._shac_config",
+            "DifferentiableTrainer": "typedrl.apg._trainer",
+            "DifferentiableTrainerConfig": "typedrl.apg._trainer_config",
+        },
+    )
 
 __all__ = [
     "ADJOINT_METRICS",

@@ -3,12 +3,30 @@
 Also their distributions and the MLP builder.
 """
 
-from typedrl.policies._actor_critic import MLPActorCritic as MLPActorCritic
-from typedrl.policies._differentiable import DifferentiableMLPPolicy as DifferentiableMLPPolicy
-from typedrl.policies._distributions import Categorical as Categorical
-from typedrl.policies._distributions import DiagonalGaussian as DiagonalGaussian
-from typedrl.policies._mlp import Activation as Activation
-from typedrl.policies._mlp import build_mlp as build_mlp
+from typing import TYPE_CHECKING
+
+from typedrl._lazy import lazy_exports
+
+# Submodules load on first use (they import torch).
+if TYPE_CHECKING:
+    from typedrl.policies._activation import Activation as Activation
+    from typedrl.policies._actor_critic import MLPActorCritic as MLPActorCritic
+    from typedrl.policies._differentiable import DifferentiableMLPPolicy as DifferentiableMLPPolicy
+    from typedrl.policies._distributions import Categorical as Categorical
+    from typedrl.policies._distributions import DiagonalGaussian as DiagonalGaussian
+    from typedrl.policies._mlp import build_mlp as build_mlp
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "MLPActorCritic": "typedrl.policies._actor_critic",
+            "DifferentiableMLPPolicy": "typedrl.policies._differentiable",
+            "Categorical": "typedrl.policies._distributions",
+            "DiagonalGaussian": "typedrl.policies._distributions",
+            "Activation": "typedrl.policies._activation",
+            "build_mlp": "typedrl.policies._mlp",
+        },
+    )
 
 __all__ = [
     "Activation",

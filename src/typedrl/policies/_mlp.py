@@ -3,17 +3,16 @@
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 from torch import nn
 
 from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
+from typedrl.policies._activation import Activation
 
 __all__ = ["Activation", "build_mlp"]
 
-Activation = Literal["tanh", "relu", "elu", "silu"]
 _ACTIVATIONS: dict[str, type[nn.Module]] = {
     "tanh": nn.Tanh,
     "relu": nn.ReLU,
