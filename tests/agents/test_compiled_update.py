@@ -1,8 +1,11 @@
 """Tests for typedrl.agents._compiled_update: when compile_update="auto" compiles."""
 
+import re
 import subprocess
 import sys
+import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -105,6 +108,7 @@ def _agent(
     compiler: str | None = "/usr/bin/g++",
     fabric: Fabric | None = None,
     compile_update: bool | str = "auto",
+    progress: bool = False,
 ) -> PPOAgent:
     """An agent whose decision sees no runtime checks and the given compiler."""
     monkeypatch.setattr(ppo_module, "runtime_checks_active", lambda: False)
@@ -121,7 +125,7 @@ def _agent(
         env=make("CartPole-v1", num_envs=4, seed=0),
         config=config,
         fabric=fabric,
-        options=RunOptions(progress=False, loggers=[]),
+        options=RunOptions(progress=progress, loggers=[]),
     )
 
 
@@ -265,3 +269,41 @@ def test_fit_reports_compile_seconds_only_when_compiled(monkeypatch: pytest.Monk
     assert seconds == compiled._compiled_update.compile_seconds  # type: ignore[union-attr]
     eager = _agent(monkeypatch, total_timesteps=128, compile_update=False)
     assert "time/compile_seconds" not in eager.fit().metrics
+
+
+def test_compiling_is_announced_and_left_out_of_the_training_speed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a progress display the console names the compile; time/sps excludes its time."""
+    pause = 1.0
+
+    def compile_slowly(function: Callable[..., Any]) -> Callable[..., Any]:
+        calls: list[None] = []
+
+        def first_call_waits(**kwargs: Any) -> Any:
+            if not calls:
+                time.sleep(pause)  # stands in for inductor's compile
+            calls.append(None)
+            return function(**kwargs)
+
+        return first_call_waits
+
+    agent = _agent(monkeypatch, total_timesteps=64, compile_update=True, progress=True)
+    monkeypatch.setattr(torch, "compile", compile_slowly)
+    metrics = agent.fit().metrics  # one iteration: 4 envs x 16 steps
+    out = capsys.readouterr().out
+    assert "compiling the update for minibatches of 32 rows (once; 50-60 s on one CPU" in out
+    assert re.search(r"^compiled the update in \d+\.\d s$", out, re.MULTILINE)
+    assert metrics["time/compile_seconds"] >= pause
+    training_seconds = 64 / metrics["time/sps"]
+    assert training_seconds <= metrics["time/iteration_seconds"] - pause
+
+
+def test_compiling_is_silent_without_a_progress_display(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run without a progress display (a library call) prints nothing about compiling."""
+    agent = _agent(monkeypatch, total_timesteps=64, compile_update=True)
+    _uncompiled(agent, monkeypatch)
+    agent.fit()
+    assert "compil" not in capsys.readouterr().out

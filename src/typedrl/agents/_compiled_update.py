@@ -24,7 +24,7 @@ amortises the compile time (:data:`AUTO_COMPILE_MIN_UPDATES`).
 
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
@@ -40,6 +40,7 @@ from typedrl.policies import MLPActorCritic
 
 __all__ = [
     "AUTO_COMPILE_MIN_UPDATES",
+    "COMPILE_SECONDS_MEASURED",
     "CompileDecision",
     "CompiledUpdate",
     "decide_compile",
@@ -58,6 +59,10 @@ CartPole-v1 ([64, 64] tanh, batches of 64; break-even after 78,000 updates)
 and 0.52 ms on HalfCheetah-v5 ([256, 256] ReLU, batches of 64; after 112,000).
 With batches of 512 on the HalfCheetah networks the compiled update was slower
 than the eager one; such runs plan far fewer updates (see the PPO guide)."""
+
+COMPILE_SECONDS_MEASURED = "50-60 s on one CPU thread"
+"""How long compiling one minibatch size took where it was measured (see
+:data:`AUTO_COMPILE_MIN_UPDATES`); the console message quotes it."""
 
 
 @final
@@ -181,12 +186,21 @@ class CompiledUpdate:
             policy's trainable parameters, in one parameter group, without
             weight decay, AMSGrad, maximisation or differentiable mode.
         config: The run's config (loss coefficients, clip range, max grad norm).
+        report: Called with one line before and one after each compilation
+            (the console of a run with a progress display); ``None`` says nothing.
 
     Raises:
         ConfigError: If the optimizer is not such an Adam.
     """
 
-    def __init__(self, policy: MLPActorCritic, optimizer: torch.optim.Optimizer, config: PPOConfig):
+    def __init__(
+        self,
+        policy: MLPActorCritic,
+        optimizer: torch.optim.Optimizer,
+        config: PPOConfig,
+        *,
+        report: Callable[[str], None] | None = None,
+    ):
         self._evaluator = _Evaluator(policy)
         named = [(f"policy.{name}", p) for name, p in policy.named_parameters() if p.requires_grad]
         self._parameters = [p for _, p in named]
@@ -204,6 +218,7 @@ class CompiledUpdate:
         self._step = torch.compile(_update)
         # The minibatch shapes seen so far: the first update of each one compiles.
         self._shapes: set[tuple[int, bool]] = set()
+        self._report = report
         self.compile_seconds = 0.0
         """Wall time of the updates that compiled (the first of each minibatch shape)."""
 
@@ -225,9 +240,18 @@ class CompiledUpdate:
         if shape in self._shapes:
             return self._run(batch, group, beta1, beta2)
         self._shapes.add(shape)
+        if self._report is not None:
+            once = "once" if len(self._shapes) == 1 else "once more, for a new minibatch size"
+            self._report(
+                f"compiling the update for minibatches of {shape[0]} rows ({once}; "
+                f"{COMPILE_SECONDS_MEASURED} where measured; env steps/s exclude it)..."
+            )
         started = time.perf_counter()
         result = self._run(batch, group, beta1, beta2)
-        self.compile_seconds += time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        self.compile_seconds += seconds
+        if self._report is not None:
+            self._report(f"compiled the update in {seconds:.1f} s")
         return result
 
     def _run(

@@ -51,6 +51,11 @@ _METRICS = [
 ]
 
 
+def _console(line: str) -> None:
+    """Print one status line of a run (above the progress bar when one is drawn)."""
+    print(line, flush=True)
+
+
 def _plain_precision(fabric: Fabric) -> bool:
     """Whether Fabric runs 32-true or 64-true precision (no plugin the compiled update bypasses)."""
     return type(fabric.strategy.precision) in (Precision, DoublePrecision)
@@ -256,8 +261,13 @@ class PPOAgent(AbstractTrainer):
         self._mixed = isinstance(precision, MixedPrecision)
         # compile_update runs each minibatch update as one compiled function (loss,
         # gradients, clipping, Adam); decided (and checked to be single-process) in __init__.
+        # With a progress display, the console says when compiling starts and ends (the
+        # first update of each minibatch size waits for it: a minute on a CPU).
+        report = _console if self.options.progress and self.dist.is_main else None
         self._compiled_update = (
-            CompiledUpdate(model, optimizer, config) if self.compile_decision.enabled else None
+            CompiledUpdate(model, optimizer, config, report=report)
+            if self.compile_decision.enabled
+            else None
         )
 
     def _prepare(self) -> None:
@@ -295,11 +305,15 @@ class PPOAgent(AbstractTrainer):
         if rollout.approximate_bootstrap:
             self.metrics.add("train/approximate_bootstrap", 1.0)
         collect_seconds = time.perf_counter() - started
+        compiled = self._compiled_update
+        compile_before = compiled.compile_seconds if compiled is not None else 0.0
         self._update(rollout)
         metrics = self.metrics.reduce(self.dist)
         metrics["train/learning_rate"] = self.learning_rate
         steps = self.config.num_steps * self.global_num_envs
-        elapsed = time.perf_counter() - started
+        # Training speed leaves out compiling (the first update of each minibatch size).
+        compile_seconds = compiled.compile_seconds - compile_before if compiled is not None else 0.0
+        elapsed = time.perf_counter() - started - compile_seconds
         metrics["time/sps"] = steps / elapsed
         metrics["time/collect_fraction"] = collect_seconds / elapsed
         if self._compiled_update is not None:
