@@ -1,6 +1,6 @@
 """Env factories and a wrapper that the `typedrl train ENV=module:callable` tests name."""
 
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import torch
@@ -35,6 +35,11 @@ def cartpole(max_episode_steps: int = 500) -> gym.Env[Any, Any]:
 def builtin_cartpole(*, num_envs: int, seed: int | None, device: torch.device | str) -> VecEnv:
     """A vector factory: the built-in torch CartPole."""
     return make("typedrl/CartPole-v0", num_envs=num_envs, seed=seed, device=device)
+
+
+def builtin_pendulum(*, num_envs: int, float_dtype: Literal["float32", "float64"]) -> VecEnv:
+    """A vector factory that takes float_dtype: the built-in torch Pendulum in that dtype."""
+    return make("typedrl/Pendulum-v0", num_envs=num_envs, float_dtype=float_dtype)
 
 
 def gymnasium_vector(*, num_envs: int) -> gym.vector.VectorEnv[Any, Any, Any]:

@@ -1,12 +1,14 @@
 """Tests for the typedrl command's entry point."""
 
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
-from typedrl.cli import main
+from typedrl.cli import _train, main
 
 
 def test_info_prints_versions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,3 +76,63 @@ def test_check_env_fails_on_a_broken_env(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert status == 1
     assert "step.finite" in out
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    """The message of a one-line error (no traceback), checked to be just that."""
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    assert lines[1] == "(run with --debug for the traceback)"
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "NoSuchEnv-v9"],
+        ["train", "CartPole-v2"],
+        ["check-env", "CartPole-V1"],
+    ],
+)
+def test_misspelt_gymnasium_ids_are_one_line(
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A misspelt Gymnasium id prints one line with Gymnasium's hint, before a run folder."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 1
+    line = _one_line_error(capsys)
+    assert line.startswith(f"typedrl: ConfigError: unknown env id '{argv[1]}': Environment")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_accelerator_cuda_without_a_gpu_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--accelerator cuda` on a machine torch sees no GPU on prints one line and the fix."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["train", "CartPole-v1", "--accelerator", "cuda"]) == 1
+    line = _one_line_error(capsys)
+    assert "expected 1 CUDA device(s), torch sees 0" in line
+    assert "use --accelerator cpu" in line
+
+
+def test_ctrl_c_during_start_up_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C before the trainer handles signals prints one line and exits 130."""
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_train, "resolve", interrupted)
+    assert main(["train", "CartPole-v1"]) == 130
+    err = capsys.readouterr().err
+    assert err == "typedrl train: interrupted (Ctrl-C)\n"
+    with pytest.raises(KeyboardInterrupt):
+        main(["--debug", "train", "CartPole-v1"])

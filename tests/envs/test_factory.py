@@ -5,6 +5,7 @@ import subprocess
 import time
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from gymnasium.vector import AsyncVectorEnv
@@ -59,6 +60,15 @@ def test_make_builds_every_kind_of_factory() -> None:
     adapted = make("tests.cli.factories:gymnasium_vector", num_envs=2)
     assert isinstance(adapted, GymnasiumVecEnv)
     adapted.close()
+
+
+def test_float_dtype_reaches_a_vector_factory_or_is_refused() -> None:
+    """float64 is passed to a factory that takes float_dtype, and refused for a float32 VecEnv."""
+    env = make("tests.cli.factories:builtin_pendulum", num_envs=2, float_dtype="float64")
+    assert env.single_observation_space.dtype == np.float64
+    env.close()
+    with pytest.raises(ConfigError, match=r"\['float32'\] observations, expected float_dtype="):
+        make("tests.cli.factories:builtin_cartpole", num_envs=2, float_dtype="float64")
 
 
 def _async(env: object) -> AsyncVectorEnv:

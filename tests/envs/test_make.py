@@ -87,3 +87,26 @@ def test_built_in_envs_keep_their_own_action_clipping() -> None:
     reward = clipped.step(big).reward
     torch.testing.assert_close(reward, at_bound.step(torch.full((2, 1), 2.0)).reward)
     assert bool((unclipped.step(big).reward < reward).all())
+
+
+@pytest.mark.parametrize(
+    ("env_id", "hint"),
+    [
+        ("NoSuchEnv-v9", "Environment `NoSuchEnv` doesn't exist"),
+        ("CartPole-v2", r"It provides versioned environments: \[ `v0`, `v1` \]"),
+        ("CartPole-V1", r"Did you mean: `CartPole`\?; closest registered ids: \['CartPole-v1'"),
+    ],
+)
+def test_make_names_unknown_gymnasium_ids(env_id: str, hint: str) -> None:
+    """A misspelt Gymnasium id is a ConfigError passing Gymnasium's hint on, with close ids."""
+    with pytest.raises(ConfigError, match=rf"unknown env id '{env_id}': .*{hint}"):
+        make(env_id, num_envs=1)
+
+
+def test_built_in_envs_take_their_dtype_from_env_kwargs() -> None:
+    """env_kwargs={"dtype": "float64"} builds a float64 built-in; a contradiction is refused."""
+    env = make("typedrl/Pendulum-v0", num_envs=2, env_kwargs={"dtype": "float64"})
+    assert env.reset(seed=0)[0]["obs"].dtype == torch.float64
+    env.close()
+    with pytest.raises(ConfigError, match="float_dtype='float64' and env_kwargs dtype="):
+        make("typedrl/Pendulum-v0", num_envs=2, float_dtype="float64", env_kwargs={"dtype": "x"})

@@ -16,6 +16,9 @@ from typedrl.cli._plot import add_plot_parser
 from typedrl.cli._train import add_train_parser
 from typedrl.errors import TypedRLError
 
+_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
 _REPORTED_PACKAGES = ("typedrl", "torch", "gymnasium", "tensordict", "lightning", "numpy")
 
 
@@ -139,6 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {line}", file=sys.stderr)
             print("(run with --debug for the traceback)", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C before a trainer installs its own signal handling (imports, env start-up).
+        if args.debug:
+            raise
+        if os.environ.get("RANK", "0") == "0":
+            print(f"typedrl {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return _INTERRUPTED
     return status
 
 

@@ -220,9 +220,11 @@ def _resume_target(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
 def _check_env_names(resolved: ResolvedRun) -> None:
     """Import the named factory and wrappers now: a typo fails before anything is built."""
     from typedrl.envs._factory import resolve_env_factory, resolve_wrapper  # noqa: PLC0415
+    from typedrl.envs._make import BUILTIN_PREFIX, check_gymnasium_id  # noqa: PLC0415
 
-    if ":" in resolved.env_id:
-        resolve_env_factory(resolved.env_id)
+    factory = resolve_env_factory(resolved.env_id) if ":" in resolved.env_id else None
+    if factory is None and not resolved.env_id.startswith((BUILTIN_PREFIX, "Isaac-")):
+        check_gymnasium_id(resolved.env_id)
     for name in resolved.run.wrappers:
         resolve_wrapper(name)
 
@@ -278,8 +280,10 @@ def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, pro
     from typedrl.logging import build_loggers  # noqa: PLC0415
     from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import SUMMARY_FILE, AbstractTrainer, RunOptions  # noqa: PLC0415
+    from typedrl.training._fabric import check_accelerator  # noqa: PLC0415
 
     run = resolved.run
+    check_accelerator(run.accelerator, run.devices)
     fabric = Fabric(
         accelerator=run.accelerator,
         devices=run.devices,

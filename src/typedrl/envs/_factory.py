@@ -4,8 +4,9 @@ What a ``module:callable`` env spec may return, and how it is called:
 
 - a callable with a ``num_envs`` parameter is a *vector factory*: it is called
   once, as ``factory(num_envs=N, **env_kwargs)`` (plus ``seed=`` and
-  ``device=`` when it takes them), and returns a typedrl
-  :class:`~typedrl.protocols.VecEnv` (used as it is) or a Gymnasium
+  ``device=`` and ``float_dtype=`` when it takes them), and returns a typedrl
+  :class:`~typedrl.protocols.VecEnv` (used as it is: a ``float_dtype`` of
+  ``"float64"`` that it does not take must match its observation space) or a Gymnasium
   :class:`~gymnasium.vector.VectorEnv` (adapted by
   :class:`~typedrl.envs.GymnasiumVecEnv`);
 - any other callable is a *single-env factory*: ``factory(**env_kwargs)``
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
+import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
@@ -156,13 +158,17 @@ def make_from_factory(
                 f"env {spec!r} builds vector envs itself (it takes num_envs): vectorization "
                 "and wrappers apply only to single-env factories"
             )
-        extras: dict[str, Any] = {"num_envs": num_envs}
-        if _accepts(factory, "seed"):
-            extras["seed"] = seed
-        if _accepts(factory, "device"):
-            extras["device"] = device
-        built = _call(spec, factory, {**kwargs, **extras})
+        # A float_dtype of the user's own env_kwargs wins; seed and device are the run's.
+        offered = {"seed": seed, "device": device, "float_dtype": float_dtype}
+        extras: dict[str, Any] = {
+            name: value
+            for name, value in offered.items()
+            if _accepts(factory, name) and not (name == "float_dtype" and name in kwargs)
+        }
+        built = _call(spec, factory, {**kwargs, **extras, "num_envs": num_envs})
         if isinstance(built, VecEnv):
+            if "float_dtype" not in {**kwargs, **extras}:
+                _check_float_dtype(spec, built, float_dtype)
             if clip_actions:
                 built.close()
                 raise ConfigError(
@@ -216,6 +222,30 @@ def make_from_factory(
     return GymnasiumVecEnv(
         raw, device=device, float_dtype=float_dtype, clip_actions=clip_actions, default_seed=seed
     )
+
+
+def _float_dtypes(space: gym.Space[Any]) -> set[str]:
+    """The floating-point dtypes of a space's ``Box`` leaves, by name."""
+    if isinstance(space, gym.spaces.Dict):
+        return set().union(*(_float_dtypes(sub) for sub in space.spaces.values()))
+    if isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating):
+        return {str(space.dtype)}
+    return set()
+
+
+def _check_float_dtype(spec: str, env: VecEnv, float_dtype: str) -> None:
+    """Refuse ``float_dtype="float64"`` for a VecEnv whose observations are of another float."""
+    if float_dtype == "float32":
+        # The default: a factory's own dtype is used as it is.
+        return
+    found = _float_dtypes(env.single_observation_space)
+    if found - {float_dtype}:
+        env.close()
+        raise ConfigError(
+            f"env {spec!r} returned a typedrl VecEnv with {sorted(found)} observations, "
+            f"expected float_dtype={float_dtype!r}; give the factory a float_dtype parameter "
+            "(it is then passed on), or leave --float-dtype out"
+        )
 
 
 def _call(spec: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:

@@ -1,5 +1,7 @@
 """``typedrl.envs.make``: build and wrap a vector env in one call."""
 
+import difflib
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -20,7 +22,7 @@ from typedrl.envs._workers import signal_safe_worker
 from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
 
-__all__ = ["BUILTIN_PREFIX", "make"]
+__all__ = ["BUILTIN_PREFIX", "check_gymnasium_id", "make"]
 
 BUILTIN_PREFIX = "typedrl/"
 """Env ids with this prefix name typedrl's built-in torch envs."""
@@ -81,9 +83,10 @@ def make(
         The wrapped env.
 
     Raises:
-        ConfigError: For an unknown vectorization, wrappers where they cannot
-            apply, a non-positive ``num_envs``, or a factory or wrapper that
-            cannot be imported, is not callable or returns the wrong type.
+        ConfigError: For an unknown Gymnasium id, an unknown vectorization,
+            wrappers where they cannot apply, a non-positive ``num_envs``, or a
+            factory or wrapper that cannot be imported, is not callable or
+            returns the wrong type.
 
     Example:
         >>> env = make("CartPole-v1", num_envs=4, seed=0)
@@ -105,8 +108,9 @@ def make(
 
         if clip_actions is not None:
             kwargs = {**kwargs, "clip_actions": clip_actions}
+        dtype = _builtin_dtype(env_id, float_dtype, kwargs.pop("dtype", None))
         env: VecEnv = make_builtin(
-            env_id, num_envs=num_envs, seed=seed, device=device, dtype=float_dtype, **kwargs
+            env_id, num_envs=num_envs, seed=seed, device=device, dtype=dtype, **kwargs
         )
         return env
     if env_id.startswith("Isaac-"):
@@ -144,6 +148,7 @@ def make(
             clip_actions=bool(clip_actions),
             env_kwargs=kwargs,
         )
+    check_gymnasium_id(env_id)
     if vectorization == "vector_entry_point":
         if resolved:
             raise ConfigError(
@@ -171,3 +176,46 @@ def make(
         clip_actions=bool(clip_actions),
         default_seed=seed,
     )
+
+
+def _builtin_dtype(
+    env_id: str, float_dtype: Literal["float32", "float64"], from_kwargs: object
+) -> Any:
+    """The built-in env's dtype: ``env_kwargs["dtype"]`` when given, else ``float_dtype``."""
+    if from_kwargs is None:
+        return float_dtype
+    if float_dtype not in ("float32", from_kwargs):
+        raise ConfigError(
+            f"make({env_id!r}): float_dtype={float_dtype!r} and env_kwargs dtype="
+            f"{describe(from_kwargs)} disagree; give the dtype once"
+        )
+    return from_kwargs
+
+
+def check_gymnasium_id(env_id: str) -> None:
+    """Raise :class:`~typedrl.errors.ConfigError` unless Gymnasium knows ``env_id``.
+
+    The message passes Gymnasium's own hint on ("Did you mean", the versions
+    it provides) and adds the closest registered ids, compared without case.
+
+    Example:
+        >>> check_gymnasium_id("CartPole-V1")
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: unknown env id 'CartPole-V1': Environment ...
+    """
+    # Gymnasium's "module:EnvId" form: importing the module registered EnvId.
+    module, _, name = env_id.rpartition(":")
+    if module:
+        importlib.import_module(module)
+    try:
+        gym.spec(name)
+    except (gym.error.UnregisteredEnv, gym.error.DeprecatedEnv) as error:
+        known = {name.lower(): name for name in gym.registry}
+        close = [known[name] for name in difflib.get_close_matches(env_id.lower(), known, n=3)]
+        hint = f"; closest registered ids: {close}" if close else ""
+        said = str(error).strip().rstrip(".")
+        raise ConfigError(
+            f"unknown env id {env_id!r}: {said}{hint} (expected a Gymnasium id such as "
+            f"'CartPole-v1', a built-in id {BUILTIN_PREFIX}<Name>-v0 or module:callable)"
+        ) from error

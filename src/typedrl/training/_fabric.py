@@ -6,7 +6,9 @@ from lightning.fabric import Fabric
 from torch import nn
 from torch.optim import Optimizer
 
-__all__ = ["default_fabric", "setup_module_and_optimizer"]
+from typedrl.errors import ConfigError
+
+__all__ = ["check_accelerator", "default_fabric", "setup_module_and_optimizer"]
 
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
@@ -19,6 +21,28 @@ def default_fabric() -> Fabric:
     fabric = Fabric(accelerator=accelerator, devices=1)
     fabric.launch()
     return fabric
+
+
+def check_accelerator(accelerator: str, devices: int) -> None:
+    """Raise :class:`~typedrl.errors.ConfigError` when ``"cuda"`` asks for GPUs torch cannot see.
+
+    Checked before :class:`~lightning.fabric.Fabric` is built, whose own error is
+    a traceback.
+
+    Example:
+        >>> check_accelerator("cpu", 2)
+    """
+    import torch  # noqa: PLC0415 - keep the module import light
+
+    if accelerator != "cuda":
+        return
+    found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if found < devices:
+        raise ConfigError(
+            f"--accelerator cuda: expected {devices} CUDA device(s), torch sees {found} "
+            f"(torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'}); use "
+            "--accelerator cpu, or auto to take a GPU only when there is one"
+        )
 
 
 def setup_module_and_optimizer(
