@@ -548,7 +548,7 @@ def test_a_cut_rows_reward_never_reaches_the_critic_targets(
 
 
 def test_cut_rows_count_the_reported_update_only() -> None:
-    """train/cut_rows counts the cuts of the update it reports, not of a skipped one before it."""
+    """train/cut_rows counts the cuts of the update it reports, a skipped one's too."""
     policy, shac, exploded = _exploding_window(math.nan, reward_too=False)
     # A NaN reward on a row that is not cut makes the gradient non-finite: the update is skipped.
     poisoned = window_rollout(
@@ -565,6 +565,7 @@ def test_cut_rows_count_the_reported_update_only() -> None:
     )
     skipped = one_update(shac, poisoned)
     assert skipped["train/skipped_nonfinite"] == 1.0
+    assert skipped["train/cut_rows"] == 1.0
     never = torch.zeros(4, 3, dtype=torch.bool)
     clean = window_rollout(
         rewards=torch.ones(4, 3, dtype=F64),

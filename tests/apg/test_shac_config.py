@@ -1,12 +1,14 @@
 """Tests for typedrl.apg._shac_config: validation, defaults, round trips, the trainer's rules."""
 
 import dataclasses
+import itertools
 import json
 import math
 from typing import Any
 
 import pytest
 
+from tests.apg.test_shac import FeaturePolicy, make_shac
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
 from typedrl.errors import ConfigError
 
@@ -22,6 +24,7 @@ SHAC_INVALID: list[tuple[str, Any]] = [
         for value in _NOT_POSITIVE_FLOAT
     ),
     *(("critic_max_grad_norm", value) for value in (0.0, -1.0, True, math.nan, math.inf, "1")),
+    *(("critic_min_learning_rate", value) for value in (-1e-5, True, math.nan, math.inf, "0", 0.1)),
     *((name, value) for name in ("gae_lambda", "target_alpha") for value in _NOT_UNIT),
     *(
         (name, value)
@@ -98,6 +101,7 @@ def test_defaults() -> None:
     assert (actor.max_grad_norm, actor.gamma, actor.optimizer) == (1.0, 0.99, "adam")
     assert (config.critic_learning_rate, config.critic_betas) == (1e-3, (0.7, 0.95))
     assert config.critic_learning_rate_schedule == "linear"
+    assert config.critic_min_learning_rate == 0.0
     assert (config.gae_lambda, config.target_alpha) == (0.95, 0.2)
     assert (config.critic_iterations, config.critic_minibatches) == (16, 4)
     assert (config.critic_hidden, config.critic_activation, config.critic_layer_norm) == (
@@ -132,6 +136,38 @@ def test_valid_edge_values_are_accepted_and_normalised() -> None:
     assert SHACConfig(critic_hidden=()).critic_hidden == ()
 
 
+def test_the_critic_floor_may_equal_the_critic_rate_and_not_exceed_it() -> None:
+    """critic_min_learning_rate, like the actor's floor, lies in [0, critic_learning_rate]."""
+    assert SHACConfig(critic_min_learning_rate=1e-3).critic_min_learning_rate == 1e-3
+    assert isinstance(SHACConfig(critic_min_learning_rate=0).critic_min_learning_rate, float)
+    with pytest.raises(
+        ConfigError,
+        match=r"SHACConfig\.critic_min_learning_rate \(0\.002\) must not exceed "
+        r"critic_learning_rate \(0\.001\)",
+    ):
+        SHACConfig(critic_min_learning_rate=2e-3)
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_the_critic_schedule_ends_at_its_floor(schedule: str) -> None:
+    """The critic's decaying learning rate ends at critic_min_learning_rate, then stays there."""
+    shac = make_shac(
+        FeaturePolicy(),
+        feature_width=1,
+        planned_updates=4,
+        critic_learning_rate_schedule=schedule,
+        critic_min_learning_rate=1e-5,
+    )
+    rates = []
+    for _ in range(6):
+        rates.append(shac.critic_optimizer.param_groups[0]["lr"])
+        shac.critic_optimizer.step()
+        shac.critic_scheduler.step()
+    assert rates[0] == pytest.approx(1e-3)
+    assert rates[4:] == pytest.approx([1e-5, 1e-5])
+    assert all(later < earlier for earlier, later in itertools.pairwise(rates[:5]))
+
+
 def test_is_frozen() -> None:
     """Fields cannot be reassigned after validation."""
     config = SHACConfig()
@@ -146,6 +182,7 @@ def test_to_dict_from_dict_round_trip() -> None:
         critic_learning_rate=5e-4,
         critic_betas=(0.5, 0.9),
         critic_learning_rate_schedule="cosine",
+        critic_min_learning_rate=1e-5,
         critic_max_grad_norm=None,
         critic_hidden=(32, 16, 8),
         critic_activation="tanh",

@@ -11,7 +11,7 @@ import pytest
 from tests.training.test_trainer import TinyTrainer, _KindlessTrainer
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.testing import CountingVecEnv
-from typedrl.training import SUMMARY_FILE, Budget, IterationResult, RunOptions
+from typedrl.training import SUMMARY_FILE, Budget, IterationResult, RunOptions, UpdateCounts
 
 
 def _options(**kwargs: Any) -> RunOptions:
@@ -39,6 +39,8 @@ def test_a_finished_run_writes_its_summary(tmp_path: Path) -> None:
         "env_id": "Counting-v0",
         "global_step": 12,
         "num_updates": 4,
+        "applied_updates": None,
+        "skipped_updates": None,
         "wall_time_s": pytest.approx(result.wall_seconds),
         "env_steps_per_s": pytest.approx(12 / result.wall_seconds),
         "final_eval_return_mean": 6.0,
@@ -81,6 +83,53 @@ def test_the_compile_time_reaches_the_summary(tmp_path: Path) -> None:
     """time/compile_seconds, when a trainer logs it, is the summary's compile_seconds."""
     _CompilingTrainer(budget=Budget(iterations=1), options=_options(run_dir=tmp_path)).fit()
     assert _summary(tmp_path)["compile_seconds"] == 2.5
+
+
+class _SkippingTrainer(_KindlessTrainer):
+    """Skips the update of every iteration listed in ``skips``, as APG skips a non-finite one."""
+
+    kind = "apg"
+
+    def __init__(self, *, skips: set[int], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.skips = skips
+        self.counts = {"applied": 0, "skipped": 0}
+
+    def _train_iteration(self) -> IterationResult:
+        self.counts["skipped" if self.iteration in self.skips else "applied"] += 1
+        return super()._train_iteration()
+
+    def _update_counts(self) -> UpdateCounts:
+        return UpdateCounts(
+            applied=self.counts["applied"], skipped=self.counts["skipped"], advice="Look."
+        )
+
+
+def test_skipped_updates_reach_the_summary_and_warn_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Applied and skipped counts in summary.json; one warning once over 10% of 10 updates."""
+    trainer = _SkippingTrainer(
+        skips={1, 2, 11, 12}, budget=Budget(iterations=14), options=_options(run_dir=tmp_path)
+    )
+    trainer.fit()
+    summary = _summary(tmp_path)
+    assert (summary["applied_updates"], summary["skipped_updates"]) == (10, 4)
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: 2 of the 10 updates so far were skipped (a non-finite or too large gradient; "
+        "the weights did not move on them). Look."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("skips", "iterations"), [({0}, 10), ({0, 1}, 9)], ids=["10-percent", "too-early"]
+)
+def test_few_or_early_skips_do_not_warn(
+    skips: set[int], iterations: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No warning at 10% of the updates, nor before the 10th update."""
+    _SkippingTrainer(skips=skips, budget=Budget(iterations=iterations), options=_options()).fit()
+    assert capsys.readouterr().err == ""
 
 
 def test_a_signal_stop_writes_the_summary(tmp_path: Path) -> None:

@@ -13,10 +13,11 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, final
+from typing import ClassVar, Final, Literal, final
 
 import torch
 from jaxtyping import Float
+from tensordict import TensorDict
 from torch import Tensor, nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
@@ -25,12 +26,13 @@ from typedrl import _validation
 from typedrl.apg._config import APGConfig
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed
-from typedrl.errors import ConfigError, NonFiniteError, StateError
+from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, StateError
 from typedrl.protocols import SupportsStateDict
 from typedrl.training import Counters
 
 __all__ = [
     "APG",
+    "ZERO_GRADIENT_UPDATES",
     "AlgorithmState",
     "DifferentiableAlgorithm",
     "build_optimizer",
@@ -48,6 +50,11 @@ _SUMMED = (
     "adjoint_nonfinite",
     "adjoint_norm_sum",
 )
+ZERO_GRADIENT_UPDATES: Final = 3
+"""A run whose policy gradient is exactly zero on each of its first this many updates stops
+with :class:`~typedrl.errors.EnvContractError`: its objective does not depend on the actions."""
+# Rows named at most in a message about non-finite env outputs.
+_ROWS_SHOWN = 8
 _ADJOINT_KEYS = (
     "adjoint/rows",
     "adjoint/clipped_fraction",
@@ -172,6 +179,9 @@ class DifferentiableAlgorithm(ABC):
             are bound to); ``None`` with a constant schedule.
     """
 
+    _summed: ClassVar[tuple[str, ...]] = _SUMMED
+    """Scalars reduced with the gradient (a subclass adds its own to :attr:`_sums`)."""
+
     def __init__(
         self,
         policy: nn.Module,
@@ -209,6 +219,11 @@ class DifferentiableAlgorithm(ABC):
         self._steps = 0
         self._sums: dict[str, Tensor] = {}
         self._norm_max: Tensor | None = None
+        # Each rollout's first step in the update, rewards and env observations (detached
+        # references, read only to say what went wrong when an update raises).
+        self._env_outputs: list[tuple[int, Tensor, TensorDict]] = []
+        # Whether one of the run's first ZERO_GRADIENT_UPDATES updates had a gradient.
+        self._gradient_seen = False
 
     # ------------------------------------------------------------------ objective
 
@@ -266,6 +281,7 @@ class DifferentiableAlgorithm(ABC):
         self._steps = 0
         self._sums = {}
         self._norm_max = None
+        self._env_outputs = []
 
     def accumulate_segment(self, rollout: DifferentiableRollout) -> None:
         """Backpropagate one truncated segment of a segmented update.
@@ -358,6 +374,13 @@ class DifferentiableAlgorithm(ABC):
         ``skip_grad_norm_above`` is skipped too. Otherwise the gradient is
         clipped to ``max_grad_norm`` and the optimizer and scheduler step.
 
+        A policy gradient of exactly zero (before clipping, after the
+        all-reduce, so every rank agrees) on each of the run's first
+        :data:`ZERO_GRADIENT_UPDATES` updates raises
+        :class:`~typedrl.errors.EnvContractError`: nothing in the objective
+        depends on the actions, so training could never change the policy.
+        A zero gradient later in a run is applied as any other.
+
         Returns:
             ``loss/policy``, ``train/objective``, ``train/entropy``,
             ``train/grad_norm``, ``train/skipped_nonfinite``,
@@ -366,7 +389,11 @@ class DifferentiableAlgorithm(ABC):
 
         Raises:
             StateError: No update in progress.
-            NonFiniteError: With ``nonfinite="raise"``, on a non-finite gradient.
+            NonFiniteError: With ``nonfinite="raise"``, on a non-finite gradient; the
+                message says whether this rank's env returned non-finite rewards or
+                observations in the update (the step and rows) or only the backward
+                pass overflowed.
+            EnvContractError: The gradient was zero on each of the first updates.
         """
         if not self._active:
             raise StateError(f"{type(self).__name__}.finish_update: no update in progress")
@@ -379,7 +406,7 @@ class DifferentiableAlgorithm(ABC):
         sums = torch.stack(
             [
                 self._sums.get(name, torch.zeros((), device=device)).to(flat.dtype)
-                for name in _SUMMED
+                for name in self._summed
             ]
         )
         packed = torch.cat((flat * per_step, sums))
@@ -388,7 +415,7 @@ class DifferentiableAlgorithm(ABC):
             packed = dist.all_reduce_sum(packed)
             packed[: flat.numel()] /= dist.world_size
         flat = packed[: flat.numel()]
-        totals = dict(zip(_SUMMED, packed[flat.numel() :].tolist(), strict=True))
+        totals = dict(zip(self._summed, packed[flat.numel() :].tolist(), strict=True))
         norm = torch.linalg.vector_norm(flat)
         grad_norm = float(norm)
         # A non-finite loss is skipped too, even when its gradient came out finite (a NaN
@@ -401,13 +428,36 @@ class DifferentiableAlgorithm(ABC):
         )
         learning_rate = float(self.optimizer.param_groups[0]["lr"])
         metrics = self._metrics(totals, grad_norm, finite, large, learning_rate)
+        update = self.counters["applied"] + self.counters["skipped"]
         if not finite and config.nonfinite == "raise":
+            cause = self._nonfinite_env_outputs()
             self.cancel_update()
+            advice = (
+                f"{cause}: the simulation itself went non-finite, not only the gradient; find "
+                "why (typedrl check-env ENV) before lowering the learning rate"
+                if cause
+                else "The env's rewards and observations of this update were finite, so the "
+                "backward pass overflowed: lower the learning rate or the horizon, or clip "
+                "the action adjoint (adjoint_max_norm)"
+            )
             raise NonFiniteError(
                 f"{type(self).__name__}: non-finite gradient norm ({grad_norm}) at update "
-                f"{self.counters['applied'] + self.counters['skipped']}; nothing was updated. "
-                "Lower the learning rate or the horizon, or clip the action adjoint"
+                f"{update}; nothing was updated. {advice}"
             )
+        if finite and update < ZERO_GRADIENT_UPDATES and not self._gradient_seen:
+            # Rows the adjoint clipper zeroed for being non-finite also leave no gradient.
+            if grad_norm != 0.0 or totals["adjoint_nonfinite"] > 0.0:
+                self._gradient_seen = True
+            elif update == ZERO_GRADIENT_UPDATES - 1:
+                self.cancel_update()
+                raise EnvContractError(
+                    f"{type(self).__name__}: the policy gradient was exactly 0 on each of the "
+                    f"first {ZERO_GRADIENT_UPDATES} updates, so training can never change the "
+                    "policy: the objective does not depend on the actions. Most likely the "
+                    "env's reward (or observation) is not connected to the action through its "
+                    "autograd graph (a .detach(), .item(), NumPy or torch.no_grad() step inside "
+                    "step()); run `typedrl check-env ENV` to see which output lost its gradient"
+                )
         if finite and not large:
             if config.max_grad_norm is not None:
                 # g <- g * min(1, max_norm / (||g|| + 1e-6))
@@ -482,6 +532,13 @@ class DifferentiableAlgorithm(ABC):
         self, rollout: DifferentiableRollout, loss: Tensor, objective: Tensor, entropy: Tensor
     ) -> None:
         """Add one rollout's statistics, read after its backward and copied."""
+        self._env_outputs.append(
+            (
+                self._steps - rollout.num_steps,
+                rollout.rewards.detach(),
+                rollout.terminal_observations.detach(),
+            )
+        )
         values = {"loss": loss, "objective": objective, "entropy": entropy}
         clipper = rollout.adjoint
         if clipper is not None:
@@ -534,9 +591,49 @@ class DifferentiableAlgorithm(ABC):
             metrics["adjoint/norm_max"] = float(norm_max[0])
         return metrics
 
+    def _nonfinite_env_outputs(self) -> str:
+        """Where this rank's env returned a NaN or an infinity in the update ("" if nowhere)."""
+        found: list[str] = []
+        for name in ("rewards", "observations"):
+            for first, rewards, observations in self._env_outputs:
+                values = rewards if name == "rewards" else _flat_leaves(observations)
+                bad = ~torch.isfinite(values)
+                if values.ndim > 2:
+                    bad = bad.any(dim=-1)
+                steps = bad.any(dim=1).nonzero()
+                if steps.numel() == 0:
+                    continue
+                step = int(steps[0])
+                rows = bad[step].nonzero().flatten().tolist()
+                shown = ", ".join(str(row) for row in rows[:_ROWS_SHOWN])
+                more = f", ... ({len(rows)} rows)" if len(rows) > _ROWS_SHOWN else ""
+                kind = "NaN" if bool(torch.isnan(values[step]).any()) else "an infinity"
+                found.append(
+                    f"{kind} in its {name} at step {first + step} of the update "
+                    f"(rows [{shown}{more}])"
+                )
+                break
+        if not found:
+            return ""
+        where = f" on rank {self.dist.rank}" if self.dist.world_size > 1 else ""
+        return f"The env returned {' and '.join(found)}{where}"
+
     def _clear_gradients(self) -> None:
         for parameter in self.parameters:
             parameter.grad = None
+
+
+def _flat_leaves(observations: TensorDict) -> Tensor:
+    """Every floating-point leaf of ``[steps, rows]`` observations as one ``[steps, rows, n]``."""
+    steps, rows = observations.batch_size
+    leaves = [
+        leaf.reshape(steps, rows, -1)
+        for leaf in observations.values(include_nested=True, leaves_only=True)
+        if isinstance(leaf, Tensor) and leaf.is_floating_point()
+    ]
+    if not leaves:
+        return torch.zeros(steps, rows, 0, device=observations.device)
+    return torch.cat([leaf.to(torch.float64) for leaf in leaves], dim=-1)
 
 
 @final

@@ -16,9 +16,10 @@ from typedrl._tensor_checks import ActionChecker, action_dtype_for
 from typedrl._types import Obs
 from typedrl._validation import describe, non_negative_int
 from typedrl.apg._adjoint import ActionAdjointClipper
+from typedrl.apg._cut_rows import RolloutCuts
 from typedrl.apg._rollout import DifferentiableRollout, first_done_mask
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
-from typedrl.errors import ConfigError, EnvContractError, SpecError
+from typedrl.errors import CheckpointError, ConfigError, EnvContractError, SpecError
 from typedrl.protocols import DifferentiablePolicy, DifferentiableVecEnv
 
 __all__ = ["DifferentiableCollector"]
@@ -68,6 +69,17 @@ class DifferentiableCollector:
         measure_adjoint: Measure the action adjoint (row norms, non-finite
             rows) even when it is not clipped; each rollout then carries its
             own clipper in :attr:`DifferentiableRollout.adjoint`.
+        observation_limit: Cut a row at the step where its observation
+            (``final_obs``) turns non-finite or exceeds this in absolute value
+            (SHAC's ``observation_limit``; ``None``: never). The cut step's
+            reward is stored as 0. From the next step until the env ends the
+            row's episode, the row is masked: the policy acts on zeros, the
+            steps are invalid (``valid`` False), their rewards and terminal
+            observations are stored as zeros and the env's action carries no
+            gradient. In the backward pass the row's action gradient is zeroed
+            at every step of the rollout up to its cut, so the NaN inside the
+            env never reaches the policy. The mask survives
+            :meth:`detach_state` and checkpoints; :meth:`reset` clears it.
 
     Raises:
         ConfigError: ``env`` is not a differentiable env, provides no terminal
@@ -97,6 +109,7 @@ class DifferentiableCollector:
         clip_actions: bool = False,
         adjoint_max_norm: float | None = None,
         measure_adjoint: bool = True,
+        observation_limit: float | None = None,
     ) -> None:
         if not isinstance(env, DifferentiableVecEnv):
             raise ConfigError(
@@ -109,6 +122,10 @@ class DifferentiableCollector:
         if adjoint_max_norm is not None:
             adjoint_max_norm = _validation.positive_float(
                 _OWNER, "adjoint_max_norm", adjoint_max_norm
+            )
+        if observation_limit is not None:
+            observation_limit = _validation.positive_float(
+                _OWNER, "observation_limit", observation_limit
             )
         if not env.provides_final_obs:
             raise ConfigError(
@@ -131,7 +148,10 @@ class DifferentiableCollector:
         self.clip_actions = clip_actions
         self.adjoint_max_norm = adjoint_max_norm
         self.measure_adjoint = measure_adjoint
+        self.observation_limit = observation_limit
         self.episodes = EpisodeTracker(num_envs=env.num_envs, device=self.device)
+        # Rows cut for an exploded observation and not yet reset by the env.
+        self._masked = torch.zeros(env.num_envs, dtype=torch.bool, device=self.device)
         self._check_action = ActionChecker(
             num_envs=env.num_envs,
             space=space,
@@ -153,6 +173,7 @@ class DifferentiableCollector:
         """Reset the env (seeded, with the env's reset ``options``); new episodes on every row."""
         obs, _ = self.env.reset(seed=seed, options=options)
         self._obs = obs
+        self._masked = torch.zeros_like(self._masked)
         self.episodes.restart()
 
     def detach_state(self) -> Obs:
@@ -218,7 +239,12 @@ class DifferentiableCollector:
         truncated: list[Tensor] = []
         valid: list[Tensor] = []
         finals: list[Obs] = []
+        limit = self.observation_limit
+        cuts = RolloutCuts(self._masked, limit=limit) if limit is not None else None
         for t in range(num_steps):
+            if cuts is not None:
+                # A masked row's observation is garbage (often NaN): the policy sees zeros.
+                obs = cuts.observation(obs)
             outputs = policy.act(obs, deterministic=deterministic)
             action = self._action_of(outputs, t)
             if self._bounds is not None:
@@ -228,6 +254,9 @@ class DifferentiableCollector:
             env_action = (
                 adjoint.attach(action) if adjoint is not None and action.requires_grad else action
             )
+            if cuts is not None:
+                # Outside the clipper, so that it never sees (nor counts) a cut row's NaN.
+                env_action = cuts.action(env_action, t)
             result = step_env(env, env_action, step=t, iteration=iteration)
             final_obs = result.final_obs
             if final_obs is None:
@@ -236,18 +265,25 @@ class DifferentiableCollector:
                     f"final_obs=None at step {t} of iteration {iteration}; a differentiable "
                     "env must return the terminal observations"
                 )
+            reward, step_valid, final_obs = (
+                cuts.step(result, final_obs)
+                if cuts is not None
+                else (result.reward, result.valid, final_obs)
+            )
             observations.append(obs)
             actions.append(action)
-            rewards.append(result.reward)
-            entropies.append(_entropy_of(outputs, result.reward, t))
+            rewards.append(reward)
+            entropies.append(_entropy_of(outputs, reward, t))
             terminated.append(result.terminated)
             truncated.append(result.truncated)
-            valid.append(result.valid)
+            valid.append(step_valid)
             finals.append(final_obs)
             obs = result.obs
         self._obs = obs
         if num_steps == 0:
             return self._empty_rollout(start, adjoint)
+        if cuts is not None:
+            self._masked = cuts.close()
         reward = torch.stack(rewards)
         done_terminated, done_truncated = torch.stack(terminated), torch.stack(truncated)
         step_valid = torch.stack(valid)
@@ -335,9 +371,12 @@ class DifferentiableCollector:
 
         Empty when the env is not checkpointable (no ``state_dict``): a resumed
         run then restarts the env (:attr:`needs_reset`). The observation is
-        stored without its graph.
+        stored without its graph, next to the rows masked after a cut.
         """
-        return collector_state_dict(self.env, self._obs, self.episodes)
+        state = collector_state_dict(self.env, self._obs, self.episodes)
+        if state:
+            state["masked_rows"] = self._masked.clone()
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
         """Restore :meth:`state_dict`'s output; an empty dict asks for a fresh reset.
@@ -345,14 +384,24 @@ class DifferentiableCollector:
         Raises:
             CheckpointError: The state holds env state for an env that is not
                 checkpointable, lacks a piece (the key is named), or was saved
-                with another ``num_envs``.
+                with another ``num_envs`` (``masked_rows`` included).
         """
         self._obs = load_collector_state(self.env, state_dict, self.episodes)
+        # A state saved before masking existed has no rows masked.
+        masked = state_dict.get("masked_rows", torch.zeros_like(self._masked))
+        rows = self.env.num_envs
+        if not isinstance(masked, Tensor) or tuple(masked.shape) != (rows,):
+            raise CheckpointError(
+                f"the collector state's 'masked_rows' must be a tensor of shape [{rows}] (one "
+                f"entry per env row), got {describe(masked)}; was it saved with another num_envs?"
+            )
+        self._masked = masked.to(device=self.device, dtype=torch.bool)
 
     def __repr__(self) -> str:
         return (
             f"{_OWNER}(env={type(self.env).__name__}, clip_actions={self.clip_actions}, "
-            f"adjoint_max_norm={self.adjoint_max_norm}, measure_adjoint={self.measure_adjoint})"
+            f"adjoint_max_norm={self.adjoint_max_norm}, measure_adjoint={self.measure_adjoint}, "
+            f"observation_limit={self.observation_limit})"
         )
 
 

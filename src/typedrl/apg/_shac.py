@@ -9,7 +9,8 @@ averaging.
 """
 
 import copy
-from typing import final
+from collections.abc import Mapping
+from typing import ClassVar, final
 
 import torch
 from jaxtyping import Float
@@ -24,6 +25,7 @@ from typedrl.apg._algorithm import (
     build_optimizer,
     build_scheduler,
 )
+from typedrl.apg._cut_rows import exploded_rows, zero_rows
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.apg._shac_config import SHACConfig
 from typedrl.distributed import Distributed
@@ -64,7 +66,12 @@ class SHAC(DifferentiableAlgorithm):
     critic: the gradient reaches every action of the window through the dynamics
     and through ``V'``'s input, while ``V'``'s own parameters never train on it. A
     row whose observation turns non-finite or exceeds ``observation_limit`` is
-    cut like a termination and counted (``train/cut_rows``).
+    cut like a termination and counted (``train/cut_rows``, summed over ranks, on
+    applied and skipped updates alike). The trainer's collector then masks the
+    row until the env resets it (see
+    :class:`~typedrl.apg.DifferentiableCollector`'s ``observation_limit``): its
+    steps are invalid, so they add nothing to the objective, the bootstrap, the
+    entropy or the critic's targets.
 
     After each applied actor update the critic is regressed, for
     ``critic_iterations`` passes of ``critic_minibatches`` shuffled minibatches,
@@ -84,6 +91,9 @@ class SHAC(DifferentiableAlgorithm):
         seed: Seed of this rank's minibatch sampler.
         feature_width: Width of ``policy.features(obs)`` (the critic's input).
     """
+
+    _summed: ClassVar[tuple[str, ...]] = (*DifferentiableAlgorithm._summed, "cut_rows")
+    """APG's statistics and the window's cut rows, reduced with the gradient."""
 
     @_validation.no_type_check
     def __init__(
@@ -133,6 +143,7 @@ class SHAC(DifferentiableAlgorithm):
             schedule=config.critic_learning_rate_schedule,  # type: ignore[arg-type]
             planned_updates=planned_updates,
             learning_rate=config.critic_learning_rate,
+            min_learning_rate=config.critic_min_learning_rate,
         )
         self.return_normalizer = (
             RunningMeanStd((), clip=None).to(parameter.device) if config.normalize_returns else None
@@ -140,18 +151,16 @@ class SHAC(DifferentiableAlgorithm):
         self.sampler = torch.Generator(device="cpu").manual_seed(seed)
         self._features = features
         self._window: _Window | None = None
-        self._cut: Tensor | float = 0.0
 
     # ------------------------------------------------------------------ actor
 
     def begin_update(self) -> None:
         """Start an update, as :meth:`DifferentiableAlgorithm.begin_update` does.
 
-        The cut-row count and the kept window start again, so that a skipped
-        update's never reach the next one.
+        The kept window starts again, so that a skipped update's never reaches
+        the next one.
         """
         super().begin_update()
-        self._cut = 0.0
         self._window = None
 
     def value(self, observations: TensorDict, *, target: bool = True) -> Tensor:
@@ -168,18 +177,22 @@ class SHAC(DifferentiableAlgorithm):
         self, rollout: DifferentiableRollout, discount: Float[Tensor, " num_envs"]
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         gamma = self.config.gamma
-        rewards = rollout.rewards
-        cut = _cut_rows(rollout.terminal_observations, self.shac.observation_limit)
-        # Counted on the device; read once, with the update's other metrics.
-        self._cut = self._cut + cut.sum()
+        rewards, valid = rollout.rewards, rollout.valid
+        # Masked steps (after a cut, until the env resets the row) are invalid: not cut again.
+        cut = exploded_rows(rollout.terminal_observations, self.shac.observation_limit) & valid
+        # Counted on the device; summed over ranks with the update's other statistics.
+        cut_count = cut.sum().to(torch.float64)
+        self._sums["cut_rows"] = (
+            self._sums["cut_rows"] + cut_count if "cut_rows" in self._sums else cut_count
+        )
         terminated = rollout.terminated | cut
         # A row both terminated and truncated at a step ended for good: no bootstrap.
         truncated = rollout.truncated & ~terminated
         done = terminated | truncated
         # After a row's cut, nothing of it counts until its next episode: the env reset it.
         zero = torch.zeros((), dtype=rewards.dtype, device=rewards.device)
-        safe_rewards = torch.where(cut | ~rollout.valid, zero, rewards)
-        terminal_values = self.value(_sanitised(rollout.terminal_observations, cut))
+        safe_rewards = torch.where(cut | ~valid, zero, rewards)
+        terminal_values = self.value(zero_rows(rollout.terminal_observations, cut | ~valid))
         weights = []
         current = discount
         for step in range(rollout.num_steps):
@@ -188,14 +201,14 @@ class SHAC(DifferentiableAlgorithm):
         d = torch.stack(weights)
         # sum_t d_t r_t + [truncated_t] d_t gamma V'(final_obs_t)
         objective = (d * safe_rewards).sum() + (
-            torch.where(truncated, d * gamma * terminal_values, zero)
+            torch.where(truncated & valid, d * gamma * terminal_values, zero)
         ).sum()
         # Rows still running after the window: d_T V'(s_T), from the last step's next state.
-        running = ~done[-1]
+        running = ~done[-1] & valid[-1]
         objective = objective + torch.where(running, current * terminal_values[-1], zero).sum()
         rows = rollout.num_envs
         objective = objective / rows
-        entropy = rollout.entropies.sum() / rows
+        entropy = torch.where(valid, rollout.entropies, zero).sum() / rows
         loss = -(objective + self.config.entropy_coef * entropy)
         self._window = _Window(rollout, cut)
         # A window does not carry its discount into the next one: each window is one update.
@@ -220,7 +233,9 @@ class SHAC(DifferentiableAlgorithm):
         with torch.no_grad():
             features = self._features(window.observations.reshape(-1)).detach()
             values = self.value(window.observations)
-            next_values = self.value(_sanitised(window.terminal_observations, window.terminated))
+            next_values = self.value(
+                zero_rows(window.terminal_observations, window.terminated | ~window.valid)
+            )
             _, targets = compute_gae(
                 # A cut row's (possibly non-finite) reward and a ghost step's never count.
                 rewards=torch.where(window.cut | ~window.valid, 0.0, window.rewards),
@@ -253,7 +268,6 @@ class SHAC(DifferentiableAlgorithm):
             predicted = self.value(window.observations, target=False).reshape(-1)
             residual = (flat_targets - predicted)[mask]
             variance = flat_targets[mask].var(unbiased=False).clamp(min=1e-8)
-        cut, self._cut = float(self._cut), 0.0
         self._window = None
         return {
             "loss/critic": losses,
@@ -262,8 +276,20 @@ class SHAC(DifferentiableAlgorithm):
             "critic/explained_variance": float(1.0 - residual.var(unbiased=False) / variance),
             "train/critic_grad_norm": norms,
             "train/critic_learning_rate": critic_learning_rate,
-            "train/cut_rows": cut,
         }
+
+    def _metrics(
+        self,
+        totals: Mapping[str, float],
+        grad_norm: float,
+        finite: bool,
+        large: bool,
+        learning_rate: float,
+    ) -> dict[str, float]:
+        metrics = super()._metrics(totals, grad_norm, finite, large, learning_rate)
+        # Every update reports its cuts, a skipped one too.
+        metrics["train/cut_rows"] = totals["cut_rows"]
+        return metrics
 
     def _fit_critic(self, features: Tensor, targets: Tensor, mask: Tensor) -> tuple[float, float]:
         """Minibatch regression of the critic; returns the mean loss and gradient norm."""
@@ -331,28 +357,3 @@ class SHAC(DifferentiableAlgorithm):
             schedulers={"policy": self.scheduler, "critic": self.critic_scheduler},
             rank_local={"critic_sampler": GeneratorState(self.sampler)},
         )
-
-
-def _cut_rows(observations: TensorDict, limit: float) -> Tensor:
-    """Rows whose observation at a step is non-finite or beyond ``limit`` (``[T, N]``)."""
-    bad = torch.zeros(observations.batch_size, dtype=torch.bool, device=observations.device)
-    for leaf in observations.values(include_nested=True, leaves_only=True):
-        if isinstance(leaf, Tensor) and leaf.is_floating_point():
-            flat = leaf.detach().reshape(*observations.batch_size, -1)
-            bad |= ~(torch.isfinite(flat) & (flat.abs() <= limit)).all(dim=-1)
-    return bad
-
-
-def _sanitised(observations: TensorDict, cut: Tensor) -> TensorDict:
-    """``observations`` with the cut rows zeroed, so no NaN reaches the critic's forward."""
-
-    def zero_cut(leaf: Tensor) -> Tensor:
-        if not leaf.is_floating_point():
-            return leaf
-        mask = cut.reshape(*cut.shape, *([1] * (leaf.ndim - cut.ndim)))
-        return torch.where(mask, torch.zeros_like(leaf), leaf)
-
-    zeroed = observations.apply(zero_cut)
-    if zeroed is None:  # apply returns None only when asked to work in place
-        raise ConfigError("SHAC could not zero the cut rows' observations")
-    return zeroed

@@ -41,6 +41,7 @@ from typedrl.training import (
     IterationResult,
     RunOptions,
     TrainerState,
+    UpdateCounts,
 )
 
 __all__ = ["DifferentiableTrainer"]
@@ -169,6 +170,12 @@ class DifferentiableTrainer(AbstractTrainer):
             clip_actions=config.clip_actions,
             adjoint_max_norm=config.adjoint_max_norm,
             measure_adjoint=config.measure_adjoint,
+            # SHAC's cut rows stay masked until the env resets them.
+            observation_limit=(
+                config.algorithm.observation_limit
+                if isinstance(config.algorithm, SHACConfig)
+                else None
+            ),
         )
         self.progress_counters = Counters("rollouts")
         self._reset_options = (
@@ -448,6 +455,24 @@ class DifferentiableTrainer(AbstractTrainer):
 
     def _config_dict(self) -> dict[str, Any]:
         return self.config.to_dict()
+
+    def _update_counts(self) -> UpdateCounts:
+        """The algorithm's applied and skipped updates (checkpointed, so over the whole run)."""
+        counters = self.algorithm.counters
+        field = (
+            "algorithm.actor.nonfinite"
+            if isinstance(self.config.algorithm, SHACConfig)
+            else "algorithm.nonfinite"
+        )
+        return UpdateCounts(
+            applied=counters["applied"],
+            skipped=counters["skipped"],
+            advice=(
+                "See train/skipped_nonfinite and train/skipped_large in metrics.csv; "
+                f"{field}='raise' stops at the first non-finite update and says whether the "
+                "env returned NaN"
+            ),
+        )
 
 
 def _zero_observation(env: VecEnv, device: torch.device) -> TensorDict:

@@ -478,3 +478,6 @@ def _print_summary(run_dir: Path, metrics: dict[str, float], summary: "RunSummar
     print(f"summary         {run_dir / 'summary.json'}")
     if summary["stopped_by_signal"]:
         print(f"stopped by a signal; resume with: typedrl train --resume {run_dir}")
+    applied, skipped = summary.get("applied_updates"), summary.get("skipped_updates")
+    if applied is not None and skipped is not None:
+        print(f"updates         {applied:,} applied, {skipped:,} skipped")

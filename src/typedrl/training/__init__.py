@@ -22,6 +22,7 @@ from typedrl.training._trainer import AbstractTrainer as AbstractTrainer
 from typedrl.training._trainer import Budget as Budget
 from typedrl.training._trainer import FitResult as FitResult
 from typedrl.training._trainer import IterationResult as IterationResult
+from typedrl.training._trainer import UpdateCounts as UpdateCounts
 
 __all__ = [
     "SUMMARY_FILE",
@@ -35,6 +36,7 @@ __all__ = [
     "RunSummary",
     "StopRequest",
     "TrainerState",
+    "UpdateCounts",
     "default_fabric",
     "setup_module_and_optimizer",
 ]

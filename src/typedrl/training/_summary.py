@@ -28,6 +28,13 @@ class RunSummary(TypedDict):
     """Env steps over every rank, resumed parts included."""
     num_updates: int
     """Iterations (PPO epochs, APG/SHAC updates), resumed parts included."""
+    applied_updates: int | None
+    """Optimizer updates applied, resumed parts included, for a trainer that may skip whole
+    updates (APG/SHAC); ``None`` for one that does not (PPO skips single minibatches; its
+    ``train/skipped_updates`` metric is their fraction per epoch)."""
+    skipped_updates: int | None
+    """Updates skipped for a non-finite or too large gradient (weights untouched), resumed
+    parts included; ``None`` as for :attr:`applied_updates`."""
     wall_time_s: float
     """Wall time of the last :meth:`~typedrl.training.AbstractTrainer.fit` call."""
     env_steps_per_s: float

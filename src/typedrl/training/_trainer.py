@@ -1,12 +1,13 @@
 """The training lifecycle both trainer families stand on: fit loop, evaluation, checkpoints."""
 
 import math
+import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Final, final
 
 import torch
 from lightning.fabric import Fabric
@@ -40,10 +41,23 @@ from typedrl.training._signals import StopRequest
 from typedrl.training._state import TrainerState
 from typedrl.training._summary import RunSummary, finite_or_none, write_summary
 
-__all__ = ["AbstractTrainer", "Budget", "FitResult", "IterationResult"]
+__all__ = [
+    "SKIPPED_WARNING_FRACTION",
+    "SKIPPED_WARNING_MIN_UPDATES",
+    "AbstractTrainer",
+    "Budget",
+    "FitResult",
+    "IterationResult",
+    "UpdateCounts",
+]
 
 _ITERATION = "iteration"
 _ENV_STEPS = "env_steps"
+
+SKIPPED_WARNING_FRACTION: Final = 0.1
+"""The console warns, once, when more than this share of the updates so far was skipped."""
+SKIPPED_WARNING_MIN_UPDATES: Final = 10
+"""Updates a run makes before that warning can be given."""
 
 
 @final
@@ -102,6 +116,19 @@ class IterationResult:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateCounts:
+    """A trainer's optimizer updates that were applied and skipped (over the whole run)."""
+
+    applied: int
+    """Updates that changed the weights."""
+    skipped: int
+    """Updates dropped for a non-finite or too large gradient (the weights untouched)."""
+    advice: str
+    """What to do when many are skipped (the console warning's last sentence)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FitResult:
     """What :meth:`AbstractTrainer.fit` returns."""
 
@@ -137,7 +164,8 @@ class AbstractTrainer(ABC):
       (a first env reset, or a restart after a resume without env state);
     - :meth:`_train_iteration`: one iteration, returning its metrics and env steps;
     - :meth:`_state`: its :class:`TrainerState` (what a checkpoint holds);
-    - :meth:`_config_dict`, :attr:`policy` and :attr:`budget`.
+    - :meth:`_config_dict`, :attr:`policy` and :attr:`budget`;
+    - optionally :meth:`_update_counts`, when an iteration may skip its update.
 
     Args:
         env: This rank's training env.
@@ -227,6 +255,7 @@ class AbstractTrainer(ABC):
         self._last_saved_iteration = 0
         self._last_saved_time = time.monotonic()
         self._best_return_mean: float | None = None
+        self._warned_skipping = False
 
     @property
     def algorithm_name(self) -> str:
@@ -267,6 +296,14 @@ class AbstractTrainer(ABC):
     @abstractmethod
     def _config_dict(self) -> dict[str, Any]:
         """The run's configuration as JSON-like values."""
+
+    def _update_counts(self) -> UpdateCounts | None:
+        """Applied and skipped updates so far, identical on every rank.
+
+        ``None`` (the default) for a trainer that never skips a whole update;
+        ``summary.json`` then records ``null`` for both counts.
+        """
+        return None
 
     # ------------------------------------------------------------- lifecycle
 
@@ -324,6 +361,7 @@ class AbstractTrainer(ABC):
                 metrics["time/iteration_seconds"] = time.perf_counter() - iteration_started
                 self._evaluate_on_schedule(metrics)
                 self._log(metrics)
+                self._warn_if_skipping()
                 display.update(
                     steps=self.env_steps if by_steps else self.iteration, metrics=metrics
                 )
@@ -366,11 +404,14 @@ class AbstractTrainer(ABC):
             return str(path.relative_to(self.run_dir))
 
         wall = result.wall_seconds
+        counts = self._update_counts()
         return RunSummary(
             algorithm=self.algorithm_name,
             env_id=self.options.env_id,
             global_step=result.env_steps,
             num_updates=result.iterations,
+            applied_updates=counts.applied if counts is not None else None,
+            skipped_updates=counts.skipped if counts is not None else None,
             wall_time_s=wall,
             env_steps_per_s=env_steps_taken / wall if wall > 0 else 0.0,
             final_eval_return_mean=finite_or_none(metrics.get("eval/return_mean")),
@@ -382,6 +423,30 @@ class AbstractTrainer(ABC):
             checkpoint_last=relative(paths.last if paths else None),
             stopped_by_signal=result.stopped_by_signal,
             compile_seconds=finite_or_none(metrics.get("time/compile_seconds")),
+        )
+
+    def _warn_if_skipping(self) -> None:
+        """Say once, on rank 0's standard error, that too many updates are being skipped.
+
+        The threshold is more than :data:`SKIPPED_WARNING_FRACTION` of the
+        updates so far, once there are :data:`SKIPPED_WARNING_MIN_UPDATES`.
+        """
+        counts = self._update_counts()
+        if counts is None or self._warned_skipping or not self.dist.is_main:
+            return
+        total = counts.applied + counts.skipped
+        if (
+            total < SKIPPED_WARNING_MIN_UPDATES
+            or counts.skipped <= SKIPPED_WARNING_FRACTION * total
+        ):
+            return
+        self._warned_skipping = True
+        print(
+            f"warning: {counts.skipped:,} of the {total:,} updates so far were skipped (a "
+            "non-finite or too large gradient; the weights did not move on them). "
+            f"{counts.advice}",
+            file=sys.stderr,
+            flush=True,
         )
 
     def _write_summary(self, result: FitResult, *, env_steps_taken: int) -> None:
