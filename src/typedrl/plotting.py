@@ -363,9 +363,11 @@ def plot_runs(
         run_dirs: At least one run folder.
         output: The PNG file to write (its folder is created).
         metric: A column of ``metrics.csv``; default the evaluation return
-            (:data:`EVAL_RETURN_METRIC`) when any run logged it more than once,
-            else the training episode return (:data:`TRAIN_RETURN_METRIC`), else
-            an evaluation return logged once.
+            (:data:`EVAL_RETURN_METRIC`) when every run logged it and one run
+            logged it more than once, else the training episode return
+            (:data:`TRAIN_RETURN_METRIC`) when every run logged it, else the
+            evaluation return when every run logged it, else whichever of the
+            two (evaluation first) any run logged.
         x: ``"env_steps"`` or ``"wall_time"``.
 
     Returns:

@@ -26,7 +26,10 @@ def add_plot_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParse
     )
     plot.add_argument(
         "--metric",
-        help="a metrics.csv column (default: eval/return_mean, else episode/return_mean)",
+        help=(
+            "a metrics.csv column (default: eval/return_mean when every run logged it and "
+            "one run more than once, else episode/return_mean; see the CLI guide)"
+        ),
     )
     plot.add_argument(
         "--x",
@@ -41,9 +44,24 @@ def run_plot(args: argparse.Namespace) -> int:
     """Draw the curves and print where the PNG went."""
     from typedrl.plotting import plot_runs  # noqa: PLC0415 - keep `typedrl --help` fast
 
+    run_dirs: list[Path] = list(args.run_dirs)
     output: Path = args.output or (
-        args.run_dirs[0] / "curve.png" if len(args.run_dirs) == 1 else Path("curve.png")
+        run_dirs[0] / "curve.png" if len(run_dirs) == 1 else Path("curve.png")
     )
-    written = plot_runs(args.run_dirs, output, metric=args.metric, x=args.x)
+    # `typedrl plot runs/*` draws the runs there are: a folder that never logged is named.
+    trained = [run_dir for run_dir in run_dirs if not _never_logged(run_dir)]
+    if len(run_dirs) > 1 and trained:
+        for run_dir in run_dirs:
+            if run_dir not in trained:
+                print(f"skipped {run_dir}: no metrics.csv (not a run, or one that never trained)")
+        run_dirs = trained
+    written = plot_runs(run_dirs, output, metric=args.metric, x=args.x)
     print(f"wrote {written}")
     return 0
+
+
+def _never_logged(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is a folder without a ``metrics.csv`` (where ``read_run`` looks)."""
+    return run_dir.is_dir() and not any(
+        (run_dir / name).is_file() for name in ("metrics.csv", "logs/typedrl/metrics.csv")
+    )

@@ -99,7 +99,8 @@ class DifferentiableMLPPolicy(nn.Module):
         activation: Hidden activation.
         layer_norm: Put a :class:`~torch.nn.LayerNorm` after each hidden
             ``Linear`` and before its activation (``Linear -> LayerNorm ->
-            activation``, as SHAC's reference networks).
+            activation``; SHAC's reference code, DiffRL, puts it after the
+            activation).
         squash: Map the Gaussian sample into the Box bounds with ``tanh``
             (the bounds must then be finite with ``high > low``).
         log_std_init: Initial log standard deviation of every action dimension.

@@ -41,8 +41,9 @@ def build_mlp(
     initialisation instead (uniform weights and biases scaled by the fan-in; what
     Stable-Baselines3 calls ``ortho_init=False``) and ``output_gain`` is unused.
     With ``layer_norm`` each hidden block is ``Linear -> LayerNorm -> activation``
-    (the order of SHAC's reference networks), the LayerNorm starting as the
-    identity (unit weight, zero bias); the output layer is never normalised.
+    (SHAC's reference code, DiffRL, orders its blocks ``Linear -> ELU ->
+    LayerNorm``), the LayerNorm starting as the identity (unit weight, zero
+    bias); the output layer is never normalised.
 
     Example:
         >>> mlp = build_mlp(4, [64, 64], 2, output_gain=0.01)
