@@ -13,7 +13,7 @@ from lightning.fabric.loggers.logger import Logger
 import typedrl.logging as logging_module
 from typedrl.distributed import SingleProcess
 from typedrl.errors import MissingDependencyError
-from typedrl.logging import CSVMetricsLogger, MetricAggregator, build_loggers
+from typedrl.logging import CSVMetricsLogger, MetricAggregator, build_loggers, drop_rows_after
 
 CPU = torch.device("cpu")
 
@@ -176,6 +176,25 @@ def test_a_run_that_fails_keeps_its_metrics_and_a_resume_appends(tmp_path: Path)
     steps = [line.split(",")[0] for line in path.read_text().splitlines()[1:]]
     assert steps[:2] == ["16", "32"]
     assert steps[-1] == "80"
+
+
+def test_drop_rows_after_keeps_one_series_for_a_resume(tmp_path: Path) -> None:
+    """Rows past the checkpoint's step go; the header, blank steps and earlier rows stay."""
+    logger = CSVMetricsLogger(tmp_path)
+    for step in (16, 32, 48, 64):
+        logger.log_metrics({"loss": float(step)}, step=step)
+    logger.log_metrics({"note": 1.0})
+    path = tmp_path / "metrics.csv"
+    assert drop_rows_after(path, 32) == 2
+    assert path.read_text().splitlines() == ["step,loss,note", "16,16.0,", "32,32.0,", ",,1.0"]
+    assert sorted(item.name for item in tmp_path.iterdir()) == ["metrics.csv"]
+    before = path.stat().st_mtime_ns
+    assert drop_rows_after(path, 32) == 0
+    assert path.stat().st_mtime_ns == before  # nothing to drop: not rewritten
+    # A resumed logger appends after the kept rows.
+    CSVMetricsLogger(tmp_path).log_metrics({"loss": 48.5}, step=48)
+    assert path.read_text().splitlines()[-1] == "48,48.5,"
+    assert drop_rows_after(tmp_path / "absent.csv", 0) == 0
 
 
 def test_progress_prints_compact_lines_when_stdout_is_not_a_terminal(

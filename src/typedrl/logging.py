@@ -2,6 +2,7 @@
 
 import csv
 import importlib.util
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -18,7 +19,13 @@ from torch import Tensor
 from typedrl.distributed import Distributed
 from typedrl.errors import MissingDependencyError
 
-__all__ = ["CSVMetricsLogger", "MetricAggregator", "ProgressDisplay", "build_loggers"]
+__all__ = [
+    "CSVMetricsLogger",
+    "MetricAggregator",
+    "ProgressDisplay",
+    "build_loggers",
+    "drop_rows_after",
+]
 
 
 @final
@@ -187,6 +194,54 @@ class CSVMetricsLogger(Logger):
 
 def _cell(value: float | None) -> str:
     return "" if value is None else repr(float(value))
+
+
+def drop_rows_after(path: str | Path, step: int) -> int:
+    r"""Remove the rows of a ``metrics.csv`` logged past ``step``; return how many went.
+
+    A run resumed from a checkpoint taken at env step ``step`` logs the
+    iterations after it again, so rows a killed run logged past its last
+    checkpoint would appear twice. Dropping them first keeps the file one
+    series. Rows are kept by their ``step`` column (env steps over all ranks):
+    blank ones and those at or before ``step`` stay, as does the header. The
+    file is rewritten atomically (a temporary file renamed over it), and left
+    untouched when nothing is dropped or it does not exist.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as root:
+        ...     path = Path(root) / "metrics.csv"
+        ...     _ = path.write_text("step,loss\n16,1.0\n32,0.5\n48,0.25\n")
+        ...     print(drop_rows_after(path, 32), path.read_text().split())
+        1 ['step,loss', '16,1.0', '32,0.5']
+    """
+    file = Path(path)
+    if not file.is_file():
+        return 0
+    with file.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows or "step" not in rows[0]:
+        return 0
+    column = rows[0].index("step")
+    kept = [rows[0]] + [row for row in rows[1:] if not _after(row, column, step)]
+    dropped = len(rows) - len(kept)
+    if dropped == 0:
+        return 0
+    temp = file.with_name(f".{file.name}.tmp")
+    with temp.open("w", newline="") as handle:
+        csv.writer(handle).writerows(kept)
+        handle.flush()
+        os.fsync(handle.fileno())
+    temp.replace(file)
+    return dropped
+
+
+def _after(row: list[str], column: int, step: int) -> bool:
+    """Whether ``row`` was logged past ``step`` (a blank or unreadable step is not)."""
+    try:
+        return column < len(row) and float(row[column]) > step
+    except ValueError:
+        return False
 
 
 def build_loggers(

@@ -273,3 +273,23 @@ def test_plot_without_matplotlib_names_the_extra(
         main(["--debug", "plot", str(run_dir)])
     assert main(["plot", str(run_dir)]) == 1
     assert "MissingDependencyError" in capsys.readouterr().err
+
+
+def test_plot_of_several_folders_skips_one_without_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`typedrl plot runs/*` names a folder that never logged and draws the others."""
+    run_dir = _run(tmp_path, "a", _curve_rows(1.0))
+    husk = tmp_path / "husk"
+    husk.mkdir()
+    (husk / "config.yaml").write_text("algo: ppo\n")
+    output = tmp_path / "both.png"
+    assert main(["plot", str(run_dir), str(husk), "-o", str(output)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"skipped {husk}: no metrics.csv (not a run, or one that never trained)",
+        f"wrote {output}",
+    ]
+    assert _is_png(output)
+    assert main(["plot", str(husk)]) == 1  # alone, it is the error it always was
+    assert "holds no metrics.csv" in capsys.readouterr().err

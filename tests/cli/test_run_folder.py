@@ -318,3 +318,98 @@ def test_factory_errors(tmp_path: Path, env: str, extra: list[str], message: str
     argv = ["--debug", "train", env, "--run-dir", str(tmp_path / "run"), *_SMALL, *extra]
     with pytest.raises(ConfigError, match=message):
         main(argv)
+
+
+def _files(run_dir: Path) -> dict[str, bytes]:
+    """Every file under ``run_dir`` by relative path, with its bytes."""
+    return {
+        str(path.relative_to(run_dir)): path.read_bytes()
+        for path in sorted(run_dir.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_a_new_run_refuses_an_existing_run_and_overwrite_starts_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--run-dir of a run: one line, nothing touched; --overwrite removes only a run's files."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()  # an empty folder is fine to use
+    argv = ["train", "CartPole-v1", "--run-dir", str(run_dir), *_SMALL, "--checkpoint-every", "1"]
+    assert main([*argv, "--total-timesteps", "64"]) == 0
+    (run_dir / "eval.json").write_text("{}")
+    (run_dir / "notes.txt").write_text("mine")
+    before = _files(run_dir)
+    capsys.readouterr()
+    assert main([*argv, "--total-timesteps", "32"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == (
+        f"typedrl: ConfigError: --run-dir {run_dir} holds a run (config.yaml, metrics.csv, "
+        f"summary.json, checkpoints/); continue it with --resume {run_dir}, choose another "
+        "--run-dir, or pass --overwrite to replace it"
+    )
+    assert _files(run_dir) == before
+    assert main([*argv, "--total-timesteps", "32", "--overwrite"]) == 0
+    assert (
+        "overwrite       removed config.yaml, metrics.csv, summary.json" in capsys.readouterr().out
+    )
+    assert [row["step"] for row in _rows(run_dir / "metrics.csv")][:2] == ["16", "32"]
+    assert max(int(row["step"]) for row in _rows(run_dir / "metrics.csv")) == 32
+    assert sorted(path.name for path in (run_dir / "checkpoints").iterdir()) == [
+        "best.ckpt",
+        "epoch_00000001.ckpt",
+        "epoch_00000002.ckpt",
+        "last.ckpt",
+    ]
+    assert (run_dir / "notes.txt").read_text() == "mine"
+    assert not (run_dir / "eval.json").exists()
+    assert json.loads((run_dir / "summary.json").read_text())["global_step"] == 32
+
+
+def test_a_run_that_fails_before_training_leaves_no_folder_behind(tmp_path: Path) -> None:
+    """A failed start removes the config.yaml it wrote, and the folder when it made it."""
+    new, empty = tmp_path / "new", tmp_path / "empty"
+    empty.mkdir()
+    for run_dir in (new, empty):
+        argv = ["--debug", "train", "tests.cli.factories:wrong_rows", "--run-dir", str(run_dir)]
+        with pytest.raises(ConfigError, match="returned a VecEnv of 3 rows"):
+            main([*argv, *_SMALL])
+    assert not new.exists()
+    assert list(empty.iterdir()) == []
+
+
+def test_resume_without_last_ckpt_takes_the_newest_periodic_one_and_cleans_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """epoch_<n>.ckpt that loads, stale .tmp removed, rows past it dropped; a met budget: no-op."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "CartPole-v1", "--run-dir", str(run_dir), *_SMALL, "--checkpoint-every", "2"]
+    assert main([*argv, "--total-timesteps", "64"]) == 0
+    checkpoints = run_dir / "checkpoints"
+    (checkpoints / "last.ckpt").unlink()
+    (checkpoints / "epoch_00000004.ckpt").write_bytes(b"cut short")
+    (checkpoints / ".last.ckpt.0123abcd.tmp").write_bytes(b"")
+    capsys.readouterr()
+    assert main(["train", "--resume", str(run_dir), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"resuming from   {checkpoints / 'epoch_00000002.ckpt'} (the run has no last.ckpt: its "
+        "newest periodic checkpoint that loads; epoch_00000004.ckpt does not load)"
+    ) in out
+    assert "removed         checkpoints/.last.ckpt.0123abcd.tmp" in out
+    assert "dropped 3 row(s) logged after the checkpoint (env step 32)" in out
+    assert not (checkpoints / ".last.ckpt.0123abcd.tmp").exists()
+    steps = [int(row["step"]) for row in _rows(run_dir / "metrics.csv")]
+    assert steps == [16, 32, 48, 64, 64]  # four iterations once, then the final evaluation
+    before = _files(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--no-progress"]) == 0
+    assert capsys.readouterr().out == (
+        "the run already reached its budget of 64 env steps (its checkpoint is at 64); "
+        "raise --total-timesteps to continue\n"
+    )
+    assert _files(run_dir) == before
+    (checkpoints / "last.ckpt").unlink()
+    for path in checkpoints.glob("epoch_*.ckpt"):
+        path.unlink()
+    with pytest.raises(ConfigError, match=r"no checkpoints/last\.ckpt or epoch_<n>\.ckpt to"):
+        main(["--debug", "train", "--resume", str(run_dir)])

@@ -297,3 +297,52 @@ def test_train_runs_on_one_thread_and_restores_the_count(
 def test_a_bad_thread_count_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "--threads", "0", "--total-timesteps", "256"]) == 1
     assert "--threads must be a positive int, got 0" in capsys.readouterr().err
+
+
+def test_contradicting_settings_are_refused(tmp_path: Path) -> None:
+    """--seed against --set seed, or a --config of another algo than --algo: one error."""
+    with pytest.raises(ConfigError, match="--seed 5 and --set seed=3 contradict each other"):
+        main(["--debug", "train", "--seed", "5", "--set", "seed=3", "--print-config"])
+    apg = tmp_path / "apg.yaml"
+    apg.write_text("algo: apg\nconfig:\n  segment_length: 16\n")
+    with pytest.raises(ConfigError, match=r"is a config for algo 'apg', --algo says 'ppo'"):
+        main(["--debug", "train", "--config", str(apg), "--algo", "ppo", "--print-config"])
+    seeds = tmp_path / "seeds.yaml"
+    seeds.write_text("seed: 1\nconfig:\n  seed: 2\n")
+    with pytest.raises(ConfigError, match=r"seed: 1 and config\.seed: 2 contradict each other"):
+        main(["--debug", "train", "--config", str(seeds), "--print-config"])
+    # The same value twice is no contradiction.
+    assert main(["train", "--seed", "3", "--set", "seed=3", "--print-config"]) == 0
+
+
+def test_apg_on_a_gymnasium_env_names_the_differentiable_ones(tmp_path: Path) -> None:
+    """--algo apg on CartPole-v1 stops before anything starts, listing the built-in envs."""
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError, match="the built-in envs are: typedrl/Pendulum-v0, "):
+        main(["--debug", "train", "CartPole-v1", "--algo", "apg", "--run-dir", str(run_dir)])
+    assert not run_dir.exists()
+
+
+def test_a_checkpoint_saved_with_another_config_gets_advice_that_works(tmp_path: Path) -> None:
+    """--resume CKPT: the flags that restore its config, and its run folder when it has one."""
+    run_dir = tmp_path / "run"
+    small = ["--num-envs", "2", "--no-progress", "--set", "num_steps=8", "--set", "batch_size=16"]
+    assert main(["train", "--total-timesteps", "32", "--run-dir", str(run_dir), *small]) == 0
+    last = run_dir / "checkpoints" / "last.ckpt"
+    flags = "--set batch_size=16 --set num_steps=8"
+    argv = ["--debug", "train", "--num-envs", "2", "--resume"]
+    with pytest.raises(ConfigError) as raised:
+        main([*argv, str(last), "--run-dir", str(tmp_path / "more")])
+    assert str(raised.value).endswith(
+        f"add the options it was saved with: {flags}, or resume its run folder, which keeps "
+        f"them: typedrl train --resume {run_dir}"
+    )
+    alone = tmp_path / "alone.ckpt"  # a checkpoint outside any run folder (saved from Python)
+    alone.write_bytes(last.read_bytes())
+    with pytest.raises(ConfigError) as raised:
+        main([*argv, str(alone), "--run-dir", str(tmp_path / "more")])
+    assert str(raised.value).endswith(f"add the options it was saved with: {flags}")
+    config = run_dir / "config.yaml"
+    config.write_text(config.read_text().replace("num_steps: 8", "num_steps: 4"))
+    with pytest.raises(ConfigError, match=r"config\.yaml disagrees with .*last\.ckpt, saved with"):
+        main(["--debug", "train", "--resume", str(run_dir), "--total-timesteps", "64"])

@@ -64,5 +64,32 @@ class CheckpointPaths:
         non_negative_int("CheckpointPaths.periodic", "index", index)
         return self._directory / f"epoch_{index:0{_PERIODIC_DIGITS}d}{CHECKPOINT_SUFFIX}"
 
+    def periodic_files(self) -> list[tuple[int, Path]]:
+        """Every ``epoch_<n>.ckpt`` in the folder as ``(n, path)``, newest (largest ``n``) first.
+
+        A missing folder holds none; names whose ``n`` is not a number are not
+        periodic checkpoints and are left out.
+        """
+        if not self._directory.is_dir():
+            return []
+        numbered: list[tuple[int, Path]] = []
+        for path in self._directory.glob(f"epoch_*{CHECKPOINT_SUFFIX}"):
+            digits = path.stem.removeprefix("epoch_")
+            if digits.isdigit() and path.is_file():
+                numbered.append((int(digits), path))
+        return sorted(numbered, reverse=True)
+
+    def temporary_files(self) -> list[Path]:
+        """Temporary files of interrupted saves (``.<name>.ckpt.<hex>.tmp``), sorted by name.
+
+        Every save writes one beside its target and renames it over the target
+        when complete, so a file left behind is what a kill during a write
+        leaves: never a checkpoint, safe to delete once no run writes here.
+        """
+        if not self._directory.is_dir():
+            return []
+        pattern = f".*{CHECKPOINT_SUFFIX}.*.tmp"
+        return sorted(path for path in self._directory.glob(pattern) if path.is_file())
+
     def __repr__(self) -> str:
         return f"CheckpointPaths({str(self._directory)!r})"

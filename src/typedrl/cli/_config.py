@@ -372,11 +372,22 @@ def _layer_document(layer: CommandLayer) -> dict[str, Any]:
     return document
 
 
-def _take_seed(document: dict[str, Any]) -> None:
-    """Move a ``config.seed`` (``--set seed=...``) to the top-level ``seed``."""
+def _take_seed(document: dict[str, Any], top: str, inner: str) -> None:
+    """Move a ``config.seed`` (``--set seed=...``) to the top-level ``seed``.
+
+    Raises:
+        ConfigError: Both are given, with different values (``top`` and ``inner``
+            name them: ``"--seed "`` and ``"--set seed="``).
+    """
     config = document.get("config")
     if isinstance(config, dict) and "seed" in config:
-        document["seed"] = config.pop("seed")
+        seed = config.pop("seed")
+        if "seed" in document and _plain(document["seed"]) != _plain(seed):
+            raise ConfigError(
+                f"{top}{document['seed']!r} and {inner}{seed!r} contradict each other; "
+                "give the seed once"
+            )
+        document["seed"] = seed
 
 
 def _checked_algo(value: object, where: str) -> Algorithm:
@@ -436,7 +447,7 @@ def resolve(
             resume changes what it may not (naming the key and both values).
     """
     flags = _layer_document(command)
-    _take_seed(flags)
+    _take_seed(flags, "--seed ", "--set seed=")
     file_layer: dict[str, Any] = {}
     if config_file is not None:
         file_layer = {
@@ -444,7 +455,15 @@ def resolve(
             for key, value in read_run_config(config_file).items()
             if key not in ("source", "command")
         }
-        _take_seed(file_layer)
+        _take_seed(file_layer, f"--config {config_file}: seed: ", "config.seed: ")
+        if "algo" in flags and "algo" in file_layer and flags["algo"] != file_layer["algo"]:
+            # Its fields are another algorithm's: applied to this one they would mislead.
+            raise ConfigError(
+                f"--config {config_file} is a config for algo {file_layer['algo']!r}, "
+                f"--algo says {flags['algo']!r}; drop --algo, or use a config of "
+                f"{flags['algo']!r} (typedrl train --algo {flags['algo']} --print-config "
+                "writes one)"
+            )
     saved = _read_saved(resume_from) if resume_from is not None else None
     previous: Mapping[str, Any] = saved if saved is not None else {}
     where = "--algo" if "algo" in flags else str(config_file or resume_from or "--algo")

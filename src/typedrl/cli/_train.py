@@ -23,7 +23,9 @@ from typedrl.errors import ConfigError, MissingDependencyError
 
 if TYPE_CHECKING:
     import torch
+    from lightning.fabric import Fabric
 
+    from typedrl.cli._run_folder import RunStart
     from typedrl.protocols import VecEnv
     from typedrl.training import AbstractTrainer, RunSummary
 
@@ -89,6 +91,11 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
         type=Path,
         metavar="RUN_DIR|CKPT",
         help="continue a run folder (its config.yaml and last.ckpt) or a checkpoint file",
+    )
+    train.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in --run-dir (its checkpoints, metrics and summary) with a new one",
     )
     train.add_argument(
         "--print-config",
@@ -192,29 +199,34 @@ def default_run_dir(algo: str, env_id: str, stamp: str) -> Path:
     return Path("runs") / f"{algo}-{env_id.replace('/', '-').replace(':', '-')}-{stamp}"
 
 
-def _resume_target(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
-    """``(run folder being resumed or None, checkpoint to load or None)``."""
+def _resume_target(args: argparse.Namespace) -> tuple[Path | None, Path | None, str | None]:
+    """``(run folder being resumed, checkpoint to load, why that one)``, each or None."""
     target: Path | None = args.resume
     if target is None:
-        return None, None
+        return None, None, None
     if target.is_dir():
         if not (target / CONFIG_FILE).is_file():
             raise ConfigError(
                 f"--resume {target}: not a run folder (no {CONFIG_FILE}); pass a run folder "
                 "that typedrl train wrote, or a checkpoint file"
             )
-        last = target / "checkpoints" / "last.ckpt"
-        if not last.is_file():
-            raise ConfigError(f"--resume {target}: the run has no checkpoints/last.ckpt to resume")
         if args.run_dir is not None and args.run_dir.resolve() != target.resolve():
             raise ConfigError(
                 f"--resume {target} continues in that folder; --run-dir {args.run_dir} "
                 "names another (leave it out)"
             )
-        return target, last
+        if args.overwrite:
+            raise ConfigError(
+                f"--resume {target} continues that run and --overwrite would delete it; "
+                "pass one of them"
+            )
+        from typedrl.cli._run_folder import resume_checkpoint  # noqa: PLC0415 - imports torch
+
+        checkpoint, note = resume_checkpoint(target)
+        return target, checkpoint, note
     if not target.is_file():
         raise ConfigError(f"--resume {target}: no such run folder or checkpoint file")
-    return None, target
+    return None, target, None
 
 
 def _check_env_names(resolved: ResolvedRun) -> None:
@@ -229,9 +241,23 @@ def _check_env_names(resolved: ResolvedRun) -> None:
         resolve_wrapper(name)
 
 
+def _check_differentiable(resolved: ResolvedRun) -> None:
+    """APG and SHAC need a differentiable env: refuse a Gymnasium id before anything starts."""
+    from typedrl.envs._registration import BUILTIN_ENV_IDS  # noqa: PLC0415
+
+    # Only a factory of your own can return a differentiable env that is not built in.
+    if resolved.algo == "ppo" or ":" in resolved.env_id or resolved.env_id in BUILTIN_ENV_IDS:
+        return
+    raise ConfigError(
+        f"--algo {resolved.algo} trains through a differentiable env, and {resolved.env_id} "
+        f"is not one; the built-in envs are: {', '.join(BUILTIN_ENV_IDS)} (or name a "
+        "module:callable that returns a DifferentiableVecEnv)"
+    )
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Train as the arguments say; print where the run went and what it reached."""
-    resumed_dir, checkpoint = _resume_target(args)
+    resumed_dir, checkpoint, note = _resume_target(args)
     argv = list(getattr(args, "command_line", ["typedrl", "train"]))
     resolved = resolve(
         _command_layer(args), config_file=args.config, argv=argv, resume_from=resumed_dir
@@ -240,12 +266,31 @@ def run_train(args: argparse.Namespace) -> int:
         print(dump_run_config(resolved.to_document()), end="")
         return 0
     _check_env_names(resolved)
+    _check_differentiable(resolved)
     if resolved.run.wandb_project is not None and importlib.util.find_spec("wandb") is None:
         # Checked by every process before any starts, so that all of them stop.
         raise MissingDependencyError("--wandb-project needs W&B: pip install 'typedrl[wandb]'")
     # Fixed before Fabric launches the other ranks, which inherit it: one folder for all.
+    stamped = _RUN_STAMP_VARIABLE in os.environ
     stamp = os.environ.setdefault(_RUN_STAMP_VARIABLE, time.strftime("%Y%m%d-%H%M%S"))
-    run_dir = resumed_dir or args.run_dir or default_run_dir(resolved.algo, resolved.env_id, stamp)
+    try:
+        run_dir = (
+            resumed_dir or args.run_dir or default_run_dir(resolved.algo, resolved.env_id, stamp)
+        )
+        start = _run_start(args, resolved, run_dir=run_dir, checkpoint=checkpoint, note=note)
+        if start is None:
+            return 0
+        return _train_with_threads(args, resolved, start=start, checkpoint=checkpoint)
+    finally:
+        if not stamped:
+            # The process may run the command again (tests, notebooks): a new folder then.
+            del os.environ[_RUN_STAMP_VARIABLE]
+
+
+def _train_with_threads(
+    args: argparse.Namespace, resolved: ResolvedRun, *, start: "RunStart", checkpoint: Path | None
+) -> int:
+    """Train with the run's torch thread count, restoring the process's afterwards."""
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
     previous = torch.get_num_threads()
@@ -253,12 +298,58 @@ def run_train(args: argparse.Namespace) -> int:
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _train(
-            resolved, run_dir=run_dir, checkpoint=checkpoint, progress=not args.no_progress
-        )
+        return _train(resolved, start=start, checkpoint=checkpoint, progress=not args.no_progress)
     finally:
         # The command may run inside a longer-lived process (tests, notebooks).
         torch.set_num_threads(previous)
+
+
+def _run_start(
+    args: argparse.Namespace,
+    resolved: ResolvedRun,
+    *,
+    run_dir: Path,
+    checkpoint: Path | None,
+    note: str | None,
+) -> "RunStart | None":
+    """How the run treats its folder; ``None`` when a resume has nothing left to train.
+
+    A resume's checkpoint is read first: its config is checked (with advice
+    that works for the command given) and, when it already spent the budget,
+    the command says so and stops without touching the folder.
+    """
+    from typedrl.cli._run_folder import (  # noqa: PLC0415 - imports torch
+        RunStart,
+        budget_reached,
+        check_saved_config,
+        checkpoint_counters,
+        load_resume_point,
+    )
+
+    flag = f"--run-dir {run_dir}" if args.run_dir is not None else f"the run folder {run_dir}"
+    if checkpoint is None:
+        return RunStart(run_dir=run_dir, flag=flag, overwrite=args.overwrite)
+    saved = load_resume_point(resolved, checkpoint)
+    in_folder = args.resume.is_dir()
+    continues = in_folder or checkpoint.resolve().parent == run_dir.resolve() / "checkpoints"
+    check_saved_config(resolved, saved, checkpoint, run_dir=run_dir if in_folder else None)
+    if continues and args.overwrite:
+        raise ConfigError(
+            f"--resume {checkpoint} continues the run in {run_dir}, and --overwrite would "
+            "delete it; pass one of them"
+        )
+    reached = budget_reached(resolved, saved)
+    if reached is not None:
+        if os.environ.get("RANK", "0") == "0":
+            print(reached)
+        return None
+    return RunStart(
+        run_dir=run_dir,
+        flag=flag,
+        overwrite=args.overwrite,
+        continued_at=checkpoint_counters(saved)[1] if continues else None,
+        notes=(note,) if note is not None else (),
+    )
 
 
 def _threads(threads: int | None, accelerator: str) -> int | None:
@@ -271,15 +362,12 @@ def _threads(threads: int | None, accelerator: str) -> int | None:
     return threads if threads is not None else (1 if on_cpu else None)
 
 
-def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, progress: bool) -> int:
+def _train(
+    resolved: ResolvedRun, *, start: "RunStart", checkpoint: Path | None, progress: bool
+) -> int:
     from lightning.fabric import Fabric  # noqa: PLC0415 - keep `typedrl --help` fast
 
-    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
-    from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
-    from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
-    from typedrl.logging import build_loggers  # noqa: PLC0415
-    from typedrl.seeding import derive_seed  # noqa: PLC0415
-    from typedrl.training import SUMMARY_FILE, AbstractTrainer, RunOptions  # noqa: PLC0415
+    from typedrl.cli._run_folder import prepare_run_dir, remove_failed_start  # noqa: PLC0415
     from typedrl.training._fabric import check_accelerator  # noqa: PLC0415
 
     run = resolved.run
@@ -290,6 +378,35 @@ def _train(resolved: ResolvedRun, *, run_dir: Path, checkpoint: Path | None, pro
         strategy="ddp" if run.devices > 1 else "auto",
     )
     fabric.launch()
+    created = prepare_run_dir(start, fabric)
+    try:
+        return _train_launched(
+            resolved, fabric, run_dir=start.run_dir, checkpoint=checkpoint, progress=progress
+        )
+    except BaseException:
+        # A run that fails before its first iteration leaves no folder holding only config.yaml.
+        if fabric.is_global_zero and start.continued_at is None:
+            remove_failed_start(start.run_dir, created=created)
+        raise
+
+
+def _train_launched(
+    resolved: ResolvedRun,
+    fabric: "Fabric",
+    *,
+    run_dir: Path,
+    checkpoint: Path | None,
+    progress: bool,
+) -> int:
+    """Train on this launched rank into ``run_dir``, which rank 0 got ready."""
+    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
+    from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
+    from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
+    from typedrl.logging import build_loggers  # noqa: PLC0415
+    from typedrl.seeding import derive_seed  # noqa: PLC0415
+    from typedrl.training import SUMMARY_FILE, AbstractTrainer, RunOptions  # noqa: PLC0415
+
+    run = resolved.run
     # Such an env cannot have an evaluation env beside it: the final policy is scored on a
     # fresh one after the training env is closed, and nothing is evaluated during training.
     one_simulation = holds_one_simulation(resolved.env_id)
