@@ -23,11 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, final
 
+import gymnasium as gym
+from torch import Tensor
+
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
 from typedrl.checkpoint import POLICY_KEY, Checkpoint, CheckpointPaths, StrPath, load_into
 from typedrl.envs import make, observation_normalize_mask_of
-from typedrl.errors import CheckpointError, ConfigError
+from typedrl.envs._isaaclab import holds_one_simulation
+from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
 from typedrl.protocols import VecEnv
 
@@ -240,6 +244,73 @@ def restore_policy(checkpoint: Checkpoint, env: VecEnv, *, path: StrPath) -> Res
         raise ConfigError(
             f"{path}: cannot rebuild the saved {checkpoint.kind} policy: {error}"
         ) from error
+    _check_weight_shapes(checkpoint, model, env, path=Path(path))
     load_into(model, checkpoint.modules[POLICY_KEY], name=POLICY_KEY, path=Path(path))
     model.eval()
     return model
+
+
+def _check_weight_shapes(
+    checkpoint: Checkpoint, model: RestoredPolicy, env: VecEnv, *, path: Path
+) -> None:
+    """Refuse, in one line naming both envs' spaces, saved weights the rebuilt model cannot hold.
+
+    A checkpoint used on another env than its own rebuilds a model of other
+    shapes; the line says which env it was trained on instead of listing every
+    tensor whose size differs.
+    """
+    rebuilt = model.state_dict()
+    saved = checkpoint.modules[POLICY_KEY]
+    mismatch = next(
+        (
+            (key, list(value.shape), list(rebuilt[key].shape))
+            for key, value in saved.items()
+            if isinstance(value, Tensor) and key in rebuilt and value.shape != rebuilt[key].shape
+        ),
+        None,
+    )
+    if mismatch is None:
+        return
+    key, saved_shape, rebuilt_shape = mismatch
+    trained = "an env it does not record" if checkpoint.env_id is None else checkpoint.env_id
+    fix = (
+        f"use it with {checkpoint.env_id}, the env it records (leave the env argument out)"
+        if checkpoint.env_id is not None
+        else "name the env it was trained on"
+    )
+    raise ConfigError(
+        f"checkpoint {path} was trained on {trained}{_spaces_of(checkpoint.env_id)}; the env "
+        f"it was given has {_spaces(env)} ({key!r} saved {saved_shape}, needed "
+        f"{rebuilt_shape}); {fix}"
+    )
+
+
+def _space(space: gym.Space[Any]) -> str:
+    """A space in a few words: a ``Box``'s shape and dtype (its bounds can be long)."""
+    if isinstance(space, gym.spaces.Box):
+        return f"Box{space.shape} {space.dtype}"
+    if isinstance(space, gym.spaces.Dict):
+        return "Dict(" + ", ".join(f"{k}: {_space(v)}" for k, v in space.spaces.items()) + ")"
+    return repr(space)
+
+
+def _spaces(env: VecEnv) -> str:
+    return (
+        f"observation space {_space(env.single_observation_space)} and action space "
+        f"{_space(env.single_action_space)}"
+    )
+
+
+def _spaces_of(env_id: str | None) -> str:
+    """`` with observation space A and action space B`` of ``env_id``, or ``""`` if unknown."""
+    if env_id is None or holds_one_simulation(env_id):
+        # An Isaac Lab task cannot be built beside the env already open.
+        return ""
+    try:
+        env = make(env_id, num_envs=1)
+    except (TypedRLError, gym.error.Error, ImportError, OSError):
+        return ""
+    try:
+        return f" with {_spaces(env)}"
+    finally:
+        env.close()

@@ -196,3 +196,27 @@ def test_a_mismatched_state_names_the_key_and_shows_shapes_not_values() -> None:
     assert "shape [3000]" in message
     assert "2999" not in message
     assert "tensor(" not in message
+
+
+class _Float64(VecEnvWrapper):
+    """Declares the wrapped env's float32 space but returns float64 observations."""
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[TensorDict, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        return obs.double(), info
+
+    def step(self, action: Action) -> StepResult:
+        return _with(result := self.env.step(action), obs=result.obs.double())
+
+
+def test_observations_of_another_dtype_than_the_space_are_refused() -> None:
+    """float64 observations in a float32 Box raise EnvContractError before the first epoch."""
+    env = _Float64(CountingVecEnv(num_envs=2))
+    with pytest.raises(
+        EnvContractError,
+        match=r"^_Float64.reset\(\): observation 'obs' expected torch.float32 \(.*\), "
+        "got torch.float64",
+    ):
+        _collector(env).collect(_policy(env), num_steps=8)

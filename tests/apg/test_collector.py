@@ -511,3 +511,11 @@ def test_a_state_of_another_num_envs_is_refused() -> None:
         collector.load_state_dict(saved)
     with pytest.raises(CheckpointError, match=r"lacks \['env'\]"):
         collector.load_state_dict({"episode_return": 0, "episode_length": 0})
+
+
+def test_observations_of_another_dtype_than_the_space_are_refused() -> None:
+    """A float32 env's float64 step observations raise EnvContractError at the first collect."""
+    env = _Wrapper(PointMass(num_envs=2), lambda _, result: _with(result, obs=result.obs.double()))
+    policy = _LinearPolicy(6, 2)
+    with pytest.raises(EnvContractError, match=r"^_Wrapper.step\(\): observation 'obs' expected"):
+        _collector(env).collect(policy, num_steps=3)

@@ -198,6 +198,23 @@ def test_export_errors(
         main(["export", str(trained_runs["apg"]), "--format", "tflite"])
 
 
+def test_a_checkpoint_used_on_another_env_names_both_envs_spaces(
+    trained_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another env's spaces give one line naming the trained env, not a size-mismatch dump."""
+    run_dir = trained_runs["ppo_discrete"]
+    assert main(["export", str(run_dir), "--env", "Acrobot-v1", "-o", str(tmp_path / "x")]) == 1
+    first, *rest = capsys.readouterr().err.splitlines()
+    assert rest == ["(run with --debug for the traceback)"]
+    assert first == (
+        f"typedrl: ConfigError: checkpoint {run_dir / 'checkpoints' / 'best.ckpt'} was trained "
+        "on CartPole-v1 with observation space Box(4,) float32 and action space Discrete(2); "
+        "the env it was given has observation space Box(6,) float32 and action space "
+        "Discrete(3) ('actor.0.weight' saved [64, 4], needed [64, 6]); use it with "
+        "CartPole-v1, the env it records (leave the env argument out)"
+    )
+
+
 def test_export_needs_an_env_when_the_checkpoint_has_none(tmp_path: Path) -> None:
     """A checkpoint without an env id asks for --env; with it, it exports."""
     from typedrl.agents import PPOAgent, PPOConfig

@@ -14,6 +14,7 @@ from typedrl._types import Obs
 from typedrl._values import StepResult
 from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
+from typedrl.envs._checker._observations import check_obs_dtypes
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.policies import MLPActorCritic
@@ -64,10 +65,13 @@ class OnPolicyCollector:
     :class:`~typedrl.buffers.ExperienceBuffer`; keeps the current observation
     between calls so that epochs continue the same episodes; evaluates
     ``V(final_obs)`` on steps where a row was truncated (an exact bootstrap);
-    tracks episode returns and lengths without a host sync per step; and checks
-    once per epoch that observations, terminal observations, rewards and policy
-    outputs are finite, raising :class:`~typedrl.errors.NonFiniteError` that
-    names the kind, the key, the row and the step before anything is trained.
+    tracks episode returns and lengths without a host sync per step; checks
+    the first observation's dtypes against the observation space
+    (:class:`~typedrl.errors.EnvContractError` naming the key), the buffer then
+    holding every step to them; and checks once per epoch that observations,
+    terminal observations, rewards and policy outputs are finite, raising
+    :class:`~typedrl.errors.NonFiniteError` that names the kind, the key, the
+    row and the step before anything is trained.
 
     An env that breaks its contract mid-rollout (``provides_final_obs`` but no
     ``final_obs``) raises :class:`~typedrl.errors.EnvContractError` naming the
@@ -129,7 +133,8 @@ class OnPolicyCollector:
     def register(self, policy: ActorCritic) -> None:
         """Register the buffer's keys (idempotent).
 
-        The observation's keys, and every output's shape and dtype from one
+        The observation's keys and dtypes (checked against the observation
+        space), and every output's shape and dtype from one
         eval-mode, no-grad, deterministic forward of ``policy`` (it draws no random
         numbers, so registering never shifts a run's random streams).
 
@@ -139,6 +144,10 @@ class OnPolicyCollector:
         if self._registered:
             return
         obs = self._require_obs()
+        # The buffer takes its dtypes from this observation and holds every step to them.
+        check_obs_dtypes(
+            obs, self.env.single_observation_space, where=f"{type(self.env).__name__}.reset()"
+        )
         buffer = self.buffer
         buffer.register_from(obs, prefix=OBS_KEY)
         was_training = policy.training

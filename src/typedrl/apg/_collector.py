@@ -18,6 +18,7 @@ from typedrl._validation import describe, non_negative_int
 from typedrl.apg._adjoint import ActionAdjointClipper
 from typedrl.apg._cut_rows import RolloutCuts
 from typedrl.apg._rollout import DifferentiableRollout, first_done_mask
+from typedrl.envs._checker._observations import FirstObsDtypeCheck
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError, SpecError
 from typedrl.protocols import DifferentiablePolicy, DifferentiableVecEnv
@@ -159,6 +160,7 @@ class DifferentiableCollector:
             where=f"{_OWNER}.collect: the policy's 'action'",
         )
         self._obs: Obs | None = None
+        self._check_dtypes = FirstObsDtypeCheck(env)
 
     @property
     def needs_reset(self) -> bool:
@@ -172,6 +174,7 @@ class DifferentiableCollector:
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Reset the env (seeded, with the env's reset ``options``); new episodes on every row."""
         obs, _ = self.env.reset(seed=seed, options=options)
+        self._check_dtypes(obs, "reset")
         self._obs = obs
         self._masked = torch.zeros_like(self._masked)
         self.episodes.restart()
@@ -279,7 +282,8 @@ class DifferentiableCollector:
             valid.append(step_valid)
             finals.append(final_obs)
             obs = result.obs
-        self._obs = obs
+        # Outside the loop: the last step's observation has the step's dtypes.
+        self._obs = self._check_dtypes(obs, "step" if num_steps else "reset")
         if num_steps == 0:
             return self._empty_rollout(start, adjoint)
         if cuts is not None:

@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, Literal, final
 
 import gymnasium as gym
 import numpy as np
@@ -12,10 +12,14 @@ from torch import Tensor
 
 from typedrl._validation import describe
 from typedrl.envs._checker._report import Recorder
+from typedrl.errors import EnvContractError
+from typedrl.protocols import VecEnv
 
 __all__ = [
+    "FirstObsDtypeCheck",
     "LeafSpec",
     "check_obs",
+    "check_obs_dtypes",
     "equal_rows",
     "host",
     "leaves",
@@ -118,6 +122,64 @@ def _dtype_ok(leaf: Tensor, spec: LeafSpec) -> bool:
     if spec.dtype is not None:
         return leaf.dtype == spec.dtype
     return leaf.dtype == torch.bool or not (leaf.is_floating_point() or leaf.is_complex())
+
+
+def check_obs_dtypes(obs: TensorDict, space: gym.Space[Any], *, where: str) -> None:
+    """Raise :class:`~typedrl.errors.EnvContractError` for a leaf of another dtype than its space.
+
+    The trainers' one check of an env's observations (at its first reset and
+    step), with the rule of the checker's ``obs.spec``: a ``Box`` leaf has the
+    space's dtype exactly, a discrete leaf any integer dtype. Keys the space
+    does not declare, and spaces the checker does not support, are left to it.
+
+    Example:
+        >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        >>> obs = TensorDict({"obs": torch.zeros(3, 2, dtype=torch.float64)}, batch_size=[3])
+        >>> check_obs_dtypes(obs, box, where="reset")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.EnvContractError: reset: observation 'obs' expected torch.float32 ...
+    """
+    try:
+        spec = obs_spec(space)
+    except TypeError:
+        return
+    for name, leaf in leaves(obs).items():
+        want = spec.get(name)
+        if want is None or _dtype_ok(leaf, want):
+            continue
+        expected = str(want.dtype) if want.dtype is not None else "an integer dtype"
+        raise EnvContractError(
+            f"{where}: observation {name!r} expected {expected} (the dtype of "
+            f"single_observation_space {want.space}), got {leaf.dtype}; return that dtype, "
+            "or declare the dtype the env returns (typedrl check-env finds every such leaf)"
+        )
+
+
+@final
+class FirstObsDtypeCheck:
+    """A collector's check of its env's observation dtypes, until the first step passed it.
+
+    Called with every reset's and step's observation, it runs
+    :func:`check_obs_dtypes` on resets until a step's observation has been
+    checked, and then never again: the rollout loop stays free of it (collectors
+    pass it the last step's observation, after the loop).
+
+    Args:
+        env: The env whose ``single_observation_space`` declares the dtypes.
+    """
+
+    def __init__(self, env: VecEnv) -> None:
+        self._space = env.single_observation_space
+        self._name = type(env).__name__
+        self._done = False
+
+    def __call__(self, obs: TensorDict, call: Literal["reset", "step"]) -> TensorDict:
+        """Check ``obs``, returned by the env's ``call``, unless a step was checked; return it."""
+        if not self._done:
+            check_obs_dtypes(obs, self._space, where=f"{self._name}.{call}()")
+            self._done = call == "step"
+        return obs
 
 
 def check_obs(
