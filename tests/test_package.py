@@ -62,6 +62,17 @@ def test_version_and_help_import_no_torch(argv: list[str]) -> None:
     assert _heavy_modules_after(code) == []
 
 
+def test_info_imports_torch_alone() -> None:
+    """``typedrl info`` reads torch's devices, and imports neither tensordict nor Lightning."""
+    code = (
+        "import contextlib, io\n"
+        "from typedrl.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['info'])"
+    )
+    assert _heavy_modules_after(code) == ["torch"]
+
+
 def test_reading_a_tuned_config_imports_no_torch() -> None:
     """The tuned configs and their dataclasses load without torch (the parser reads them)."""
     code = "from typedrl import configs; configs.load('ppo', 'CartPole-v1')"
