@@ -401,12 +401,14 @@ def _train_launched(
     """Train on this launched rank into ``run_dir``, which rank 0 got ready."""
     from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
+    from typedrl.cli._memory import check_rollout_memory  # noqa: PLC0415
     from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
     from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import SUMMARY_FILE, AbstractTrainer, RunOptions  # noqa: PLC0415
 
     run = resolved.run
+    check_rollout_memory(resolved, device=fabric.device)
     # Such an env cannot have an evaluation env beside it: the final policy is scored on a
     # fresh one after the training env is closed, and nothing is evaluated during training.
     one_simulation = holds_one_simulation(resolved.env_id)
