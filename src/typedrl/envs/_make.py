@@ -73,7 +73,9 @@ def make(
         wrappers: Gymnasium wrappers applied to each single env (sync/async
             only): callables from env to env, or names (``"TimeLimit"`` for
             ``gymnasium.wrappers.TimeLimit``, ``"module:Class"``).
-        float_dtype: Dtype of rewards and floating-point observations.
+        float_dtype: Dtype of rewards and floating-point observations (a
+            built-in env also takes it as ``env_kwargs["dtype"]``; the two
+            must agree when both are given).
         clip_actions: Clip ``Box`` actions to the space's bounds; ``None``
             keeps the env's own rule (the built-in envs clip, as Gymnasium's
             own envs do inside ``step``; other envs get their actions as given).
