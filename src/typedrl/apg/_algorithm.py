@@ -375,8 +375,8 @@ class DifferentiableAlgorithm(ABC):
         clipped to ``max_grad_norm`` and the optimizer and scheduler step.
 
         A policy gradient of exactly zero (before clipping, after the
-        all-reduce, so every rank agrees) on each of the run's first
-        :data:`ZERO_GRADIENT_UPDATES` updates raises
+        all-reduce, so every rank agrees) on each of the run's first 3 updates
+        (``ZERO_GRADIENT_UPDATES``) raises
         :class:`~typedrl.errors.EnvContractError`: nothing in the objective
         depends on the actions, so training could never change the policy.
         A zero gradient later in a run is applied as any other.

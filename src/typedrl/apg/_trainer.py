@@ -75,6 +75,14 @@ class DifferentiableTrainer(AbstractTrainer):
     middle of an update (the env's own, say) cancels it: weights, optimizer and
     scheduler are unchanged and the error surfaces with its step.
 
+    A broken env never trains silently: a policy gradient of exactly zero on
+    each of the first 3 updates raises :class:`~typedrl.errors.EnvContractError`
+    (the reward or observation is cut from the action's graph), and skipped
+    updates are counted in ``summary.json`` (``applied_updates``,
+    ``skipped_updates``) and warned about once they pass 10% of the updates.
+    With SHAC the collector masks a row cut for an exploded observation until
+    the env resets it.
+
     Args:
         env: This rank's differentiable training env (on ``fabric.device``).
         config: The trainer's hyper-parameters.
