@@ -372,7 +372,7 @@ def test_a_run_that_fails_before_training_leaves_no_folder_behind(tmp_path: Path
     empty.mkdir()
     for run_dir in (new, empty):
         argv = ["--debug", "train", "tests.cli.factories:wrong_rows", "--run-dir", str(run_dir)]
-        with pytest.raises(ConfigError, match="returned a VecEnv of 3 rows"):
+        with pytest.raises(ConfigError, match="returned a VecEnv of"):
             main([*argv, *_SMALL])
     assert not new.exists()
     assert list(empty.iterdir()) == []
