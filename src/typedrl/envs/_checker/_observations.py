@@ -127,7 +127,7 @@ def _dtype_ok(leaf: Tensor, spec: LeafSpec) -> bool:
 def check_obs_dtypes(obs: TensorDict, space: gym.Space[Any], *, where: str) -> None:
     """Raise :class:`~typedrl.errors.EnvContractError` for a leaf of another dtype than its space.
 
-    The trainers' one check of an env's observations (at its first reset and
+    The collectors' check of an env's first observations (not of every
     step), with the rule of the checker's ``obs.spec``: a ``Box`` leaf has the
     space's dtype exactly, a discrete leaf any integer dtype. Keys the space
     does not declare, and spaces the checker does not support, are left to it.
