@@ -163,3 +163,55 @@ def test_print_config_round_trips_and_resume_continues(
     assert resumed["global_step"] > first["global_step"]
     # metrics.csv continues as one series: the first run's rows, then the new ones.
     assert (run / "metrics.csv").read_text().splitlines()[: len(rows)] == rows
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of the quick start's env, made once for the mistyped commands."""
+    run = tmp_path_factory.mktemp("walk") / "run"
+    assert main(["train", *_SMALL, "--run-dir", str(run)]) == 0
+    return run
+
+
+_MISTAKES: list[tuple[list[str], str]] = [
+    (["train", "NoSuchEnv-v9"], "unknown env id 'NoSuchEnv-v9'"),
+    (["train", "CartPole-v2"], "closest registered ids: ['CartPole-v1'"),
+    (["train", "CartPole-V1"], "closest registered ids: ['CartPole-v1'"),
+    (["check-env", "CartPole-V1"], "closest registered ids: ['CartPole-v1'"),
+    (["evaluate", "{run}", "CartPole-V1"], "closest registered ids: ['CartPole-v1'"),
+    (["evaluate", "{run}", "Pendulum-v1"], "was trained on typedrl/CartPole-v0 with observation"),
+    (["evaluate", "nowhere"], "nowhere does not exist"),
+    (["train", "--accelerator", "cuda"], "--accelerator cuda: expected 1 CUDA device"),
+    (["train", "--num-envs", "100000000"], "--num-envs 100,000,000: the rollout needs"),
+    (["train", "CartPole-v1", "--algo", "apg"], "the built-in envs are: typedrl/Pendulum-v0"),
+    (["train", "--seed", "5", "--set", "seed=3"], "contradict each other"),
+    (["train", "--total-timesteps", "0"], "total_timesteps must be a positive int, got 0"),
+    (["train", "--set", "no_such_field=1"], "valid fields: ['activation'"),
+    (["train", "--resume", "nowhere"], "--resume nowhere: no such run folder"),
+    (["train", "--run-dir", "{run}"], "pass --overwrite to replace it"),
+]
+"""Commands a new user mistypes, and a piece of the one line each must print."""
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), _MISTAKES, ids=[" ".join(argv) for argv, _ in _MISTAKES]
+)
+def test_a_mistyped_command_prints_one_line_and_fails(
+    argv: list[str],
+    expected: str,
+    small_run: Path,
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One `typedrl: <Error>: ...` line (and the --debug hint), exit 1, no run folder left."""
+    before = {path.relative_to(small_run): path.stat().st_mtime_ns for path in small_run.rglob("*")}
+    assert main([part.format(run=small_run) for part in argv]) == 1
+    captured = capsys.readouterr()
+    first, hint = captured.err.splitlines()
+    assert first.startswith("typedrl: ")
+    assert expected in first
+    assert hint == "(run with --debug for the traceback)"
+    # Nothing was written: no new run folder here, the existing run untouched.
+    assert not (home / "runs").exists()
+    after = {path.relative_to(small_run): path.stat().st_mtime_ns for path in small_run.rglob("*")}
+    assert after == before
