@@ -222,8 +222,8 @@ class DifferentiableAlgorithm(ABC):
         # Each rollout's first step in the update, rewards and env observations (detached
         # references, read only to say what went wrong when an update raises).
         self._env_outputs: list[tuple[int, Tensor, TensorDict]] = []
-        # Whether one of the run's first ZERO_GRADIENT_UPDATES updates had a gradient.
-        self._gradient_seen = False
+        # How many of the run's first ZERO_GRADIENT_UPDATES updates had a gradient of 0.
+        self._zero_gradients = 0
 
     # ------------------------------------------------------------------ objective
 
@@ -444,11 +444,11 @@ class DifferentiableAlgorithm(ABC):
                 f"{type(self).__name__}: non-finite gradient norm ({grad_norm}) at update "
                 f"{update}; nothing was updated. {advice}"
             )
-        if finite and update < ZERO_GRADIENT_UPDATES and not self._gradient_seen:
-            # Rows the adjoint clipper zeroed for being non-finite also leave no gradient.
-            if grad_norm != 0.0 or totals["adjoint_nonfinite"] > 0.0:
-                self._gradient_seen = True
-            elif update == ZERO_GRADIENT_UPDATES - 1:
+        if update < ZERO_GRADIENT_UPDATES:
+            # Rows the adjoint clipper zeroed for being non-finite leave no gradient either.
+            zero = finite and grad_norm == 0.0 and totals["adjoint_nonfinite"] == 0.0
+            self._zero_gradients += int(zero)
+            if self._zero_gradients == ZERO_GRADIENT_UPDATES:
                 self.cancel_update()
                 raise EnvContractError(
                     f"{type(self).__name__}: the policy gradient was exactly 0 on each of the "
