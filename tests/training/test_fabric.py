@@ -3,12 +3,18 @@
 import os
 from datetime import timedelta
 
+import pytest
 import torch
 from lightning.fabric import Fabric
 from lightning.fabric.strategies.ddp import DDPStrategy
 from torch import nn
 
-from typedrl.training._fabric import default_fabric, setup_module_and_optimizer
+from typedrl.errors import ConfigError
+from typedrl.training._fabric import (
+    check_accelerator,
+    default_fabric,
+    setup_module_and_optimizer,
+)
 
 
 def launch_two_rank_fabric(rank: int, port: int) -> Fabric:
@@ -71,3 +77,13 @@ def test_setup_module_and_optimizer_keeps_methods_and_steps() -> None:
     wrapped_optimizer.step()
     assert not torch.equal(before, module.body.weight)
     assert wrapped_optimizer.param_groups[0]["lr"] == 0.1
+
+
+def test_check_accelerator_counts_the_gpus_torch_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "cuda" asking for more devices than torch sees is a ConfigError; "cpu" is never refused."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    check_accelerator("cuda", 1)
+    check_accelerator("cpu", 4)
+    with pytest.raises(ConfigError, match=r"expected 2 CUDA device\(s\), torch sees 1"):
+        check_accelerator("cuda", 2)
