@@ -39,7 +39,10 @@ RUN: dict[str, tuple[tuple[str, str], ...]] = {
         ("cosine_run(200)", "cosine_run(4)"),
         ("total_timesteps=50_000", "total_timesteps=2048"),
     ),
-    "docs/guides/shac.rst": (("total_updates=400", "total_updates=2"),),
+    "docs/guides/shac.rst": (
+        ("total_updates=400", "total_updates=2"),
+        ("eval_episodes=64", "eval_episodes=8"),
+    ),
     "docs/guides/trainer_core.rst": (("iterations=200,", "iterations=4,"),),
 }
 """Pages whose Python blocks run, in order and in one namespace, in a fresh folder."""
