@@ -12,8 +12,10 @@ simulator:
   :class:`LinearDifferentiablePolicy`: the policy protocols;
 - :class:`TransitionCollector`, :class:`EpisodeReturnEvaluator`: the loop protocols;
 - :class:`CounterState`: :class:`~typedrl.protocols.SupportsStateDict`;
-- :class:`VecEnvWrapper`, :class:`DifferentiableVecEnvWrapper`: one delegating
-  base for test doubles that change one thing of an env;
+- :class:`~typedrl.envs.VecEnvWrapper`,
+  :class:`~typedrl.envs.DifferentiableVecEnvWrapper`: the package's one
+  delegating env wrapper base (re-exported), for test doubles that change one
+  thing of an env;
 - :class:`RandomEndsEnv` and :class:`RandomEndsVectorEnv`: Gymnasium envs with
   seeded random episode ends (the vector one resets inside the next step and
   ignores ``reset_mask``), for testing adapters against hand-stepped references;
