@@ -11,8 +11,11 @@ from torch import nn
 
 from typedrl.errors import ConfigError
 from typedrl.training._fabric import (
+    Launch,
     check_accelerator,
     default_fabric,
+    fabric_from_environment,
+    read_launch,
     setup_module_and_optimizer,
 )
 
@@ -87,3 +90,78 @@ def test_check_accelerator_counts_the_gpus_torch_sees(monkeypatch: pytest.Monkey
     check_accelerator("cpu", 4)
     with pytest.raises(ConfigError, match=r"expected 2 CUDA device\(s\), torch sees 1"):
         check_accelerator("cuda", 2)
+
+
+_SLURM_TWO_NODES = {
+    "SLURM_NTASKS": "4",
+    "SLURM_NTASKS_PER_NODE": "2",
+    "SLURM_NNODES": "2",
+    "SLURM_PROCID": "3",
+}
+
+
+def test_read_launch_takes_torchrun_and_srun_worlds() -> None:
+    """torchrun's and srun's variables give the world size, processes per node, nodes and rank."""
+    torchrun = {
+        "TORCHELASTIC_RUN_ID": "job",
+        "RANK": "2",
+        "WORLD_SIZE": "4",
+        "LOCAL_WORLD_SIZE": "2",
+        "GROUP_WORLD_SIZE": "2",
+    }
+    assert read_launch(torchrun) == Launch(
+        launcher="torchrun",
+        world_size=4,
+        processes_per_node=2,
+        num_nodes=2,
+        global_rank=2,
+        described="WORLD_SIZE=4, LOCAL_WORLD_SIZE=2, GROUP_WORLD_SIZE=2",
+    )
+    slurm = read_launch(_SLURM_TWO_NODES)
+    assert (slurm.launcher, slurm.world_size, slurm.processes_per_node) == ("srun", 4, 2)
+    assert (slurm.num_nodes, slurm.global_rank) == (2, 3)
+    # torchrun inside a SLURM allocation is torchrun's world, as Lightning decides.
+    assert read_launch({**_SLURM_TWO_NODES, **torchrun}).launcher == "torchrun"
+    assert read_launch({**_SLURM_TWO_NODES, "SLURM_JOB_NAME": "interactive"}).launcher == "none"
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        (
+            {"SLURM_NTASKS": "2", "SLURM_PROCID": "0"},
+            "srun: SLURM_NTASKS=2 without SLURM_NTASKS_PER_NODE; ask for the tasks per node",
+        ),
+        (
+            {**_SLURM_TWO_NODES, "SLURM_NNODES": "3"},
+            "srun: 4 process(es) are not 3 node(s) of 2 (SLURM_NTASKS=4, "
+            "SLURM_NTASKS_PER_NODE=2, SLURM_NNODES=3); launch the same number",
+        ),
+        (
+            {"TORCHELASTIC_RUN_ID": "job", "WORLD_SIZE": "two"},
+            "torchrun: expected WORLD_SIZE to be a non-negative integer, got 'two'",
+        ),
+    ],
+)
+def test_read_launch_refuses_a_launch_it_cannot_read(environ: dict[str, str], message: str) -> None:
+    """Missing, non-integer or uneven launch variables are one ConfigError naming them."""
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_launch(environ)
+
+
+def test_fabric_from_environment_refuses_what_the_launch_contradicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """devices or num_nodes other than torchrun's are refused before anything connects."""
+    for key, value in {
+        "TORCHELASTIC_RUN_ID": "job",
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "2",
+        "LOCAL_WORLD_SIZE": "2",
+    }.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ConfigError, match=r"--devices 1: torchrun launched 2 process\(es\) per"):
+        fabric_from_environment(devices=1)
+    with pytest.raises(ConfigError, match=r"--num-nodes 2: torchrun launched 1 node\(s\)"):
+        fabric_from_environment(num_nodes=2)

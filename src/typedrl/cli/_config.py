@@ -54,8 +54,9 @@ Accelerator = Literal["cpu", "cuda", "auto"]
 _VECTORIZATIONS: Final = ("sync", "async")
 _ACCELERATORS: Final = ("cpu", "cuda", "auto")
 
-FIXED_RUN_SETTINGS: Final = frozenset({"devices", "env_kwargs", "wrappers", "clip_actions"})
-"""Run settings a resume may not change (they change the env or the number of ranks)."""
+FIXED_RUN_SETTINGS: Final = frozenset({"env_kwargs", "wrappers", "clip_actions"})
+"""Run settings a resume may not change (they change the env). The number of ranks may
+change (``devices``, ``num_nodes``): such a resume is valid but not bit-exact."""
 
 
 def _optional_positive(name: str, value: object) -> None:
@@ -81,8 +82,14 @@ class RunSettings:
     """How Gymnasium envs are batched (built-in torch envs are always batched natively)."""
     accelerator: Accelerator = "cpu"
     """Fabric's accelerator."""
-    devices: int = 1
-    """Processes (DDP when more than one)."""
+    devices: int | None = None
+    """Processes per node (DDP when more than one in all).
+
+    ``None``: the processes ``torchrun`` or ``srun`` started on each node, 1
+    without a launcher. A run's ``config.yaml`` records the number it ran with.
+    """
+    num_nodes: int | None = None
+    """Nodes (``None``: the launch's; 1 without a launcher). Checked against the launch."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the env's constructor."""
     wrappers: tuple[str, ...] = ()
@@ -100,7 +107,8 @@ class RunSettings:
         for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
             _optional_positive(name, getattr(self, name))
         positive_int("run", "eval_episodes", self.eval_episodes)
-        positive_int("run", "devices", self.devices)
+        for name in ("devices", "num_nodes"):
+            _optional_positive(name, getattr(self, name))
         if self.vectorization not in _VECTORIZATIONS:
             raise ConfigError(
                 f"run.vectorization must be one of {list(_VECTORIZATIONS)}, "
@@ -144,6 +152,7 @@ class RunSettings:
             "vectorization": self.vectorization,
             "accelerator": self.accelerator,
             "devices": self.devices,
+            "num_nodes": self.num_nodes,
             "env_kwargs": dict(self.env_kwargs),
             "wrappers": list(self.wrappers),
             "clip_actions": self.clip_actions,
@@ -546,7 +555,8 @@ def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: P
         raise ConfigError(
             f"--resume {run_dir}: {key} was {before!r} in the run, now {after!r}{more}; a "
             f"resume may change only {sorted(allowed)} and the run options (eval, "
-            "checkpoint and device settings but devices); start a new run to change it"
+            "checkpoint and device settings, devices and num_nodes among them); start a new "
+            "run to change it"
         )
 
 

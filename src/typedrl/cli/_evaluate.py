@@ -157,7 +157,9 @@ def _training_record(location: "CheckpointLocation") -> str | None:
     recorded = json.loads(summary_file.read_text()).get("best_eval_return_mean")
     document = read_run_config(config_file)
     run = document.get("run") or {}
-    if recorded is None or run.get("devices", 1) != 1:
+    # A run of several ranks evaluated on every rank's env: no one command replays that.
+    ranks = (run.get("devices") or 1) * (run.get("num_nodes") or 1)
+    if recorded is None or ranks != 1:
         return None
     episodes = run.get("eval_episodes", 16)
     rows = min(int(document.get("num_envs", EVAL_ROWS)), EVAL_ROWS)

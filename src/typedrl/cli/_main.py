@@ -134,13 +134,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TypedRLError as error:
         if args.debug:
             raise
-        # One clear line for a mistake a user can fix, printed once (rank 0 of a DDP run).
-        if os.environ.get("RANK", "0") == "0":
-            first, *rest = str(error).splitlines() or [""]
-            print(f"typedrl: {type(error).__name__}: {first}", file=sys.stderr)
-            for line in rest:
-                print(f"  {line}", file=sys.stderr)
-            print("(run with --debug for the traceback)", file=sys.stderr)
+        # One clear line for a mistake a user can fix, on every rank: each node's log says
+        # why its processes stopped, and a rank that failed alone names its own error.
+        first, *rest = str(error).splitlines() or [""]
+        print(f"typedrl: {type(error).__name__}: {first}", file=sys.stderr)
+        for line in rest:
+            print(f"  {line}", file=sys.stderr)
+        print("(run with --debug for the traceback)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         # Ctrl-C before a trainer installs its own signal handling (imports, env start-up).

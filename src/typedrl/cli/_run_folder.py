@@ -18,7 +18,7 @@ from lightning.fabric import Fabric
 
 from typedrl.checkpoint import Checkpoint, CheckpointPaths, load_checkpoint
 from typedrl.cli._config import CONFIG_FILE, ResolvedRun
-from typedrl.distributed import FabricDistributed, raise_together
+from typedrl.distributed import FabricDistributed
 from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.logging import drop_rows_after
 
@@ -30,6 +30,7 @@ __all__ = [
     "check_saved_config",
     "checkpoint_counters",
     "continue_run",
+    "find_resume_checkpoint",
     "load_resume_point",
     "prepare_run_dir",
     "remove_failed_start",
@@ -141,8 +142,10 @@ def prepare_run_dir(start: RunStart, fabric: Fabric) -> bool:
 
     A new run refuses a folder holding another (or clears it, with
     ``--overwrite``); a continued run is tidied (:func:`continue_run`). Called
-    by every rank once Fabric launched them all, so that a refusal on rank 0
-    stops every rank instead of leaving them waiting.
+    by every rank once Fabric launched them all: rank 0 alone looks at the
+    folder and decides, and every rank obeys, so that a refusal stops every
+    rank with rank 0's message instead of leaving them waiting (or, on nodes
+    that see the folder differently, deciding otherwise).
     """
     created = False
     lines = list(start.notes)
@@ -162,7 +165,9 @@ def prepare_run_dir(start: RunStart, fabric: Fabric) -> bool:
                     )
         except TypedRLError as failure:
             error = failure
-    raise_together(error, "preparing the run folder", FabricDistributed(fabric))
+    decided = FabricDistributed(fabric).all_gather_object(error)[0]
+    if isinstance(decided, TypedRLError):
+        raise decided
     if fabric.is_global_zero:
         for line in lines:
             print(line)
@@ -211,14 +216,12 @@ def remove_failed_start(run_dir: Path, *, created: bool) -> None:
             folder.rmdir()
 
 
-def resume_checkpoint(run_dir: Path) -> tuple[Path, str | None]:
-    """The checkpoint ``--resume RUN_DIR`` loads, and a line saying why when not ``last.ckpt``.
+def find_resume_checkpoint(run_dir: Path) -> tuple[Path, str | None] | None:
+    """The checkpoint a resume of ``run_dir`` loads and why when not ``last.ckpt``; or ``None``.
 
     ``last.ckpt`` when the run has one; otherwise the newest periodic
-    ``epoch_<n>.ckpt`` that loads (newer ones that do not are named).
-
-    Raises:
-        ConfigError: The run has neither.
+    ``epoch_<n>.ckpt`` that loads (newer ones that do not are named in the
+    line); ``None`` when the run has neither.
     """
     paths = CheckpointPaths(run_dir / CHECKPOINTS)
     if paths.last.is_file():
@@ -235,10 +238,23 @@ def resume_checkpoint(run_dir: Path) -> tuple[Path, str | None]:
             f"resuming from   {path} (the run has no last.ckpt: its newest periodic "
             f"checkpoint that loads{skipped})"
         )
-    found = f" ({_do_not_load(unreadable)})" if unreadable else ""
+    return None
+
+
+def resume_checkpoint(run_dir: Path) -> tuple[Path, str | None]:
+    """The checkpoint ``--resume RUN_DIR`` loads (:func:`find_resume_checkpoint`).
+
+    Raises:
+        ConfigError: The run has neither ``last.ckpt`` nor a periodic checkpoint that loads.
+    """
+    found = find_resume_checkpoint(run_dir)
+    if found is not None:
+        return found
+    unreadable = [path.name for _, path in CheckpointPaths(run_dir / CHECKPOINTS).periodic_files()]
+    which = f" ({_do_not_load(unreadable)})" if unreadable else ""
     raise ConfigError(
         f"--resume {run_dir}: the run has no {CHECKPOINTS}/last.ckpt or epoch_<n>.ckpt to "
-        f"resume{found}; start a new run there with --run-dir {run_dir} --overwrite"
+        f"resume{which}; start a new run there with --run-dir {run_dir} --overwrite"
     )
 
 

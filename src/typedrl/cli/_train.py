@@ -1,13 +1,14 @@
 """``typedrl train``: PPO, APG and SHAC from the command line, into a run folder."""
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import math
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from typedrl.cli._config import (
     CONFIG_FILE,
@@ -88,9 +89,10 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
     train.add_argument("--run-dir", type=Path, help="default: runs/<algo>-<env>-<YYYYmmdd-HHMMSS>")
     train.add_argument(
         "--resume",
-        type=Path,
-        metavar="RUN_DIR|CKPT",
-        help="continue a run folder (its config.yaml and last.ckpt) or a checkpoint file",
+        metavar="RUN_DIR|CKPT|auto",
+        help="continue a run folder (its config.yaml and last.ckpt) or a checkpoint file; "
+        "auto: continue the run in --run-dir when it has a checkpoint, else start it there "
+        "(one command line for the first start and every restart)",
     )
     train.add_argument(
         "--overwrite",
@@ -103,7 +105,17 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
         help="print the resolved config (config.yaml's format) and exit",
     )
     train.add_argument("--accelerator", choices=["cpu", "cuda", "auto"], help="default: cpu")
-    train.add_argument("--devices", type=int, help="processes (DDP when > 1; default 1)")
+    train.add_argument(
+        "--devices",
+        type=int,
+        help="processes per node (DDP when > 1 in all; default: as torchrun or srun launched, "
+        "else 1)",
+    )
+    train.add_argument(
+        "--num-nodes",
+        type=int,
+        help="nodes (default: as torchrun or srun launched, else 1); checked against the launch",
+    )
     train.add_argument(
         "--vectorization", choices=["sync", "async"], help="Gymnasium envs (default: sync)"
     )
@@ -165,6 +177,7 @@ _RUN_FLAGS = (
     ("vectorization", "vectorization"),
     ("accelerator", "accelerator"),
     ("devices", "devices"),
+    ("num_nodes", "num_nodes"),
     ("clip_actions", "clip_actions"),
     ("wandb_project", "wandb_project"),
 )
@@ -199,9 +212,43 @@ def default_run_dir(algo: str, env_id: str, stamp: str) -> Path:
     return Path("runs") / f"{algo}-{env_id.replace('/', '-').replace(':', '-')}-{stamp}"
 
 
-def _resume_target(args: argparse.Namespace) -> tuple[Path | None, Path | None, str | None]:
+AUTO: Final = "auto"
+"""``--resume auto``: continue the run in ``--run-dir`` when it has a checkpoint, else start it."""
+
+
+def _resume_option(args: argparse.Namespace) -> tuple[Path | None, bool]:
+    """What ``--resume`` continues once ``auto`` is decided, and whether a new run replaces files.
+
+    ``--resume auto`` continues ``--run-dir`` when it holds a checkpoint that
+    loads; otherwise it starts the run there, replacing what an earlier start
+    that saved no checkpoint left (as ``--overwrite`` does).
+    """
+    # Read as text: a folder named auto is ./auto, which a Path would shorten to auto.
+    given: str | None = args.resume
+    if given != AUTO:
+        return (None if given is None else Path(given)), bool(args.overwrite)
+    if args.run_dir is None:
+        raise ConfigError(
+            "--resume auto continues the run in --run-dir, and none was given; add "
+            "--run-dir DIR (the same on every start and restart)"
+        )
+    if args.overwrite:
+        raise ConfigError(
+            "--resume auto continues the run in --run-dir when it has a checkpoint, and "
+            "--overwrite would delete it; pass one of them"
+        )
+    from typedrl.cli._run_folder import find_resume_checkpoint  # noqa: PLC0415 - imports torch
+
+    run_dir: Path = args.run_dir
+    if run_dir.is_dir() and find_resume_checkpoint(run_dir) is not None:
+        return run_dir, False
+    return None, True
+
+
+def _resume_target(
+    args: argparse.Namespace, target: Path | None
+) -> tuple[Path | None, Path | None, str | None]:
     """``(run folder being resumed, checkpoint to load, why that one)``, each or None."""
-    target: Path | None = args.resume
     if target is None:
         return None, None, None
     if target.is_dir():
@@ -257,7 +304,8 @@ def _check_differentiable(resolved: ResolvedRun) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Train as the arguments say; print where the run went and what it reached."""
-    resumed_dir, checkpoint, note = _resume_target(args)
+    resume, overwrite = _resume_option(args)
+    resumed_dir, checkpoint, note = _resume_target(args, resume)
     argv = list(getattr(args, "command_line", ["typedrl", "train"]))
     resolved = resolve(
         _command_layer(args), config_file=args.config, argv=argv, resume_from=resumed_dir
@@ -277,7 +325,15 @@ def run_train(args: argparse.Namespace) -> int:
         run_dir = (
             resumed_dir or args.run_dir or default_run_dir(resolved.algo, resolved.env_id, stamp)
         )
-        start = _run_start(args, resolved, run_dir=run_dir, checkpoint=checkpoint, note=note)
+        start = _run_start(
+            args,
+            resolved,
+            run_dir=run_dir,
+            checkpoint=checkpoint,
+            note=note,
+            in_folder=resumed_dir is not None,
+            overwrite=overwrite,
+        )
         if start is None:
             return 0
         return _train_with_threads(args, resolved, start=start, checkpoint=checkpoint)
@@ -298,7 +354,13 @@ def _train_with_threads(
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        return _train(resolved, start=start, checkpoint=checkpoint, progress=not args.no_progress)
+        return _train(
+            resolved,
+            start=start,
+            checkpoint=checkpoint,
+            progress=not args.no_progress,
+            threads=threads,
+        )
     finally:
         # The command may run inside a longer-lived process (tests, notebooks).
         torch.set_num_threads(previous)
@@ -311,12 +373,15 @@ def _run_start(
     run_dir: Path,
     checkpoint: Path | None,
     note: str | None,
+    in_folder: bool,
+    overwrite: bool,
 ) -> "RunStart | None":
     """How the run treats its folder; ``None`` when a resume has nothing left to train.
 
     A resume's checkpoint is read first: its config is checked (with advice
     that works for the command given) and, when it already spent the budget,
-    the command says so and stops without touching the folder.
+    the command says so and stops without touching the folder. ``in_folder``:
+    the resume continues a run folder (``--resume RUN_DIR`` or ``auto``).
     """
     from typedrl.cli._run_folder import (  # noqa: PLC0415 - imports torch
         RunStart,
@@ -325,28 +390,28 @@ def _run_start(
         checkpoint_counters,
         load_resume_point,
     )
+    from typedrl.training._fabric import read_launch  # noqa: PLC0415
 
     flag = f"--run-dir {run_dir}" if args.run_dir is not None else f"the run folder {run_dir}"
     if checkpoint is None:
-        return RunStart(run_dir=run_dir, flag=flag, overwrite=args.overwrite)
+        return RunStart(run_dir=run_dir, flag=flag, overwrite=overwrite)
     saved = load_resume_point(resolved, checkpoint)
-    in_folder = args.resume.is_dir()
     continues = in_folder or checkpoint.resolve().parent == run_dir.resolve() / "checkpoints"
     check_saved_config(resolved, saved, checkpoint, run_dir=run_dir if in_folder else None)
-    if continues and args.overwrite:
+    if continues and overwrite:
         raise ConfigError(
             f"--resume {checkpoint} continues the run in {run_dir}, and --overwrite would "
             "delete it; pass one of them"
         )
     reached = budget_reached(resolved, saved)
     if reached is not None:
-        if os.environ.get("RANK", "0") == "0":
+        if read_launch().global_rank == 0:
             print(reached)
         return None
     return RunStart(
         run_dir=run_dir,
         flag=flag,
-        overwrite=args.overwrite,
+        overwrite=overwrite,
         continued_at=checkpoint_counters(saved)[1] if continues else None,
         notes=(note,) if note is not None else (),
     )
@@ -363,21 +428,34 @@ def _threads(threads: int | None, accelerator: str) -> int | None:
 
 
 def _train(
-    resolved: ResolvedRun, *, start: "RunStart", checkpoint: Path | None, progress: bool
+    resolved: ResolvedRun,
+    *,
+    start: "RunStart",
+    checkpoint: Path | None,
+    progress: bool,
+    threads: int | None,
 ) -> int:
-    from lightning.fabric import Fabric  # noqa: PLC0415 - keep `typedrl --help` fast
+    import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
     from typedrl.cli._run_folder import prepare_run_dir, remove_failed_start  # noqa: PLC0415
-    from typedrl.training._fabric import check_accelerator  # noqa: PLC0415
+    from typedrl.training._fabric import fabric_from_environment, read_launch  # noqa: PLC0415
 
     run = resolved.run
-    check_accelerator(run.accelerator, run.devices)
-    fabric = Fabric(
-        accelerator=run.accelerator,
-        devices=run.devices,
-        strategy="ddp" if run.devices > 1 else "auto",
+    launch = read_launch()
+    # Unset, both are the launch's; config.yaml records what the run ran with.
+    devices = run.devices if run.devices is not None else launch.processes_per_node
+    num_nodes = run.num_nodes if run.num_nodes is not None else launch.num_nodes
+    fabric = fabric_from_environment(
+        accelerator=run.accelerator, devices=devices, num_nodes=num_nodes
     )
-    fabric.launch()
+    if threads is not None:
+        # Lightning's DDP launch sets cpu_count // processes per node threads when
+        # OMP_NUM_THREADS is unset: the run's count holds on every rank and every launch.
+        torch.set_num_threads(threads)
+    resolved = dataclasses.replace(
+        resolved, run=dataclasses.replace(run, devices=devices, num_nodes=num_nodes)
+    )
+    start = _agree_on_start(fabric, start, checkpoint)
     created = prepare_run_dir(start, fabric)
     try:
         return _train_launched(
@@ -388,6 +466,33 @@ def _train(
         if fabric.is_global_zero and start.continued_at is None:
             remove_failed_start(start.run_dir, created=created)
         raise
+
+
+def _agree_on_start(fabric: "Fabric", start: "RunStart", checkpoint: Path | None) -> "RunStart":
+    """Every rank takes rank 0's run folder, and all must have found the same checkpoint.
+
+    Each process decided what to resume before the ranks could talk: nodes
+    that see the run folder differently (no shared filesystem, a folder being
+    written) would train different runs in one job, so any disagreement stops
+    every rank. The default folder's time stamp is rank 0's.
+
+    Raises:
+        ConfigError: On every rank, when the ranks found different checkpoints.
+    """
+    from typedrl.distributed import FabricDistributed  # noqa: PLC0415
+
+    found = None if checkpoint is None else str(checkpoint)
+    gathered = FabricDistributed(fabric).all_gather_object((str(start.run_dir), found))
+    run_dir, first = gathered[0]
+    if any(other != first for _, other in gathered):
+        seen = ", ".join(
+            f"rank {rank}: {ckpt or 'none'}" for rank, (_, ckpt) in enumerate(gathered)
+        )
+        raise ConfigError(
+            f"the ranks found different checkpoints to resume ({seen}); every node must see "
+            f"the run folder {run_dir} as rank 0 does (a filesystem all nodes share)"
+        )
+    return dataclasses.replace(start, run_dir=Path(run_dir))
 
 
 def _train_launched(

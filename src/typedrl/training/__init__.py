@@ -7,9 +7,14 @@ evaluation on schedule, the checkpoint schedule (``last.ckpt`` rolling,
 the progress display; it knows no algorithm. A trainer supplies its modules,
 one training iteration (:class:`IterationResult`) and its checkpointable
 :class:`TrainerState`. :class:`RunOptions` holds what every run shares.
+:func:`fabric_from_environment` builds the Fabric of a run launched by
+``torchrun`` or ``srun`` (or of one on this machine).
 """
 
+from typedrl.training._fabric import Launch as Launch
 from typedrl.training._fabric import default_fabric as default_fabric
+from typedrl.training._fabric import fabric_from_environment as fabric_from_environment
+from typedrl.training._fabric import read_launch as read_launch
 from typedrl.training._fabric import setup_module_and_optimizer as setup_module_and_optimizer
 from typedrl.training._options import RunOptions as RunOptions
 from typedrl.training._signals import StopRequest as StopRequest
@@ -32,11 +37,14 @@ __all__ = [
     "FitResult",
     "GeneratorState",
     "IterationResult",
+    "Launch",
     "RunOptions",
     "RunSummary",
     "StopRequest",
     "TrainerState",
     "UpdateCounts",
     "default_fabric",
+    "fabric_from_environment",
+    "read_launch",
     "setup_module_and_optimizer",
 ]

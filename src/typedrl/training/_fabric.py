@@ -1,6 +1,15 @@
-"""Typed helpers around Lightning Fabric, whose ``setup`` returns ``Any``."""
+"""Typed helpers around Lightning Fabric: building one for the launch, ``setup`` typed.
 
-from typing import TypeVar, cast
+A process started by ``torchrun`` or by SLURM's ``srun`` belongs to a world
+that the launcher made; :func:`fabric_from_environment` reads that world and
+builds a Fabric that joins it, or (without a launcher) one that starts its
+own processes on this machine.
+"""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeVar, cast, final
 
 from lightning.fabric import Fabric
 from torch import nn
@@ -8,7 +17,17 @@ from torch.optim import Optimizer
 
 from typedrl.errors import ConfigError
 
-__all__ = ["check_accelerator", "default_fabric", "setup_module_and_optimizer"]
+__all__ = [
+    "Launch",
+    "check_accelerator",
+    "default_fabric",
+    "fabric_from_environment",
+    "read_launch",
+    "setup_module_and_optimizer",
+]
+
+Launcher = Literal["torchrun", "srun", "none"]
+Accelerator = Literal["cpu", "cuda", "auto"]
 
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
@@ -21,6 +40,204 @@ def default_fabric() -> Fabric:
     fabric = Fabric(accelerator=accelerator, devices=1)
     fabric.launch()
     return fabric
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Launch:
+    """The world a process was launched into, as its launcher's variables describe it."""
+
+    launcher: Launcher
+    """``"torchrun"`` (torch elastic), ``"srun"`` (SLURM) or ``"none"`` (no launcher)."""
+    world_size: int
+    """Processes in the job, over all nodes (1 without a launcher)."""
+    processes_per_node: int
+    """Processes the launcher started on each node (1 without a launcher)."""
+    num_nodes: int
+    """Nodes in the job (1 without a launcher)."""
+    global_rank: int
+    """This process's rank in the job (0 without a launcher)."""
+    described: str
+    """The variables the values came from, for messages (``WORLD_SIZE=2, ...``)."""
+
+
+def read_launch(environ: Mapping[str, str] | None = None) -> Launch:
+    """The launch this process belongs to: torchrun first, then srun, else none.
+
+    The order and the detection are Lightning's (``TorchElasticEnvironment``:
+    ``TORCHELASTIC_RUN_ID`` is set; ``SLURMEnvironment``: ``SLURM_NTASKS`` is
+    set and the job is not named ``bash`` or ``interactive``). A process that
+    Fabric itself started for ``devices > 1`` has none of them: it counts as
+    ``"none"``, as the process that started it does.
+
+    Raises:
+        ConfigError: A launcher's variables are missing, not integers, or
+            describe nodes with different numbers of processes.
+
+    Example:
+        >>> read_launch({}).launcher
+        'none'
+        >>> launch = read_launch({"TORCHELASTIC_RUN_ID": "job", "RANK": "1", "WORLD_SIZE": "4",
+        ...                       "LOCAL_WORLD_SIZE": "2", "GROUP_WORLD_SIZE": "2"})
+        >>> launch.world_size, launch.processes_per_node, launch.num_nodes, launch.global_rank
+        (4, 2, 2, 1)
+    """
+    env = os.environ if environ is None else environ
+    if env.get("TORCHELASTIC_RUN_ID"):
+        world = _launch_int(env, "WORLD_SIZE", "torchrun")
+        per_node = _launch_int(env, "LOCAL_WORLD_SIZE", "torchrun")
+        nodes = (
+            _launch_int(env, "GROUP_WORLD_SIZE", "torchrun")
+            if "GROUP_WORLD_SIZE" in env
+            else max(world // per_node, 1)
+        )
+        names = ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE")
+        rank = _launch_int(env, "RANK", "torchrun")
+        return _checked_launch(
+            env, "torchrun", world=world, per_node=per_node, nodes=nodes, rank=rank, names=names
+        )
+    if "SLURM_NTASKS" in env and env.get("SLURM_JOB_NAME") not in ("bash", "interactive"):
+        world = _launch_int(env, "SLURM_NTASKS", "srun")
+        if "SLURM_NTASKS_PER_NODE" not in env and world > 1:
+            raise ConfigError(
+                f"srun: SLURM_NTASKS={world} without SLURM_NTASKS_PER_NODE; ask for the "
+                "tasks per node (sbatch --ntasks-per-node=N --nodes=M), which Lightning needs"
+            )
+        per_node = _launch_int(env, "SLURM_NTASKS_PER_NODE", "srun") if world > 1 else 1
+        nodes_name = "SLURM_NNODES" if "SLURM_NNODES" in env else "SLURM_JOB_NUM_NODES"
+        nodes = (
+            _launch_int(env, nodes_name, "srun") if nodes_name in env else max(world // per_node, 1)
+        )
+        names = ("SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", nodes_name)
+        rank = _launch_int(env, "SLURM_PROCID", "srun")
+        return _checked_launch(
+            env, "srun", world=world, per_node=per_node, nodes=nodes, rank=rank, names=names
+        )
+    return Launch(
+        launcher="none",
+        world_size=1,
+        processes_per_node=1,
+        num_nodes=1,
+        global_rank=0,
+        described="no torchrun or srun variables",
+    )
+
+
+def _launch_int(env: Mapping[str, str], name: str, launcher: str) -> int:
+    text = env.get(name)
+    try:
+        value = int(text) if text is not None else None
+    except ValueError:
+        value = None
+    if value is None or value < 0:
+        raise ConfigError(
+            f"{launcher}: expected {name} to be a non-negative integer, got {text!r}; "
+            f"start the command through {launcher} itself, which sets it"
+        )
+    return value
+
+
+def _checked_launch(
+    env: Mapping[str, str],
+    launcher: Launcher,
+    *,
+    world: int,
+    per_node: int,
+    nodes: int,
+    rank: int,
+    names: tuple[str, ...],
+) -> Launch:
+    described = ", ".join(f"{name}={env[name]}" for name in names if name in env)
+    if per_node < 1 or nodes < 1 or per_node * nodes != world:
+        raise ConfigError(
+            f"{launcher}: {world} process(es) are not {nodes} node(s) of {per_node} ({described}); "
+            "launch the same number of processes on every node"
+        )
+    return Launch(
+        launcher=launcher,
+        world_size=world,
+        processes_per_node=per_node,
+        num_nodes=nodes,
+        global_rank=rank,
+        described=described,
+    )
+
+
+def fabric_from_environment(
+    *,
+    accelerator: Accelerator = "cpu",
+    devices: int | None = None,
+    num_nodes: int | None = None,
+) -> Fabric:
+    """A launched Fabric that joins the world this process was started in.
+
+    Under ``torchrun`` or ``srun``, the world size, ranks and node count come
+    from the launcher (:func:`read_launch`): ``devices`` defaults to the
+    processes per node and ``num_nodes`` to the nodes, and a value that
+    contradicts the launch is refused before anything connects. Without a
+    launcher, ``devices`` (default 1) processes run on this machine, started
+    by Fabric. More than one process in all trains with DDP (the ``gloo``
+    backend on the CPU, ``nccl`` on GPUs).
+
+    Args:
+        accelerator: ``"cpu"``, ``"cuda"`` or ``"auto"``.
+        devices: Processes (one device each) per node; ``None``: as launched.
+        num_nodes: Nodes; ``None``: as launched.
+
+    Raises:
+        ConfigError: ``devices`` or ``num_nodes`` contradicts the launch, is
+            not positive, ``num_nodes > 1`` has no launcher, or ``"cuda"`` asks
+            for GPUs that torch cannot see.
+
+    Example:
+        >>> fabric = fabric_from_environment(accelerator="cpu")
+        >>> fabric.world_size, fabric.global_rank
+        (1, 0)
+    """
+    launch = read_launch()
+    for name, value in (("devices", devices), ("num_nodes", num_nodes)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be a positive int or None, got {value!r}")
+    per_node, nodes = _checked_against_launch(launch, devices=devices, num_nodes=num_nodes)
+    check_accelerator(accelerator, per_node)
+    from lightning.fabric.strategies.ddp import DDPStrategy  # noqa: PLC0415 - keep the import light
+
+    from typedrl.distributed import collective_timeout  # noqa: PLC0415
+
+    fabric = Fabric(
+        accelerator=accelerator,
+        devices=per_node,
+        num_nodes=nodes,
+        # A lost rank ends every rank after at most the collective timeout.
+        strategy=DDPStrategy(timeout=collective_timeout()) if per_node * nodes > 1 else "auto",
+    )
+    fabric.launch()
+    return fabric
+
+
+def _checked_against_launch(
+    launch: Launch, *, devices: int | None, num_nodes: int | None
+) -> tuple[int, int]:
+    """``(processes per node, nodes)`` for the Fabric; refuse values the launch contradicts."""
+    if launch.launcher == "none":
+        if num_nodes is not None and num_nodes > 1:
+            raise ConfigError(
+                f"--num-nodes {num_nodes}: no torchrun or srun launch found ({launch.described}); "
+                f"start the command on every node through torchrun --nnodes {num_nodes} or srun"
+            )
+        return devices if devices is not None else 1, 1
+    if devices is not None and devices != launch.processes_per_node:
+        raise ConfigError(
+            f"--devices {devices}: {launch.launcher} launched {launch.processes_per_node} "
+            f"process(es) per node ({launch.described}); leave --devices out or pass "
+            f"--devices {launch.processes_per_node}"
+        )
+    if num_nodes is not None and num_nodes != launch.num_nodes:
+        raise ConfigError(
+            f"--num-nodes {num_nodes}: {launch.launcher} launched {launch.num_nodes} node(s) "
+            f"({launch.described}); leave --num-nodes out or pass --num-nodes {launch.num_nodes}"
+        )
+    return launch.processes_per_node, launch.num_nodes
 
 
 def check_accelerator(accelerator: str, devices: int) -> None:
