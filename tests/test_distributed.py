@@ -19,16 +19,19 @@ from typedrl.distributed import (
     SingleProcess,
     TorchDistributed,
     agree_on,
+    collective_failure,
+    collective_timeout,
     raise_together,
 )
 from typedrl.errors import ConfigError, DistributedError
 
 
 class _CannedWorld:
-    """A Distributed double whose all_gather returns preset per-rank tensors in turn."""
+    """A Distributed double whose all_gather (and all_gather_object) return preset rows in turn."""
 
-    def __init__(self, gathers: Sequence[list[Any]]) -> None:
+    def __init__(self, gathers: Sequence[list[Any]], objects: Sequence[list[Any]] = ()) -> None:
         self._gathers = list(gathers)
+        self._objects = list(objects)
         self._world_size = len(self._gathers[0])
 
     @property
@@ -55,7 +58,7 @@ class _CannedWorld:
         return torch.tensor(rows, dtype=tensor.dtype).reshape(len(rows), *tensor.shape)
 
     def all_gather_object(self, obj: object) -> list[Any]:
-        return [obj] * self.world_size
+        return self._objects.pop(0) if self._objects else [obj] * self.world_size
 
     def broadcast(self, tensor: Tensor, src: int = 0) -> Tensor:
         return tensor.clone()
@@ -292,13 +295,57 @@ def test_torch_distributed_on_two_gloo_ranks(tmp_path: Path) -> None:
 
 
 def test_raise_together_raises_on_every_rank() -> None:
-    """A failure on one rank raises there and as a DistributedError on the others."""
+    """A failure on one rank raises there, and on the others as a DistributedError repeating it."""
     raise_together(None, "check", _CannedWorld([[[0], [0]]]))
-    with pytest.raises(DistributedError, match=r"check failed on rank\(s\) \[1\]"):
-        raise_together(None, "check", _CannedWorld([[[0], [1]]]))
+    world = _CannedWorld([[[0], [1], [1]]], objects=[[None, "EnvError: bad obs", "X: y"]])
+    with pytest.raises(DistributedError) as caught:
+        raise_together(None, "check", world)
+    assert str(caught.value) == (
+        "check failed on rank 1 (and on rank(s) [2]), every rank stops: EnvError: bad obs"
+    )
     own = ConfigError("bad numbers")
     with pytest.raises(ConfigError, match="bad numbers"):
         raise_together(own, "check", _CannedWorld([[[1], [0]]]))
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(None, 600.0), ("", 600.0), ("30", 30.0), (" 2.5 ", 2.5)]
+)
+def test_collective_timeout_reads_its_variable(value: str | None, seconds: float) -> None:
+    """TYPEDRL_COLLECTIVE_TIMEOUT in seconds; unset or empty: 600 s."""
+    environ = {} if value is None else {"TYPEDRL_COLLECTIVE_TIMEOUT": value}
+    assert collective_timeout(environ) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "nan", "inf"])
+def test_collective_timeout_refuses_a_bad_value(value: str) -> None:
+    """Anything but a positive, finite number of seconds is one ConfigError line."""
+    with pytest.raises(ConfigError) as caught:
+        collective_timeout({"TYPEDRL_COLLECTIVE_TIMEOUT": value})
+    assert str(caught.value) == (
+        f"TYPEDRL_COLLECTIVE_TIMEOUT must be a positive number of seconds, got {value!r}; "
+        "unset it for the default (600 s)"
+    )
+
+
+def test_collective_failure_names_the_lost_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gloo's lost-peer errors become one line; other errors and a world of one stay as they are."""
+    monkeypatch.setenv("TYPEDRL_COLLECTIVE_TIMEOUT", "20")
+    closed = RuntimeError("[pair.cc:553] Connection closed by peer [127.0.0.1]:5. Check logs.\nx")
+    lost = collective_failure(closed, _CannedWorld([[[0], [0]]]))
+    assert str(lost) == (
+        "rank 0 lost rank 1: a collective failed ([pair.cc:553] Connection closed by peer "
+        "[127.0.0.1]:5. Check logs.); the rank died, or hung past the collective timeout of "
+        "20 s (TYPEDRL_COLLECTIVE_TIMEOUT). Resume from the run's last.ckpt"
+    )
+    timed_out = RuntimeError("Timed out waiting 20000ms for recv operation to complete")
+    three = collective_failure(timed_out, _CannedWorld([[[0], [0], [0]]]))
+    assert str(three).startswith(
+        "rank 0 lost another of the 3 ranks (the launcher's log names it): a collective failed"
+    )
+    assert collective_failure(RuntimeError("shape mismatch"), _CannedWorld([[[0], [0]]])) is None
+    assert collective_failure(closed, SingleProcess()) is None
+    assert collective_failure(DistributedError("timed out"), _CannedWorld([[[0], [0]]])) is None
 
 
 def test_all_gather_object_single_process() -> None:

@@ -37,8 +37,10 @@ initialised by the caller) and :class:`FabricDistributed` (a launched
 :class:`lightning.fabric.Fabric`).
 """
 
-from collections.abc import Sequence
-from typing import Any, Protocol, final, runtime_checkable
+import datetime
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Protocol, final, runtime_checkable
 
 import torch
 import torch.distributed as torch_dist
@@ -46,16 +48,34 @@ from jaxtyping import Shaped
 from lightning.fabric import Fabric
 from torch import Tensor
 
-from typedrl.errors import DistributedError, TypedRLError
+from typedrl.errors import ConfigError, DistributedError, TypedRLError
 
 __all__ = [
+    "COLLECTIVE_TIMEOUT_ENV",
+    "DEFAULT_COLLECTIVE_TIMEOUT_S",
     "Distributed",
     "FabricDistributed",
     "SingleProcess",
     "TorchDistributed",
     "agree_on",
+    "collective_failure",
+    "collective_timeout",
     "raise_together",
 ]
+
+COLLECTIVE_TIMEOUT_ENV: Final = "TYPEDRL_COLLECTIVE_TIMEOUT"
+"""The environment variable that sets the collective timeout, in seconds."""
+DEFAULT_COLLECTIVE_TIMEOUT_S: Final = 600
+"""How long a rank waits in one collective for the others, without the variable (10 min)."""
+
+# What gloo's and NCCL's errors say when a peer is gone or never answers.
+_LOST_PEER_SIGNS: Final = (
+    "connection closed by peer",
+    "connection reset by peer",
+    "timed out",
+    "broken pipe",
+    "connection refused",
+)
 
 _Any = Shaped[Tensor, "*shape"]
 _Gathered = Shaped[Tensor, "world_size *shape"]
@@ -363,20 +383,106 @@ def raise_together(error: TypedRLError | None, what: str, dist: Distributed) -> 
     Every rank calls it after a step that may fail on some ranks only (a check
     of its own data, a file write on rank 0). A rank that failed raises its own
     ``error``; every other rank raises :class:`~typedrl.errors.DistributedError`
-    naming the failed ranks. When no rank failed, it returns on every rank.
+    naming the first failed rank and repeating its message, so that every rank's
+    log says why the job stopped. When no rank failed, it returns on every rank
+    (one small all-gather; the messages travel only when a rank failed).
 
     Example:
         >>> raise_together(None, "the rollout check", SingleProcess())
     """
     flag = torch.tensor([0 if error is None else 1], dtype=torch.int64, device=dist.device)
     flags = [int(f) for f in dist.all_gather(flag).reshape(-1).tolist()]
+    failed = [rank for rank, f in enumerate(flags) if f]
+    if not failed:
+        return
+    # Every rank sees the same flags, so every rank takes part in this second gather.
+    message = None if error is None else f"{type(error).__name__}: {error}"
+    messages = dist.all_gather_object(message)
     if error is not None:
         raise error
-    failed = [rank for rank, f in enumerate(flags) if f]
-    if failed:
-        raise DistributedError(
-            f"{what} failed on rank(s) {failed}; every rank stops (the error is on those ranks)"
+    first = failed[0]
+    others = f" (and on rank(s) {failed[1:]})" if len(failed) > 1 else ""
+    raise DistributedError(
+        f"{what} failed on rank {first}{others}, every rank stops: {messages[first]}"
+    )
+
+
+def collective_timeout(environ: Mapping[str, str] | None = None) -> datetime.timedelta:
+    """How long a rank waits in one collective before it gives up on the others.
+
+    ``TYPEDRL_COLLECTIVE_TIMEOUT`` (seconds, a positive number) when set, else
+    :data:`DEFAULT_COLLECTIVE_TIMEOUT_S`. Pass it as the process group's
+    timeout (``DDPStrategy(timeout=collective_timeout())``; ``typedrl train``
+    does). A rank that dies closes its connections and the others fail at their
+    next collective at once; the timeout bounds the wait for a rank that hangs
+    or a node that drops off the network.
+
+    Args:
+        environ: Where to read the variable (default: ``os.environ``).
+
+    Raises:
+        ConfigError: The variable is not a positive number of seconds.
+
+    Example:
+        >>> collective_timeout({"TYPEDRL_COLLECTIVE_TIMEOUT": "30"})
+        datetime.timedelta(seconds=30)
+        >>> collective_timeout({}).total_seconds()
+        600.0
+    """
+    text = (os.environ if environ is None else environ).get(COLLECTIVE_TIMEOUT_ENV)
+    if text is None or not text.strip():
+        return datetime.timedelta(seconds=DEFAULT_COLLECTIVE_TIMEOUT_S)
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(
+            f"{COLLECTIVE_TIMEOUT_ENV} must be a positive number of seconds, got {text!r}; "
+            f"unset it for the default ({DEFAULT_COLLECTIVE_TIMEOUT_S} s)"
         )
+    return datetime.timedelta(seconds=seconds)
+
+
+def collective_failure(error: BaseException, dist: Distributed) -> DistributedError | None:
+    """``error`` as one line naming the lost rank, when a collective failed for a lost peer.
+
+    ``None`` for any other exception. gloo raises a plain ``RuntimeError`` when
+    a peer closed its connections (it died) or did not answer within the
+    collective timeout (it hangs, or its node is gone); torch raises
+    :class:`torch.distributed.DistNetworkError` when the rendezvous store is
+    gone. In a world of two the
+    lost rank is the other one; in a larger world the error does not say which,
+    and the launcher's log (torchrun, srun) names the worker that exited.
+
+    Example:
+        >>> collective_failure(ValueError("no"), SingleProcess()) is None
+        True
+    """
+    if (
+        dist.world_size == 1
+        or not isinstance(error, RuntimeError)
+        or isinstance(error, TypedRLError)
+    ):
+        return None
+    text = str(error).strip()
+    lowered = text.lower()
+    if not isinstance(error, torch_dist.DistNetworkError) and not any(
+        sign in lowered for sign in _LOST_PEER_SIGNS
+    ):
+        return None
+    lost = (
+        f"rank {1 - dist.rank}"
+        if dist.world_size == 2
+        else f"another of the {dist.world_size} ranks (the launcher's log names it)"
+    )
+    detail = text.splitlines()[0] if text else type(error).__name__
+    timeout = collective_timeout().total_seconds()
+    return DistributedError(
+        f"rank {dist.rank} lost {lost}: a collective failed ({detail}); the rank died, or hung "
+        f"past the collective timeout of {timeout:g} s ({COLLECTIVE_TIMEOUT_ENV}). Resume from "
+        "the run's last.ckpt"
+    )
 
 
 def agree_on(name: str, value: int | Sequence[int], dist: Distributed) -> None:

@@ -772,3 +772,14 @@ class RewardNormalizer:
         self._returns = (
             None if returns is None else returns.to(dtype=torch.float64, device=device).clone()
         )
+
+    def load_shared_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore the return statistics of a :meth:`state_dict` (the same on every rank).
+
+        For a resume on another number of ranks: the running returns belong to
+        the saved rank's env rows, which are reset, so they start again at zero.
+
+        Raises:
+            CheckpointError: As :meth:`load_state_dict`; nothing is changed then.
+        """
+        self.load_state_dict({k: v for k, v in state_dict.items() if k != "running_return"})

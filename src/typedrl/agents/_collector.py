@@ -16,7 +16,7 @@ from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
 from typedrl.envs._checker._observations import check_obs_dtypes
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
-from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
+from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, TypedRLError
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import ActorCritic, VecEnv
 
@@ -145,9 +145,15 @@ class OnPolicyCollector:
             return
         obs = self._require_obs()
         # The buffer takes its dtypes from this observation and holds every step to them.
-        check_obs_dtypes(
-            obs, self.env.single_observation_space, where=f"{type(self.env).__name__}.reset()"
-        )
+        # A bad observation on one rank stops every rank (each registers once, at the start).
+        failure: TypedRLError | None = None
+        try:
+            check_obs_dtypes(
+                obs, self.env.single_observation_space, where=f"{type(self.env).__name__}.reset()"
+            )
+        except TypedRLError as error:
+            failure = error
+        raise_together(failure, "the observation check", self.dist)
         buffer = self.buffer
         buffer.register_from(obs, prefix=OBS_KEY)
         was_training = policy.training
@@ -184,8 +190,11 @@ class OnPolicyCollector:
             ConfigError: ``num_steps`` differs from the buffer's, or no reset yet.
             EnvContractError: The env broke its contract (the step is named).
             EnvError: The env raised an exception of its own (chained).
-            NonFiniteError: A NaN or infinity came from the env or the policy (on
-                every rank when distributed).
+            NonFiniteError: A NaN or infinity came from the env or the policy.
+
+        A :class:`~typedrl.errors.TypedRLError` on one rank (a bad env output)
+        raises on every rank: the others raise
+        :class:`~typedrl.errors.DistributedError` with its message.
         """
         if num_steps != self.num_steps:
             raise ConfigError(
@@ -206,6 +215,8 @@ class OnPolicyCollector:
         final_obs_ok = torch.ones(
             num_steps, self.env.num_envs, dtype=torch.bool, device=self.device
         )
+        failure: TypedRLError | None = None
+        last_value: Tensor | None = None
         try:
             for t in range(num_steps):
                 if act_tensors is not None:
@@ -244,10 +255,19 @@ class OnPolicyCollector:
                 obs = result.obs
             self._obs = obs
             last_value = policy.value(obs).float()
+        except TypedRLError as error:
+            failure = error
         finally:
             policy.train(mode=was_training)
-        data = buffer.stacked()
-        self._check_finite(data, obs, final_obs_ok, last_value, iteration)
+        data: TensorDict | None = None
+        if failure is None and last_value is not None:
+            data = buffer.stacked()
+            failure = self._nonfinite(data, obs, final_obs_ok, last_value, iteration)
+        # One collective per epoch, on every rank alike: an env's failure or a non-finite
+        # value on one rank stops every rank, with its message, instead of a hang.
+        raise_together(failure, "the rollout", self.dist)
+        if data is None or last_value is None:  # not reached: raise_together raised
+            raise ConfigError("OnPolicyCollector.collect: the rollout did not finish")
         return OnPolicyRollout(
             data=data,
             last_value=last_value,
@@ -285,28 +305,25 @@ class OnPolicyCollector:
             return None
         return policy.value(final_obs)
 
-    def _check_finite(
+    def _nonfinite(
         self,
         data: TensorDict,
         last_obs: Obs,
         final_obs_ok: Tensor,
         last_value: Tensor,
         iteration: int,
-    ) -> None:
-        """Raise NonFiniteError, naming the kind, key, row and step, if the epoch is not finite.
+    ) -> NonFiniteError | None:
+        """A NonFiniteError naming the kind, key, row and step if the epoch is not finite.
 
         One host synchronisation when everything is finite, before advantages
-        are computed, so nothing is updated from bad data. Every rank takes part.
+        are computed, so nothing is updated from bad data.
         """
         valid: Tensor = data["valid"]
         bad = _bad_entries(data, last_obs, final_obs_ok, last_value, valid)
         flags = torch.stack([mask.any() for _, _, mask in bad])
         if not bool(flags.any()):
-            raise_together(None, "the finite check of the rollout", self.dist)
-            return
-        raise_together(
-            _describe_nonfinite(bad, iteration), "the finite check of the rollout", self.dist
-        )
+            return None
+        return _describe_nonfinite(bad, iteration)
 
     def _track_episodes(self, data: TensorDict) -> EpochEpisodes:
         return self.episodes.update(

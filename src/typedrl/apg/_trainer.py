@@ -22,7 +22,7 @@ from typedrl.apg._shac_config import SHACConfig
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
-from typedrl.errors import ConfigError
+from typedrl.errors import ConfigError, StateError, TypedRLError
 from typedrl.logging import MetricAggregator
 from typedrl.policies import DifferentiableMLPPolicy
 from typedrl.protocols import (
@@ -47,6 +47,8 @@ from typedrl.training import (
 __all__ = ["DifferentiableTrainer"]
 
 _EPISODE_METRICS = ["episode/return", "episode/length"]
+_Collected = tuple[list[TensorDict], list[Tensor], int, dict[str, float]]
+"""One update's observations, alive masks, env steps per row and schedule metrics."""
 
 
 @final
@@ -361,15 +363,27 @@ class DifferentiableTrainer(AbstractTrainer):
         started = time.perf_counter()
         algorithm = self.algorithm
         algorithm.begin_update()
+        failure: TypedRLError | None = None
+        collected: _Collected | None = None
         try:
-            if self.config.rollout_mode == "segmented":
-                observations, alive, local_steps, schedule = self._segmented_update()
-            else:
-                observations, alive, local_steps, schedule = self._complete_update()
+            collected = (
+                self._segmented_update()
+                if self.config.rollout_mode == "segmented"
+                else self._complete_update()
+            )
+        except TypedRLError as error:
+            algorithm.cancel_update()
+            failure = error
         except BaseException:
             # Nothing of a half-accumulated update may reach the weights.
             algorithm.cancel_update()
             raise
+        # A bad env output on one rank stops every rank with its message, before the
+        # update's all-reduce would wait for it.
+        raise_together(failure, "collecting the rollouts", self.dist)
+        if collected is None:  # not reached: raise_together raised this rank's error
+            raise StateError("the update collected nothing")
+        observations, alive, local_steps, schedule = collected
         applied_before = algorithm.counters["applied"]
         metrics = algorithm.finish_update()
         if algorithm.counters["applied"] > applied_before:
@@ -382,7 +396,7 @@ class DifferentiableTrainer(AbstractTrainer):
         metrics["train/applied_updates"] = float(algorithm.counters["applied"])
         return IterationResult(metrics=metrics, env_steps=steps)
 
-    def _segmented_update(self) -> tuple[list[TensorDict], list[Tensor], int, dict[str, float]]:
+    def _segmented_update(self) -> _Collected:
         config = self.config
         observations: list[TensorDict] = []
         alive: list[Tensor] = []
@@ -397,7 +411,7 @@ class DifferentiableTrainer(AbstractTrainer):
             alive.append(rollout.valid)
         return observations, alive, config.horizon, {}
 
-    def _complete_update(self) -> tuple[list[TensorDict], list[Tensor], int, dict[str, float]]:
+    def _complete_update(self) -> _Collected:
         config, env = self.config, self.env
         accumulation = config.gradient_accumulation_steps
         observations: list[TensorDict] = []

@@ -52,6 +52,7 @@ from ._paths import CHECKPOINT_SUFFIX as CHECKPOINT_SUFFIX
 from ._paths import CheckpointPaths as CheckpointPaths
 from ._paths import StrPath as StrPath
 from ._rng import capture_rng_state as capture_rng_state
+from ._rng import reseed_rng as reseed_rng
 from ._rng import restore_rng_state as restore_rng_state
 from ._schema import CHECKPOINT_KINDS as CHECKPOINT_KINDS
 from ._schema import FORMAT_MARKER as FORMAT_MARKER
@@ -77,6 +78,7 @@ __all__ = [
     "capture_rng_state",
     "load_checkpoint",
     "load_into",
+    "reseed_rng",
     "restore_rng_state",
     "save_checkpoint",
 ]

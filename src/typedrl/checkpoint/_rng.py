@@ -9,7 +9,7 @@ from typedrl.errors import CheckpointError, ConfigError
 
 from ._schema import RngState
 
-__all__ = ["capture_rng_state", "restore_rng_state"]
+__all__ = ["capture_rng_state", "reseed_rng", "restore_rng_state"]
 
 
 def capture_rng_state() -> RngState:
@@ -91,3 +91,21 @@ def restore_rng_state(state: RngState) -> None:
     random.setstate(
         (state.python_version, tuple(state.python_state.tolist()), state.python_gauss_next)
     )
+
+
+def reseed_rng(seed: int) -> None:
+    """Seed the global torch (CPU and CUDA), numpy and Python generators from ``seed``.
+
+    For a rank that has no saved state to restore (a resume on another number
+    of ranks): its streams start afresh from a seed derived for it.
+
+    Example:
+        >>> reseed_rng(5)
+        >>> first = torch.rand(1).item()
+        >>> reseed_rng(5)
+        >>> torch.rand(1).item() == first
+        True
+    """
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    random.seed(seed)

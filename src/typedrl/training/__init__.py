@@ -20,6 +20,7 @@ from typedrl.training._options import RunOptions as RunOptions
 from typedrl.training._signals import StopRequest as StopRequest
 from typedrl.training._state import Counters as Counters
 from typedrl.training._state import GeneratorState as GeneratorState
+from typedrl.training._state import SupportsSharedState as SupportsSharedState
 from typedrl.training._state import TrainerState as TrainerState
 from typedrl.training._summary import SUMMARY_FILE as SUMMARY_FILE
 from typedrl.training._summary import RunSummary as RunSummary
@@ -41,6 +42,7 @@ __all__ = [
     "RunOptions",
     "RunSummary",
     "StopRequest",
+    "SupportsSharedState",
     "TrainerState",
     "UpdateCounts",
     "default_fabric",

@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, final
+from typing import Any, Protocol, final, runtime_checkable
 
 import torch
 
@@ -12,7 +12,7 @@ from typedrl._validation import describe
 from typedrl.errors import ConfigError
 from typedrl.protocols import SupportsStateDict
 
-__all__ = ["Counters", "GeneratorState", "TrainerState"]
+__all__ = ["Counters", "GeneratorState", "SupportsSharedState", "TrainerState"]
 
 _GROUPS = ("modules", "optimizers", "schedulers", "rank_local")
 
@@ -50,7 +50,12 @@ class TrainerState:
     """Learning-rate schedulers by name (shared across ranks)."""
     rank_local: Mapping[str, SupportsStateDict] = field(default_factory=dict)
     """State that differs between ranks (envs, collectors, samplers), saved for every
-    rank under ``"<name>.rank<r>"`` and restored on the rank that saved it."""
+    rank under ``"<name>.rank<r>"`` and restored on the rank that saved it.
+
+    A resume on another number of ranks restores none of it: an object that
+    also implements :class:`SupportsSharedState` gets the rank-independent part
+    of rank 0's saved state, a :class:`GeneratorState` is re-seeded, and the rest
+    (collectors, hence envs) starts afresh."""
 
     def __post_init__(self) -> None:
         for group in _GROUPS:
@@ -76,6 +81,20 @@ class TrainerState:
                 "TrainerState.modules must hold the policy under 'policy', "
                 f"got {sorted(self.modules)}"
             )
+
+
+@runtime_checkable
+class SupportsSharedState(Protocol):
+    """Rank-local state with a part that is the same on every rank (synchronised statistics).
+
+    A reward normaliser keeps one running return per env row of its rank (lost
+    when the number of ranks changes) and return statistics that every rank
+    shares (kept).
+    """
+
+    def load_shared_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore only the rank-independent part of ``state_dict`` (rank 0's saved state)."""
+        ...
 
 
 @final

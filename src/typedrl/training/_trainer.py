@@ -26,10 +26,16 @@ from typedrl.checkpoint import (
     capture_rng_state,
     load_checkpoint,
     load_into,
+    reseed_rng,
     restore_rng_state,
     save_checkpoint,
 )
-from typedrl.distributed import Distributed, FabricDistributed, raise_together
+from typedrl.distributed import (
+    Distributed,
+    FabricDistributed,
+    collective_failure,
+    raise_together,
+)
 from typedrl.errors import CheckpointError, ConfigError, EnvError, TypedRLError
 from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
 from typedrl.logging import ProgressDisplay, build_loggers
@@ -38,7 +44,7 @@ from typedrl.seeding import derive_seed
 from typedrl.training._fabric import default_fabric
 from typedrl.training._options import RunOptions
 from typedrl.training._signals import StopRequest
-from typedrl.training._state import TrainerState
+from typedrl.training._state import GeneratorState, SupportsSharedState, TrainerState
 from typedrl.training._summary import RunSummary, finite_or_none, write_summary
 
 __all__ = [
@@ -245,6 +251,8 @@ class AbstractTrainer(ABC):
                 seed=derive_seed(seed, "eval_env", rank=self.dist.rank),
             )
         self.evaluator = evaluator
+        self.seed = seed
+        """The run's seed (streams a resume on another number of ranks re-derives)."""
         self.iteration = 0
         self.env_steps = 0
         self.best_score: float | None = None
@@ -323,6 +331,11 @@ class AbstractTrainer(ABC):
         evaluation (``FitResult.stopped_by_signal``); a second one aborts at
         once. Loggers are finalised whatever happens (``"failed"`` when an
         exception leaves the loop).
+
+        Raises:
+            DistributedError: A collective failed because another rank died or
+                hung past the collective timeout (the lost rank is named where
+                it can be known).
         """
         status = "failed"
         try:
@@ -330,6 +343,11 @@ class AbstractTrainer(ABC):
             result = self._fit()
             status = "success"
             return result
+        except RuntimeError as error:
+            lost = collective_failure(error, self.dist)
+            if lost is None:
+                raise
+            raise lost from error
         finally:
             for logger in self.loggers:
                 logger.finalize(status)
@@ -651,11 +669,18 @@ class AbstractTrainer(ABC):
 
         Raises:
             CheckpointError: If the file is missing, corrupt, of another kind,
-                saved by another number of ranks, lacks a piece of the
-                trainer's state, holds state of another architecture, or (with
-                ``strict_config``) was saved with another config. The file,
-                kind and config are checked before the trainer is touched; a
-                failure on one rank raises on every rank.
+                lacks a piece of the trainer's state, holds state of another
+                architecture, or (with ``strict_config``) was saved with another
+                config. The file, kind and config are checked before the trainer
+                is touched; a failure on one rank raises on every rank.
+
+        A checkpoint saved by another number of ranks resumes too, valid but
+        not bit-exact (rank 0 prints one line saying so): the shared state
+        (modules, optimizers, schedulers, counters, best score) is restored
+        exactly; of :attr:`TrainerState.rank_local` only the rank-independent part
+        of rank 0's objects (:class:`SupportsSharedState`) is kept, generators
+        and the global RNGs are re-seeded with :func:`~typedrl.seeding.derive_seed`
+        (index: the iteration resumed at) and the collectors reset their envs.
         """
         failure: TypedRLError | None = None
         checkpoint: Checkpoint | None = None
@@ -667,36 +692,28 @@ class AbstractTrainer(ABC):
         # one): rank 0 compares, and a mismatch stops every rank.
         if checkpoint is not None and strict_config and self.dist.is_main:
             failure = self._config_mismatch(checkpoint.config, path)
-        if (
-            checkpoint is not None
-            and failure is None
-            and len(checkpoint.rng) != self.dist.world_size
-        ):
-            failure = CheckpointError(
-                f"{path}: saved by {len(checkpoint.rng)} rank(s), resumed on "
-                f"{self.dist.world_size}; resume with the same number of ranks"
-            )
         raise_together(failure, f"reading the checkpoint {path}", self.dist)
         if checkpoint is None:  # not reached: raise_together raised this rank's error
             raise CheckpointError(f"{path}: the checkpoint could not be read")
         self.setup()
         file = Path(path)
         state = self._state()
-        suffix = f".rank{self.dist.rank}"
+        saved_world = len(checkpoint.rng)
+        same_world = saved_world == self.dist.world_size
+        # Another world size: rank 0's rank-local state is the one whose shared part is kept.
+        suffix = f".rank{self.dist.rank if same_world else 0}"
+        rank_local = {
+            name.removesuffix(suffix): value
+            for name, value in checkpoint.modules.items()
+            if name.endswith(suffix)
+        }
         groups: list[tuple[str, dict[str, SupportsStateDict], dict[str, dict[str, Any]]]] = [
             ("modules", dict(state.modules), checkpoint.modules),
             ("optimizers", dict(state.optimizers), checkpoint.optimizers),
             ("schedulers", dict(state.schedulers), checkpoint.schedulers),
-            (
-                "rank_local",
-                dict(state.rank_local),
-                {
-                    name.removesuffix(suffix): value
-                    for name, value in checkpoint.modules.items()
-                    if name.endswith(suffix)
-                },
-            ),
         ]
+        if same_world:
+            groups.append(("rank_local", dict(state.rank_local), rank_local))
         for group, targets, saved in groups:
             missing = sorted(set(targets) - set(saved))
             if missing:
@@ -715,7 +732,43 @@ class AbstractTrainer(ABC):
         every = self.options.eval_every_steps
         if every is not None:
             self._next_eval = (self.env_steps // every + 1) * every
-        restore_rng_state(checkpoint.rng_state(self.dist.rank))
+        if same_world:
+            restore_rng_state(checkpoint.rng_state(self.dist.rank))
+        else:
+            self._restart_rank_streams(state, rank_local, file, saved_world=saved_world)
+
+    def _restart_rank_streams(
+        self,
+        state: TrainerState,
+        saved: dict[str, dict[str, Any]],
+        file: Path,
+        *,
+        saved_world: int,
+    ) -> None:
+        """Rank-local state after a resume on another number of ranks (see :meth:`load`)."""
+        rank, index = self.dist.rank, self.iteration
+        for name, target in state.rank_local.items():
+            if isinstance(target, SupportsSharedState):
+                if name not in saved:
+                    raise CheckpointError(
+                        f"{file}: no rank_local state for {name!r} of rank 0 (it holds "
+                        f"{sorted(saved)}); not a checkpoint of this {type(self).__name__}'s setup"
+                    )
+                target.load_shared_state_dict(saved[name])
+            elif isinstance(target, GeneratorState):
+                target.generator.manual_seed(
+                    derive_seed(self.seed, "sampler", rank=rank, index=index)
+                )
+        reseed_rng(derive_seed(self.seed, "init", rank=rank, index=index))
+        if self.dist.is_main:
+            print(
+                f"world size changed {saved_world} -> {self.dist.world_size} on resume from "
+                f"{file}: weights, optimizers, schedules, normaliser statistics, counters and best "
+                "score restored; envs reset and per-rank random streams re-derived (a valid "
+                "resume, not bit-exact)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _config_mismatch(self, saved: dict[str, Any], path: str | Path) -> CheckpointError | None:
         current = self._config_dict()
