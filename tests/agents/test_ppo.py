@@ -955,7 +955,7 @@ def test_ddp_minibatch_count_mismatch_raises_on_every_rank(tmp_path: Path) -> No
     # A plan invalid on rank 1 only is reported on both ranks instead of deadlocking:
     # rank 1 raises its own ConfigError, rank 0 learns of it.
     assert first["invalid"].startswith("DistributedError")
-    assert "rank(s) [1]" in first["invalid"]
+    assert "failed on rank 1, every rank stops: ConfigError: " in first["invalid"]
     assert second["invalid"].startswith("ConfigError")
 
 
@@ -1070,7 +1070,7 @@ def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
         # The other rank learns of it and stops too, naming the rank that failed.
         other = results[1 - failing]["error"]
         assert other.startswith("DistributedError: reading the checkpoint"), other
-        assert f"rank(s) [{failing}]" in other
+        assert f"failed on rank {failing}, every rank stops: CheckpointError: " in other
     rank0 = next(_results(tmp_path / "config"))
     assert "gamma: saved 0.99, now 0.9" in rank0["checkpoint_error"]
 
