@@ -53,6 +53,7 @@ NOT_RUN: dict[str, str] = {
     "docs/guides/checkpoints.rst": "fragments: the policy, optimizer and counters are the reader's",
     "docs/guides/isaaclab.rst": "needs Isaac Lab (the isaaclab nox session)",
     "docs/guides/multiprocess.rst": "a script that launches its DDP processes (fabric.launch)",
+    "docs/guides/cluster.rst": "a script that torchrun or srun starts on every node",
     "docs/guides/multiprocess_apg.rst": "a script that launches its DDP processes (fabric.launch)",
     "docs/guides/differentiable_mujoco.rst": "needs the mujoco extra and minutes of training",
     "docs/cli.rst": "runs onnxruntime on a policy.onnx exported by typedrl export",

@@ -1,15 +1,12 @@
 """Env factories and a wrapper that the `typedrl train ENV=module:callable` tests name."""
 
-import os
-import signal
 from typing import Any, Literal
 
 import gymnasium as gym
 import torch
 
-from typedrl._types import Action
-from typedrl.envs import VecEnvWrapper, make
-from typedrl.protocols import StepResult, VecEnv
+from typedrl.envs import make
+from typedrl.protocols import VecEnv
 
 SMALL_RUN = [
     "--num-envs",
@@ -69,35 +66,3 @@ class HalveReward(gym.RewardWrapper[Any, Any]):
     def reward(self, reward: Any) -> Any:
         """Half the reward."""
         return 0.5 * float(reward)
-
-
-KILLED_AT_STEP = 25
-"""The training env step at which :func:`killed_once` kills rank 1 of a job's first attempt."""
-
-
-class _KillsItsProcess(VecEnvWrapper):
-    """Kills its own process (SIGKILL) when it is about to take step ``at``."""
-
-    def __init__(self, env: VecEnv, *, at: int) -> None:
-        super().__init__(env)
-        self._at = at
-        self._steps = 0
-
-    def step(self, action: Action) -> StepResult:
-        self._steps += 1
-        if self._steps == self._at:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return self.env.step(action)
-
-
-def killed_once(*, num_envs: int, seed: int | None, device: torch.device | str) -> VecEnv:
-    """The built-in CartPole; rank 1's 16-row training env dies at step 25 of the first attempt.
-
-    torchrun numbers its attempts (``TORCHELASTIC_RESTART_COUNT``): a restart
-    trains on undisturbed envs.
-    """
-    env = builtin_cartpole(num_envs=num_envs, seed=seed, device=device)
-    first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT") == "0"
-    if first_attempt and os.environ.get("RANK") == "1" and num_envs == 16:
-        return _KillsItsProcess(env, at=KILLED_AT_STEP)
-    return env
