@@ -45,7 +45,7 @@ nitpick_ignore_regex = [
     ("py:class", r"Tensor"),
     # The standard library, unlinkable without intersphinx.
     ("py:class", r"collections\.abc\.\w+"),
-    ("py:class", r"(pathlib\.Path|os\.PathLike|abc\.ABC)"),
+    ("py:class", r"(pathlib\.Path|os\.PathLike|abc\.ABC|datetime\.timedelta)"),
     ("py:mod", r"random"),
     ("py:func", r"(os\.replace|random\.\w+)"),
     # A type variable that only keeps a helper's argument and return types

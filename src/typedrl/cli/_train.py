@@ -506,6 +506,7 @@ def _train_launched(
     """Train on this launched rank into ``run_dir``, which rank 0 got ready."""
     from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
+    from typedrl.cli._evaluate import rows_for  # noqa: PLC0415
     from typedrl.cli._memory import check_rollout_memory  # noqa: PLC0415
     from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
@@ -532,7 +533,8 @@ def _train_launched(
     def build_env(role: Literal["env", "eval_env"], num_envs: int) -> "VecEnv":
         return _build_env(resolved, role=role, num_envs=num_envs, rank=rank, device=fabric.device)
 
-    eval_rows = min(resolved.num_envs, EVAL_ROWS)
+    # Every evaluation row plays as many episodes (typedrl evaluate's rule, so it can replay).
+    eval_rows = rows_for(run.eval_episodes, min(resolved.num_envs, EVAL_ROWS))
     env = build_env("env", resolved.num_envs)
     eval_env: VecEnv | None = None
     if not one_simulation:
