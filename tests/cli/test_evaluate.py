@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from typedrl.cli import main
-from typedrl.cli._evaluate import _rows_for
+from typedrl.cli._evaluate import rows_for
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError, MissingDependencyError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.recording import EpisodeRecorder, record_video
@@ -268,11 +268,11 @@ def test_evaluate_errors(
 
 def test_rows_divide_the_episodes() -> None:
     """The evaluation env gets the most rows up to --num-envs that divide the episodes."""
-    assert _rows_for(32, 8) == 8
-    assert _rows_for(6, 4) == 3
-    assert _rows_for(7, 8) == 7
-    assert _rows_for(7, 4) == 1
-    assert _rows_for(1, 8) == 1
+    assert rows_for(32, 8) == 8
+    assert rows_for(6, 4) == 3
+    assert rows_for(7, 8) == 7
+    assert rows_for(7, 4) == 1
+    assert rows_for(1, 8) == 1
 
 
 def test_episode_recorder_keeps_the_scored_episodes() -> None:

@@ -12,7 +12,7 @@ from typedrl.errors import ConfigError
 if TYPE_CHECKING:
     from typedrl.restore import CheckpointLocation, RestoredPolicy, TrainedEnv
 
-__all__ = ["add_evaluate_parser", "run_evaluate"]
+__all__ = ["add_evaluate_parser", "rows_for", "run_evaluate"]
 
 
 def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -65,7 +65,7 @@ def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentP
     evaluate.set_defaults(handler=run_evaluate)
 
 
-def _rows_for(episodes: int, num_envs: int) -> int:
+def rows_for(episodes: int, num_envs: int) -> int:
     """The largest number of rows up to ``num_envs`` that divides ``episodes``."""
     return max(rows for rows in range(1, min(episodes, num_envs) + 1) if episodes % rows == 0)
 
@@ -140,8 +140,9 @@ def _training_record(location: "CheckpointLocation") -> str | None:
 
     ``None`` for other checkpoints, for runs without a ``summary.json`` or a
     best score, and for multi-process runs (their evaluation envs are not
-    one seeded env). The trainer's evaluation env has ``min(num_envs, 8)``
-    rows and the run seed's ``"eval_env"`` stream of rank 0.
+    one seeded env). The trainer's evaluation env has
+    ``rows_for(eval_episodes, min(num_envs, 8))`` rows and the run seed's
+    ``"eval_env"`` stream of rank 0.
     """
     from typedrl.cli._config import CONFIG_FILE, read_run_config  # noqa: PLC0415
     from typedrl.cli._train import EVAL_ROWS  # noqa: PLC0415
@@ -162,7 +163,7 @@ def _training_record(location: "CheckpointLocation") -> str | None:
     if recorded is None or ranks != 1:
         return None
     episodes = run.get("eval_episodes", 16)
-    rows = min(int(document.get("num_envs", EVAL_ROWS)), EVAL_ROWS)
+    rows = rows_for(episodes, min(int(document.get("num_envs", EVAL_ROWS)), EVAL_ROWS))
     seed = derive_seed(int(document.get("seed", 0)), "eval_env", rank=0)
     return (
         f"training    best.ckpt scored return {recorded:.2f} over {episodes} episodes "
@@ -209,7 +210,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         if location.choice != "file" and location.run_dir is not None
         else location.path.with_name(f"{location.path.stem}.eval.json")
     )
-    rows = _rows_for(args.episodes, args.num_envs)
+    rows = rows_for(args.episodes, args.num_envs)
     which = {"best": " (the run's best)", "last": " (the run's last; it has no best)"}
     print(f"checkpoint  {location.path}{which.get(location.choice, '')}")
     print(f"env         {env_id} ({algorithm}, {rows} rows, seed {args.seed})")
