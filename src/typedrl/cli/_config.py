@@ -28,6 +28,7 @@ __all__ = [
     "RunSettings",
     "dump_run_config",
     "parse_override",
+    "plain",
     "read_run_config",
     "resolve",
     "write_run_config",
@@ -391,7 +392,7 @@ def _take_seed(document: dict[str, Any], top: str, inner: str) -> None:
     config = document.get("config")
     if isinstance(config, dict) and "seed" in config:
         seed = config.pop("seed")
-        if "seed" in document and _plain(document["seed"]) != _plain(seed):
+        if "seed" in document and plain(document["seed"]) != plain(seed):
             raise ConfigError(
                 f"{top}{document['seed']!r} and {inner}{seed!r} contradict each other; "
                 "give the seed once"
@@ -534,20 +535,20 @@ def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: P
     changes: list[tuple[str, Any, Any]] = [
         (key, saved[key], now[key])
         for key in ("algo", "env_id", "num_envs", "seed")
-        if _plain(saved[key]) != _plain(now[key])
+        if plain(saved[key]) != plain(now[key])
     ]
     saved_config = saved["config"] if isinstance(saved["config"], dict) else {}
     for key in sorted(set(saved_config) | set(now["config"])):
         if key in allowed:
             continue
         before, after = saved_config.get(key), now["config"].get(key)
-        if _plain(before) != _plain(after):
+        if plain(before) != plain(after):
             changes.append((f"config.{key}", before, after))
     saved_run = RunSettings.from_dict(saved["run"] or {}).to_dict()
     changes.extend(
         (f"run.{key}", saved_run[key], now["run"][key])
         for key in sorted(FIXED_RUN_SETTINGS)
-        if _plain(saved_run[key]) != _plain(now["run"][key])
+        if plain(saved_run[key]) != plain(now["run"][key])
     )
     if changes:
         key, before, after = changes[0]
@@ -560,9 +561,10 @@ def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: P
         )
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """``value`` with tuples as lists, so a YAML document and a config compare equal."""
     if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
+        return [plain(item) for item in value]
     if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: plain(item) for key, item in value.items()}
     return value

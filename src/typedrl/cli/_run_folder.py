@@ -17,7 +17,7 @@ from typing import Any, Final, final
 from lightning.fabric import Fabric
 
 from typedrl.checkpoint import Checkpoint, CheckpointPaths, load_checkpoint
-from typedrl.cli._config import CONFIG_FILE, ResolvedRun
+from typedrl.cli._config import CONFIG_FILE, ResolvedRun, plain
 from typedrl.distributed import FabricDistributed
 from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.logging import drop_rows_after
@@ -292,20 +292,12 @@ def _changes(
         before, after = saved.get(key, missing), now.get(key, missing)
         if isinstance(before, Mapping) and isinstance(after, Mapping):
             changes += _changes(before, after, skip=frozenset(), prefix=f"{prefix}{key}.")
-        elif _plain(before) != _plain(after):
+        elif plain(before) != plain(after):
             changes.append((f"{prefix}{key}", before, after))
     return [
         (key, None if before is missing else before, None if after is missing else after)
         for key, before, after in changes
     ]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
 
 
 def load_resume_point(resolved: ResolvedRun, path: Path) -> Checkpoint:
