@@ -20,7 +20,9 @@ from typedrl.training._fabric import (
 )
 
 
-def launch_two_rank_fabric(rank: int, port: int) -> Fabric:
+def launch_two_rank_fabric(
+    rank: int, port: int, *, timeout: timedelta = timedelta(seconds=45)
+) -> Fabric:
     """Join a two-rank gloo group as ``rank`` through Fabric (processes started by the caller)."""
     os.environ.update(
         {
@@ -35,7 +37,7 @@ def launch_two_rank_fabric(rank: int, port: int) -> Fabric:
         }
     )
     torch.set_num_threads(1)
-    strategy = DDPStrategy(process_group_backend="gloo", timeout=timedelta(seconds=45))
+    strategy = DDPStrategy(process_group_backend="gloo", timeout=timeout)
     fabric = Fabric(accelerator="cpu", devices=2, strategy=strategy)
     fabric.launch()
     return fabric

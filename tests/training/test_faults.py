@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import final
 
 import pytest
-import torch
 from lightning.fabric import Fabric
-from lightning.fabric.strategies.ddp import DDPStrategy
 
 from tests.agents._envs import RandomWalkEnv
 from tests.apg.test_trainer import Faulty, point_mass, trainer_for
 from tests.multiprocess import free_port
+from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl._types import Action
 from typedrl._values import StepResult
 from typedrl.agents import PPOAgent, PPOConfig
@@ -56,25 +55,9 @@ class Sabotaged(VecEnvWrapper):
 
 def _fabric(rank: int, port: int) -> Fabric:
     """Join a two-rank gloo group with the collective timeout the variable sets."""
-    os.environ.update(
-        {
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-            "RANK": str(rank),
-            "LOCAL_RANK": str(rank),
-            "GROUP_RANK": "0",
-            "WORLD_SIZE": "2",
-            "LOCAL_WORLD_SIZE": "2",
-            "TORCHELASTIC_RUN_ID": "typedrl-test",
-            COLLECTIVE_TIMEOUT_ENV: str(TIMEOUT_S),
-        }
-    )
-    torch.set_num_threads(1)
+    os.environ[COLLECTIVE_TIMEOUT_ENV] = str(TIMEOUT_S)
     assert collective_timeout() == timedelta(seconds=TIMEOUT_S)
-    strategy = DDPStrategy(process_group_backend="gloo", timeout=collective_timeout())
-    fabric = Fabric(accelerator="cpu", devices=2, strategy=strategy)
-    fabric.launch()
-    return fabric
+    return launch_two_rank_fabric(rank, port, timeout=collective_timeout())
 
 
 def _worker(rank: int, port: int, algo: str, fault: str, out_dir: str) -> None:
