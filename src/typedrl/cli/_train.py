@@ -688,6 +688,9 @@ def _print_summary(run_dir: Path, metrics: dict[str, float], summary: "RunSummar
     print(f"run directory   {run_dir}")
     print(f"env steps       {summary['global_step']:,}")
     print(f"iterations      {summary['num_updates']:,}")
+    applied, skipped = summary.get("applied_updates"), summary.get("skipped_updates")
+    if applied is not None and skipped is not None:
+        print(f"updates         {applied:,} applied, {skipped:,} skipped")
     rate = _number(summary["env_steps_per_s"], 0)
     print(f"wall time       {summary['wall_time_s']:,.1f} s ({rate} env steps/s)")
     compile_seconds = metrics.get("time/compile_seconds")
@@ -704,6 +707,3 @@ def _print_summary(run_dir: Path, metrics: dict[str, float], summary: "RunSummar
     print(f"summary         {run_dir / 'summary.json'}")
     if summary["stopped_by_signal"]:
         print(f"stopped by a signal; resume with: typedrl train --resume {run_dir}")
-    applied, skipped = summary.get("applied_updates"), summary.get("skipped_updates")
-    if applied is not None and skipped is not None:
-        print(f"updates         {applied:,} applied, {skipped:,} skipped")
