@@ -1,0 +1,76 @@
+"""List the package's files that one PPO and one SHAC training iteration pass through.
+
+A measure of how spread out one iteration's code is: the fewer files, the
+easier the walk is to follow. The second iteration of each run is traced (the
+first also builds and registers things).
+
+    python benchmarks/iteration_walk.py
+"""
+
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import typedrl
+from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
+from typedrl.envs import make
+from typedrl.training import AbstractTrainer, RunOptions
+
+PACKAGE = Path(typedrl.__file__).resolve().parent
+
+
+def files_of_one_iteration(trainer: AbstractTrainer) -> list[str]:
+    """The package files whose functions run during the trainer's second iteration."""
+    seen: set[str] = set()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        del arg
+        if event == "call":
+            path = Path(frame.f_code.co_filename)
+            if path.is_relative_to(PACKAGE):
+                seen.add(str(path.relative_to(PACKAGE)))
+
+    trainer.setup()
+    original = trainer._train_iteration
+    calls = 0
+
+    def traced() -> Any:
+        nonlocal calls
+        calls += 1
+        if calls != 2:
+            return original()
+        sys.setprofile(profile)
+        try:
+            return original()
+        finally:
+            sys.setprofile(None)
+
+    trainer._train_iteration = traced  # type: ignore[method-assign]
+    trainer.fit()
+    return sorted(seen)
+
+
+def main() -> None:
+    ppo = PPOAgent(
+        env=make("CartPole-v1", num_envs=4, seed=0),
+        config=PPOConfig(total_timesteps=4 * 64 * 2, num_steps=64, batch_size=64),
+        options=RunOptions(progress=False),
+    )
+    shac = DifferentiableTrainer(
+        env=make("typedrl/CartPoleSwingUp-v0", num_envs=8, seed=0),
+        config=DifferentiableTrainerConfig(
+            total_updates=2, segment_length=4, algorithm=SHACConfig()
+        ),
+        options=RunOptions(progress=False),
+    )
+    for name, trainer in (("PPO", ppo), ("SHAC", shac)):
+        files = files_of_one_iteration(trainer)
+        print(f"{name}: {len(files)} files")
+        for file in files:
+            print(f"  {file}")
+
+
+if __name__ == "__main__":
+    main()
