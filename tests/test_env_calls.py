@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from typedrl._env_calls import step_env
-from typedrl._types import Action
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.errors import EnvContractError, EnvError
 from typedrl.testing import QuadraticEnv
+from typedrl.types import Action
 
 
 class _Raising:

@@ -3,7 +3,7 @@
 import torch
 from tensordict import TensorDict
 
-from typedrl import _types, types
+from typedrl import types
 
 _PUBLIC_NAMES = {
     "Action",
@@ -29,13 +29,6 @@ def test_public_names_exist() -> None:
     """typedrl.types exports every shape alias, and each name resolves."""
     assert set(types.__all__) == _PUBLIC_NAMES
     assert [name for name in types.__all__ if not hasattr(types, name)] == []
-
-
-def test_internal_module_re_exports_the_same_objects() -> None:
-    """typedrl._types holds the very objects of typedrl.types: one definition of each."""
-    assert set(_types.__all__) == set(types.__all__)
-    for name in types.__all__:
-        assert getattr(_types, name) is getattr(types, name), name
 
 
 def test_aliases_describe_their_axes() -> None:

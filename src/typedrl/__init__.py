@@ -29,9 +29,9 @@ from typedrl.errors import TypedRLError as TypedRLError
 # The value types and protocols import torch and tensordict: they load on first use,
 # so that `import typedrl` (and `typedrl --version`) stays fast.
 if TYPE_CHECKING:
-    from typedrl._values import DifferentiableRolloutSpec as DifferentiableRolloutSpec
-    from typedrl._values import EvaluationResult as EvaluationResult
-    from typedrl._values import StepResult as StepResult
+    from typedrl._results import DifferentiableRolloutSpec as DifferentiableRolloutSpec
+    from typedrl._results import EvaluationResult as EvaluationResult
+    from typedrl._results import StepResult as StepResult
     from typedrl.protocols import ActorCritic as ActorCritic
     from typedrl.protocols import Collector as Collector
     from typedrl.protocols import DifferentiablePolicy as DifferentiablePolicy
@@ -48,9 +48,9 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            "DifferentiableRolloutSpec": "typedrl._values",
-            "EvaluationResult": "typedrl._values",
-            "StepResult": "typedrl._values",
+            "DifferentiableRolloutSpec": "typedrl._results",
+            "EvaluationResult": "typedrl._results",
+            "StepResult": "typedrl._results",
             "ActorCritic": "typedrl.protocols",
             "Collector": "typedrl.protocols",
             "DifferentiablePolicy": "typedrl.protocols",

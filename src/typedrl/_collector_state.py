@@ -9,10 +9,10 @@ from typing import Any
 
 from tensordict import TensorDict
 
-from typedrl._types import Obs
 from typedrl.episodes import EpisodeTracker
 from typedrl.errors import CheckpointError
 from typedrl.protocols import SupportsStateDict, VecEnv
+from typedrl.types import Obs
 
 __all__ = ["collector_state_dict", "load_collector_state"]
 

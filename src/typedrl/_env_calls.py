@@ -5,10 +5,10 @@ differentiable one in :mod:`typedrl.apg`) step envs through :func:`step_env`,
 so an exception raised inside an env reads the same whichever trainer hit it.
 """
 
-from typedrl._types import Action
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.errors import ConfigError, EnvContractError, EnvError, NonFiniteError
 from typedrl.protocols import VecEnv
+from typedrl.types import Action
 
 __all__ = ["step_env"]
 

@@ -9,8 +9,8 @@ import torch
 from torch import Tensor
 
 from typedrl import _validation
+from typedrl._results import EvaluationResult, StepResult
 from typedrl._validation import positive_int
-from typedrl._values import EvaluationResult, StepResult
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.protocols import Policy, VecEnv
 

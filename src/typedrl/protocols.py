@@ -36,8 +36,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import gymnasium as gym
 import torch
 
-from typedrl._types import Action, BatchAction, EnvScalar, Obs, ObsMask
-from typedrl._values import DifferentiableRolloutSpec, EvaluationResult, StepResult
+from typedrl._results import DifferentiableRolloutSpec, EvaluationResult, StepResult
+from typedrl.types import Action, BatchAction, EnvScalar, Obs, ObsMask
 
 __all__ = [
     "ActorCritic",

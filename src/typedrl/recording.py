@@ -31,8 +31,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl._types import Action, Obs
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.envs._make import BUILTIN_PREFIX
 from typedrl.envs._wrapper import VecEnvWrapper
@@ -40,6 +39,7 @@ from typedrl.envs.builtin import BaseTorchVecEnv
 from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.protocols import Policy, VecEnv
+from typedrl.types import Action, Obs
 
 __all__ = ["VIDEO_EXTRA", "EpisodeRecorder", "VideoResult", "record_video", "require_video_writer"]
 

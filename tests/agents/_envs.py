@@ -7,10 +7,10 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from typedrl._types import Action, Obs
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.protocols import VecEnv
 from typedrl.testing import VecEnvWrapper
+from typedrl.types import Action, Obs
 
 __all__ = ["NaNRewardEnv", "RandomWalkEnv", "StepCounter"]
 

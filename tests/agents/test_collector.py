@@ -8,8 +8,7 @@ import torch
 from tensordict import TensorDict
 
 from tests.agents._envs import RandomWalkEnv
-from typedrl._types import Action
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.agents import OnPolicyCollector
 from typedrl.errors import (
     CheckpointError,
@@ -21,6 +20,7 @@ from typedrl.errors import (
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Collector, VecEnv
 from typedrl.testing import CountingVecEnv, VecEnvWrapper
+from typedrl.types import Action
 
 
 class _Spoiled(VecEnvWrapper):

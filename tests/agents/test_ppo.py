@@ -19,7 +19,7 @@ from tests.agents._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
 from tests.loggers import RecordingLogger
 from tests.multiprocess import run_in_fresh_process, run_two_ranks
 from tests.training.test_fabric import launch_two_rank_fabric
-from typedrl._values import EvaluationResult, StepResult
+from typedrl._results import EvaluationResult, StepResult
 from typedrl.agents import OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.agents._loss import EpochData
 from typedrl.checkpoint import load_checkpoint, save_checkpoint

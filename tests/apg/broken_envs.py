@@ -6,11 +6,11 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-from typedrl._types import Action, Obs
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.envs import make
 from typedrl.protocols import DifferentiableVecEnv, SupportsStateDict
 from typedrl.testing import DifferentiableVecEnvWrapper
+from typedrl.types import Action, Obs
 
 
 def point_mass(

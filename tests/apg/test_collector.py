@@ -11,13 +11,13 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from typedrl._types import Action, Obs
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.apg._collector import DifferentiableCollector
 from typedrl.envs.builtin import CartPole, PointMass
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError, EnvError, SpecError
 from typedrl.protocols import Collector, DifferentiableVecEnv
 from typedrl.testing import CountingVecEnv, DifferentiableVecEnvWrapper, QuadraticEnv
+from typedrl.types import Action, Obs
 
 Spoil = Callable[[int, StepResult], StepResult]
 

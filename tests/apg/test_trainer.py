@@ -14,8 +14,7 @@ from torch import Tensor
 
 from tests.loggers import RecordingLogger
 from tests.multiprocess import run_in_fresh_process
-from typedrl._types import Action
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.apg import APGConfig, DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import load_checkpoint
 from typedrl.envs import make
@@ -30,6 +29,7 @@ from typedrl.testing import (
     ScheduledQuadraticEnv,
 )
 from typedrl.training import RunOptions
+from typedrl.types import Action
 
 SMALL: dict[str, Any] = {"hidden": (8,)}
 

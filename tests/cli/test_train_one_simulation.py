@@ -14,12 +14,12 @@ import typedrl.envs
 import typedrl.envs._isaaclab
 from tests.multiprocess import run_two_ranks
 from typedrl import StepResult
-from typedrl._types import Action
 from typedrl.cli import main
 from typedrl.errors import ConfigError, EnvError
 from typedrl.protocols import VecEnv
 from typedrl.seeding import derive_seed
 from typedrl.testing import VecEnvWrapper
+from typedrl.types import Action
 
 _ENV = "typedrl/CartPole-v0"
 """The stand-in: a built-in env that the tests declare to hold one simulation."""

@@ -8,7 +8,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.envs import make
 from typedrl.envs._checker import (
     CHECK_RULES,

@@ -16,14 +16,14 @@ from tests.agents._envs import RandomWalkEnv
 from tests.apg.test_trainer import Faulty, point_mass, trainer_for
 from tests.multiprocess import free_port
 from tests.training.test_fabric import launch_two_rank_fabric
-from typedrl._types import Action
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.checkpoint import load_checkpoint
 from typedrl.distributed import COLLECTIVE_TIMEOUT_ENV, collective_timeout
 from typedrl.protocols import VecEnv
 from typedrl.testing import VecEnvWrapper
 from typedrl.training import RunOptions
+from typedrl.types import Action
 
 TIMEOUT_S = 5
 """The collective timeout of these runs (``TYPEDRL_COLLECTIVE_TIMEOUT``)."""

@@ -10,8 +10,7 @@ from torch import Tensor
 
 from typedrl._collector_state import collector_state_dict, load_collector_state
 from typedrl._env_calls import step_env
-from typedrl._types import Obs
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
 from typedrl.envs._checker._observations import check_obs_dtypes
@@ -19,6 +18,7 @@ from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, TypedRLError
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import ActorCritic, VecEnv
+from typedrl.types import Obs
 
 __all__ = ["OnPolicyCollector", "OnPolicyRollout"]
 

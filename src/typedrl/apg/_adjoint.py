@@ -7,9 +7,9 @@ from jaxtyping import Bool, Float, Int64, Shaped
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Action
 from typedrl._validation import describe
 from typedrl.errors import ConfigError, SpecError
+from typedrl.types import Action
 
 __all__ = [
     "ADJOINT_CLIPPED_FRACTION",

@@ -13,7 +13,6 @@ from typedrl import _validation
 from typedrl._collector_state import collector_state_dict, load_collector_state
 from typedrl._env_calls import step_env
 from typedrl._tensor_checks import ActionChecker, action_dtype_for
-from typedrl._types import Obs
 from typedrl._validation import describe, non_negative_int
 from typedrl.apg._adjoint import ActionAdjointClipper
 from typedrl.apg._cut_rows import RolloutCuts
@@ -22,6 +21,7 @@ from typedrl.envs._checker._observations import FirstObsDtypeCheck
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError, SpecError
 from typedrl.protocols import DifferentiablePolicy, DifferentiableVecEnv
+from typedrl.types import Obs
 
 __all__ = ["DifferentiableCollector"]
 

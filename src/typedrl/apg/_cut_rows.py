@@ -15,9 +15,9 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl._types import Obs
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.errors import StateError
+from typedrl.types import Obs
 
 __all__ = ["RolloutCuts", "RowGate", "exploded_rows", "zero_rows"]
 

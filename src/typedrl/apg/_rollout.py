@@ -9,11 +9,11 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Obs, RolloutFlag, RolloutScalar
 from typedrl._validation import describe
 from typedrl.apg._adjoint import ActionAdjointClipper
 from typedrl.episodes import EpochEpisodes
 from typedrl.errors import SpecError
+from typedrl.types import Obs, RolloutFlag, RolloutScalar
 
 __all__ = ["DifferentiableRollout", "first_done_mask"]
 

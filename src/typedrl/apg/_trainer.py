@@ -13,7 +13,7 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
-from typedrl._values import DifferentiableRolloutSpec
+from typedrl._results import DifferentiableRolloutSpec
 from typedrl.apg._algorithm import APG, DifferentiableAlgorithm
 from typedrl.apg._collector import DifferentiableCollector
 from typedrl.apg._rollout import DifferentiableRollout

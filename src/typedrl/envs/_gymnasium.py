@@ -8,12 +8,12 @@ import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from typedrl import _validation
+from typedrl._results import StepResult
 from typedrl._tensor_checks import ActionChecker, action_dtype_for
-from typedrl._types import Action, Obs
 from typedrl._validation import describe
-from typedrl._values import StepResult
 from typedrl.envs._spaces import ObservationConverter, new_tensordict
 from typedrl.errors import ConfigError, EnvContractError, SpecError
+from typedrl.types import Action, Obs
 
 __all__ = ["GymnasiumVecEnv"]
 

@@ -20,11 +20,11 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl import _validation
+from typedrl._results import StepResult
 from typedrl._tensor_checks import check_action
-from typedrl._types import Action, Done, Obs
 from typedrl._validation import describe
-from typedrl._values import StepResult
 from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError, SpecError
+from typedrl.types import Action, Done, Obs
 
 __all__ = [
     "ISAACLAB_INSTALL_HINT",

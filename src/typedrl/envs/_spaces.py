@@ -31,9 +31,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from typedrl._types import Obs
 from typedrl._validation import describe
 from typedrl.errors import EnvContractError, SpecError
+from typedrl.types import Obs
 
 __all__ = ["LeafSpec", "ObservationConverter", "converted_space", "new_tensordict"]
 

@@ -12,13 +12,13 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from typedrl._types import Action, Obs, ObsMask
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.errors import ConfigError
 from typedrl.protocols import (
     DifferentiableVecEnv,
     VecEnv,
 )
+from typedrl.types import Action, Obs, ObsMask
 
 __all__ = ["DifferentiableVecEnvWrapper", "VecEnvWrapper", "observation_normalize_mask_of"]
 

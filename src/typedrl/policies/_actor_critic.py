@@ -10,13 +10,13 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
-from typedrl._types import BatchAction, BatchScalar, EnvScalar, Obs
 from typedrl._validation import describe
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
 from typedrl.policies._mlp import Activation, build_mlp
+from typedrl.types import BatchAction, BatchScalar, EnvScalar, Obs
 
 __all__ = ["MLPActorCritic"]
 

@@ -12,7 +12,6 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
-from typedrl._types import Obs, ObsMask, ObsVector
 from typedrl._validation import describe
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
@@ -20,6 +19,7 @@ from typedrl.normalization import RunningMeanStd
 from typedrl.policies._actor_critic import _default_keys, _flat_size
 from typedrl.policies._distributions import DiagonalGaussian
 from typedrl.policies._mlp import Activation, build_mlp
+from typedrl.types import Obs, ObsMask, ObsVector
 
 __all__ = ["DifferentiableMLPPolicy"]
 

@@ -9,11 +9,11 @@ import torch
 from tensordict import TensorDict
 
 from typedrl import _validation
+from typedrl._results import StepResult
 from typedrl._tensor_checks import check_action
-from typedrl._types import Action, Obs
 from typedrl._validation import describe
-from typedrl._values import StepResult
 from typedrl.errors import ConfigError
+from typedrl.types import Action, Obs
 
 __all__ = ["CountingVecEnv"]
 

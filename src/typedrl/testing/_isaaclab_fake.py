@@ -29,10 +29,10 @@ import torch
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Action, Done, Reward
 from typedrl._validation import describe, finite_float, positive_int
 from typedrl.envs._isaaclab import IsaacLabObs
 from typedrl.errors import ConfigError
+from typedrl.types import Action, Done, Reward
 
 __all__ = ["FakeDirectRLEnv", "FakeManagerBasedRLEnv", "FakeRLEnvCfg"]
 

@@ -5,11 +5,11 @@ from typing import final
 
 import torch
 
-from typedrl._types import Action, Obs
+from typedrl._results import EvaluationResult, StepResult
 from typedrl._validation import positive_int
-from typedrl._values import EvaluationResult, StepResult
 from typedrl.errors import ConfigError
 from typedrl.protocols import Policy, VecEnv
+from typedrl.types import Action, Obs
 
 __all__ = ["EpisodeReturnEvaluator", "Transition", "TransitionCollector"]
 

@@ -7,8 +7,8 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from typedrl._types import BatchAction, EnvScalar, Obs
 from typedrl._validation import positive_int
+from typedrl.types import BatchAction, EnvScalar, Obs
 
 __all__ = ["ConstantPolicy", "LinearActorCritic", "LinearDifferentiablePolicy"]
 

@@ -9,11 +9,11 @@ import torch
 from tensordict import TensorDict
 
 from typedrl import _validation
+from typedrl._results import DifferentiableRolloutSpec, StepResult
 from typedrl._tensor_checks import check_action
-from typedrl._types import Action, Obs, ObsMask
 from typedrl._validation import describe, non_negative_int, positive_int
-from typedrl._values import DifferentiableRolloutSpec, StepResult
 from typedrl.errors import ConfigError
+from typedrl.types import Action, Obs, ObsMask
 
 __all__ = ["QuadraticEnv", "ScheduledQuadraticEnv"]
 

@@ -14,9 +14,9 @@ from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
 
 from typedrl import _validation
+from typedrl._results import EvaluationResult
 from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, positive_int
-from typedrl._values import EvaluationResult
 from typedrl.checkpoint import (
     CHECKPOINT_KINDS,
     Checkpoint,

@@ -8,9 +8,9 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl._types import Done, ObsVector, Reward
 from typedrl.envs.mujoco import CARTPOLE_XML, MujocoState, MujocoTask, MujocoTaskSpec, MujocoVecEnv
 from typedrl.errors import ConfigError
+from typedrl.types import Done, ObsVector, Reward
 
 
 class _Hanging(MujocoTask):

@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl._values import StepResult
+from typedrl._results import StepResult
 from typedrl.envs._checker._actions import ActionSampler, supported_action_space
 from typedrl.envs._checker._observations import LeafSpec, check_obs, host, obs_spec, row_list, show
 from typedrl.envs._checker._report import Recorder

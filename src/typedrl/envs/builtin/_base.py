@@ -13,13 +13,13 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl import _validation
+from typedrl._results import StepResult
 from typedrl._tensor_checks import check_action
-from typedrl._types import Action, Done, Obs, ObsMask, ObsVector, Reward
 from typedrl._validation import describe, positive_int
-from typedrl._values import StepResult
 from typedrl.envs.builtin import _counter_rng
 from typedrl.envs.builtin._render import Canvas, Frame, RenderView
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError
+from typedrl.types import Action, Done, Obs, ObsMask, ObsVector, Reward
 
 __all__ = ["BaseTorchVecEnv"]
 

@@ -9,7 +9,6 @@ from jaxtyping import Float, Float64
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Action, Done, ObsVector, Reward
 from typedrl._validation import describe
 from typedrl.envs.builtin import _cartpole_physics as physics
 from typedrl.envs.builtin._base import BaseTorchVecEnv
@@ -17,6 +16,7 @@ from typedrl.envs.builtin._cartpole_render import VIEW, draw_cart_pole
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
 from typedrl.errors import ConfigError
+from typedrl.types import Action, Done, ObsVector, Reward
 
 __all__ = ["CartPole"]
 

@@ -9,15 +9,15 @@ from jaxtyping import Float, Float64
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Action, ContinuousAction, Done, Obs, ObsVector, Reward
+from typedrl._results import StepResult
 from typedrl._validation import describe
-from typedrl._values import StepResult
 from typedrl.envs.builtin import _cartpole_physics as physics
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._cartpole_render import VIEW, draw_cart_pole
 from typedrl.envs.builtin._math import stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
 from typedrl.errors import CheckpointError, EnvContractError
+from typedrl.types import Action, ContinuousAction, Done, Obs, ObsVector, Reward
 
 __all__ = ["CartPoleSwingUp"]
 

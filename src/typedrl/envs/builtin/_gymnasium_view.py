@@ -12,10 +12,10 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import ObsVector
 from typedrl._validation import describe
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.errors import ConfigError
+from typedrl.types import ObsVector
 
 __all__ = ["GymnasiumVectorView"]
 

@@ -8,10 +8,10 @@ from jaxtyping import Float, Float64
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import ContinuousAction, Done, ObsVector, Reward
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._math import smooth_distance, stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
+from typedrl.types import ContinuousAction, Done, ObsVector, Reward
 
 __all__ = ["PointMass"]
 

@@ -10,10 +10,10 @@ from jaxtyping import Float
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Done, ObsVector, Reward
 from typedrl._validation import positive_float
 from typedrl.envs.builtin._math import stack_columns, uniform_between
 from typedrl.envs.mujoco._task import MujocoState, MujocoTask, MujocoTaskSpec
+from typedrl.types import Done, ObsVector, Reward
 
 __all__ = ["CARTPOLE_XML", "CartPoleSwingUpTask"]
 

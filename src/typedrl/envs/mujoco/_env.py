@@ -7,12 +7,12 @@ from jaxtyping import Float
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import ContinuousAction, Done, ObsVector, Reward
 from typedrl._validation import describe, positive_int
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.mujoco._dependency import require
 from typedrl.envs.mujoco._task import MujocoState, MujocoTask
 from typedrl.errors import ConfigError
+from typedrl.types import ContinuousAction, Done, ObsVector, Reward
 
 if TYPE_CHECKING:
     import mujoco_torch

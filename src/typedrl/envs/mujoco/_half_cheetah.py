@@ -10,11 +10,11 @@ from jaxtyping import Float
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Done, ObsVector, Reward
 from typedrl._validation import non_negative_float
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.mujoco._sampling import normals
 from typedrl.envs.mujoco._task import MujocoState, MujocoTask, MujocoTaskSpec
+from typedrl.types import Done, ObsVector, Reward
 
 __all__ = ["HalfCheetahTask", "half_cheetah_xml"]
 

@@ -9,9 +9,9 @@ from jaxtyping import Float
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Done, ObsVector, Reward
 from typedrl._validation import describe, positive_int
 from typedrl.errors import ConfigError
+from typedrl.types import Done, ObsVector, Reward
 
 __all__ = ["MujocoState", "MujocoTask", "MujocoTaskSpec"]
 

@@ -1,4 +1,4 @@
-"""Tests for typedrl._values: StepResult, DifferentiableRolloutSpec, EvaluationResult."""
+"""Tests for typedrl._results: StepResult, DifferentiableRolloutSpec, EvaluationResult."""
 
 import math
 

@@ -12,7 +12,6 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._types import Done, ObjectiveScale, Obs, Reward, Valid
 from typedrl._validation import (
     describe,
     finite_float,
@@ -21,6 +20,7 @@ from typedrl._validation import (
     positive_int,
 )
 from typedrl.errors import ConfigError, SpecError
+from typedrl.types import Done, ObjectiveScale, Obs, Reward, Valid
 
 __all__ = ["DifferentiableRolloutSpec", "EvaluationResult", "StepResult"]
 
