@@ -290,7 +290,7 @@ def _check_env_names(resolved: ResolvedRun) -> None:
 
 def _check_differentiable(resolved: ResolvedRun) -> None:
     """APG and SHAC need a differentiable env: refuse a Gymnasium id before anything starts."""
-    from typedrl.envs._registration import BUILTIN_ENV_IDS  # noqa: PLC0415
+    from typedrl.envs.builtin import BUILTIN_ENV_IDS  # noqa: PLC0415
 
     # Only a factory of your own can return a differentiable env that is not built in.
     if resolved.algo == "ppo" or ":" in resolved.env_id or resolved.env_id in BUILTIN_ENV_IDS:

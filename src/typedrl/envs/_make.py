@@ -9,7 +9,6 @@ import gymnasium as gym
 import torch
 from gymnasium.vector import AutoresetMode
 
-from typedrl import _validation
 from typedrl._validation import describe, positive_int
 from typedrl.envs._factory import (
     WrapperFactory,
@@ -19,6 +18,7 @@ from typedrl.envs._factory import (
 )
 from typedrl.envs._gymnasium import GymnasiumVecEnv
 from typedrl.envs._workers import signal_safe_worker
+from typedrl.envs.builtin import make_builtin
 from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
 
@@ -31,7 +31,6 @@ Vectorization = Literal["sync", "async", "vector_entry_point"]
 _VECTORIZATIONS: tuple[Vectorization, ...] = ("sync", "async", "vector_entry_point")
 
 
-@_validation.no_type_check
 def make(
     env_id: str,
     *,
@@ -106,8 +105,6 @@ def make(
                 f"make({env_id!r}): built-in envs are torch-native; "
                 "vectorization and wrappers do not apply"
             )
-        from typedrl.envs.builtin import make_builtin  # noqa: PLC0415 - avoids an import cycle
-
         if clip_actions is not None:
             kwargs = {**kwargs, "clip_actions": clip_actions}
         dtype = _builtin_dtype(env_id, float_dtype, kwargs.pop("dtype", None))

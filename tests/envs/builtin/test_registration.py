@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 import torch
 
-from typedrl.envs import _registration
+from typedrl.envs.builtin import _registration
 from typedrl.envs.builtin import (
     BUILTIN_ENV_IDS,
     CartPole,

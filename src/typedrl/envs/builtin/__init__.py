@@ -16,9 +16,6 @@ Importing this package registers them with Gymnasium as ``typedrl/<Name>-v0``
 ``gymnasium.vector.VectorEnv`` that ``gymnasium.make_vec`` returns for them.
 """
 
-from typedrl.envs._registration import BUILTIN_ENV_IDS as BUILTIN_ENV_IDS
-from typedrl.envs._registration import make_builtin as make_builtin
-from typedrl.envs._registration import register_builtin_envs as register_builtin_envs
 from typedrl.envs.builtin._base import BaseTorchVecEnv as BaseTorchVecEnv
 from typedrl.envs.builtin._cartpole import CartPole as CartPole
 from typedrl.envs.builtin._cartpole_swingup import CartPoleSwingUp as CartPoleSwingUp
@@ -26,6 +23,9 @@ from typedrl.envs.builtin._gymnasium_view import GymnasiumVectorView as Gymnasiu
 from typedrl.envs.builtin._pendulum import Pendulum as Pendulum
 from typedrl.envs.builtin._point_mass import PointMass as PointMass
 from typedrl.envs.builtin._reacher import Reacher as Reacher
+from typedrl.envs.builtin._registration import BUILTIN_ENV_IDS as BUILTIN_ENV_IDS
+from typedrl.envs.builtin._registration import make_builtin as make_builtin
+from typedrl.envs.builtin._registration import register_builtin_envs as register_builtin_envs
 
 __all__ = [
     "BUILTIN_ENV_IDS",

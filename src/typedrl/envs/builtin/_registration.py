@@ -12,19 +12,25 @@ constructor (``seed``, ``device``, ``dtype``, ``max_episode_steps``,
 built-ins are batched by design.
 
 Importing :mod:`typedrl.envs.builtin` registers them; registering again is a no-op.
+This module imports the env classes from their own modules, never from the
+package, whose ``__init__`` imports this module.
 """
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, final
+from typing import Any, Literal, final
 
 import gymnasium as gym
 import torch
 
 from typedrl._validation import describe
+from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._cartpole import CartPole
+from typedrl.envs.builtin._cartpole_swingup import CartPoleSwingUp
+from typedrl.envs.builtin._gymnasium_view import GymnasiumVectorView
+from typedrl.envs.builtin._pendulum import Pendulum
+from typedrl.envs.builtin._point_mass import PointMass
+from typedrl.envs.builtin._reacher import Reacher
 from typedrl.errors import ConfigError
-
-if TYPE_CHECKING:
-    from typedrl.envs.builtin import BaseTorchVecEnv, GymnasiumVectorView
 
 __all__ = ["BUILTIN_ENV_IDS", "make_builtin", "register_builtin_envs"]
 
@@ -58,33 +64,31 @@ _MAX_EPISODE_STEPS: Mapping[str, int] = {
 }
 
 
-def _constructors() -> Mapping[str, Callable[..., "BaseTorchVecEnv"]]:
-    # Imported here, not at the top: importing typedrl.envs.builtin registers the
-    # envs through this module, so a top-level import would be circular.
-    from typedrl.envs import builtin  # noqa: PLC0415
+def _continuous_cartpole(**kwargs: Any) -> CartPole:
+    return CartPole(action_mode="continuous", **kwargs)
 
-    def continuous_cartpole(**kwargs: Any) -> builtin.CartPole:
-        return builtin.CartPole(action_mode="continuous", **kwargs)
 
-    # The MuJoCo envs import typedrl.envs.mujoco (and mujoco-torch) only when built.
-    def mujoco_env(task: str) -> Callable[..., "BaseTorchVecEnv"]:
-        def build(**kwargs: Any) -> "BaseTorchVecEnv":
-            from typedrl.envs import mujoco  # noqa: PLC0415
+def _mujoco_env(task: str) -> Callable[..., BaseTorchVecEnv]:
+    # typedrl.envs.mujoco (and mujoco-torch, an optional dependency) is imported
+    # only when a MuJoCo env is built.
+    def build(**kwargs: Any) -> BaseTorchVecEnv:
+        from typedrl.envs import mujoco  # noqa: PLC0415
 
-            return mujoco.MujocoVecEnv(task=getattr(mujoco, task)(), **kwargs)
+        return mujoco.MujocoVecEnv(task=getattr(mujoco, task)(), **kwargs)
 
-        return build
+    return build
 
-    return {
-        "Pendulum": builtin.Pendulum,
-        "CartPole": builtin.CartPole,
-        "CartPoleContinuous": continuous_cartpole,
-        "CartPoleSwingUp": builtin.CartPoleSwingUp,
-        "PointMass": builtin.PointMass,
-        "Reacher": builtin.Reacher,
-        "MujocoCartPoleSwingUp": mujoco_env("CartPoleSwingUpTask"),
-        "MujocoHalfCheetah": mujoco_env("HalfCheetahTask"),
-    }
+
+_CONSTRUCTORS: Mapping[str, Callable[..., BaseTorchVecEnv]] = {
+    "Pendulum": Pendulum,
+    "CartPole": CartPole,
+    "CartPoleContinuous": _continuous_cartpole,
+    "CartPoleSwingUp": CartPoleSwingUp,
+    "PointMass": PointMass,
+    "Reacher": Reacher,
+    "MujocoCartPoleSwingUp": _mujoco_env("CartPoleSwingUpTask"),
+    "MujocoHalfCheetah": _mujoco_env("HalfCheetahTask"),
+}
 
 
 def _resolve_name(name_or_id: str) -> str:
@@ -109,7 +113,7 @@ def make_builtin(
     device: torch.device | str = "cpu",
     dtype: Literal["float32", "float64"] = "float32",
     **kwargs: Any,
-) -> "BaseTorchVecEnv":
+) -> BaseTorchVecEnv:
     """Create a built-in torch env by Gymnasium id or by name.
 
     Args:
@@ -133,9 +137,7 @@ def make_builtin(
         >>> type(env).__name__, env.num_envs
         ('PointMass', 8)
     """
-    if not isinstance(name_or_id, str):
-        raise ConfigError(f"make_builtin expects an env name or id, got {describe(name_or_id)}")
-    constructor = _constructors()[_resolve_name(name_or_id)]
+    constructor = _CONSTRUCTORS[_resolve_name(name_or_id)]
     try:
         return constructor(num_envs=num_envs, seed=seed, device=device, dtype=dtype, **kwargs)
     except TypeError as err:
@@ -149,9 +151,7 @@ class _VectorEntryPoint:
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __call__(self, **kwargs: Any) -> "GymnasiumVectorView":
-        from typedrl.envs.builtin import GymnasiumVectorView  # noqa: PLC0415 (see _constructors)
-
+    def __call__(self, **kwargs: Any) -> GymnasiumVectorView:
         num_envs = kwargs.pop("num_envs", 1)
         return GymnasiumVectorView(make_builtin(self._name, num_envs=num_envs, **kwargs))
 
