@@ -9,22 +9,30 @@ import numbers
 import sys
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, Final, TypeVar
 
 from typedrl.errors import ConfigError
 
 __all__ = [
+    "MAX_SEED",
+    "adam_betas",
     "describe",
     "finite_float",
     "float_mapping",
+    "half_open_unit_interval",
     "json_like",
+    "json_object",
     "no_type_check",
     "non_negative_float",
     "non_negative_int",
     "positive_float",
     "positive_int",
+    "seed_int",
     "unit_interval",
 ]
+
+MAX_SEED: Final = 2**32 - 1
+"""The largest seed a run takes (env seeds must be non-negative, derived torch seeds in range)."""
 
 
 _T = TypeVar("_T")
@@ -116,6 +124,44 @@ def unit_interval(owner: str, name: str, value: object) -> float:
     if not 0.0 <= result <= 1.0:
         raise ConfigError(f"{owner}.{name} must lie in [0, 1], got {describe(value)}")
     return result
+
+
+def half_open_unit_interval(owner: str, name: str, value: object) -> float:
+    """Check that ``value`` is a finite real number in ``[0, 1)`` (a momentum, an Adam beta)."""
+    result = finite_float(owner, name, value)
+    if not 0.0 <= result < 1.0:
+        raise ConfigError(f"{owner}.{name} must lie in [0, 1), got {describe(value)}")
+    return result
+
+
+def adam_betas(owner: str, name: str, value: object) -> tuple[float, float]:
+    """Check a pair (list or tuple) of Adam's moment decay rates, each in ``[0, 1)``."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise ConfigError(f"{owner}.{name} must be a pair of floats, got {describe(value)}")
+    first, second = value
+    return (
+        half_open_unit_interval(owner, f"{name}[0]", first),
+        half_open_unit_interval(owner, f"{name}[1]", second),
+    )
+
+
+def seed_int(owner: str, name: str, value: object) -> int:
+    """Check that ``value`` is an ``int`` (not a ``bool``) in ``[0, MAX_SEED]``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise ConfigError(
+            f"{owner}.{name} must be an int in [0, {MAX_SEED}], got {describe(value)}"
+        )
+    return value
+
+
+def json_object(owner: str, name: str, value: object) -> dict[str, Any]:
+    """Check a ``dict`` that is JSON-like all the way down (see :func:`json_like`)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{owner}.{name} must be a dict, got {describe(value)}")
+    # The checkpoint's own rule, checked when the config is built rather than when the
+    # first checkpoint is written, after training.
+    json_like(f"{owner}.{name}", value)
+    return value
 
 
 def float_mapping(owner: str, name: str, value: object) -> Mapping[str, float]:

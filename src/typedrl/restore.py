@@ -34,6 +34,7 @@ from typedrl.envs._isaaclab import holds_one_simulation
 from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
 from typedrl.protocols import VecEnv
+from typedrl.runs import CONFIG_FILE, RunSettings, read_run_config
 
 __all__ = [
     "CheckpointChoice",
@@ -173,8 +174,6 @@ def trained_env(
         ConfigError: The checkpoint records no env and no ``env_id`` was
             given, or the run's ``config.yaml`` cannot be read.
     """
-    from typedrl.cli._config import CONFIG_FILE, RunSettings, read_run_config  # noqa: PLC0415
-
     name = env_id if env_id is not None else checkpoint.env_id
     if name is None:
         raise ConfigError(

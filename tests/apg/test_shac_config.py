@@ -77,7 +77,7 @@ def test_invalid_value_is_shown() -> None:
     ):
         SHACConfig(target_alpha=1.5)
     with pytest.raises(ConfigError, match=r"one of \['constant', 'linear', 'cosine'\], got 'step'"):
-        SHACConfig(critic_learning_rate_schedule="step")
+        SHACConfig(critic_learning_rate_schedule="step")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("value", [1, 0])

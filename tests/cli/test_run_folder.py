@@ -12,8 +12,9 @@ import typedrl.envs
 from tests.cli.factories import SMALL_RUN
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
-from typedrl.cli._config import RUN_KEYS, parse_env_kwargs
+from typedrl.cli._config import parse_env_kwargs
 from typedrl.errors import ConfigError
+from typedrl.runs import RUN_KEYS
 
 _SMALL = SMALL_RUN
 
@@ -129,7 +130,7 @@ def test_config_file_errors(tmp_path: Path) -> None:
         r"unknown keys \['foo'\]": "foo: 1\n",
         "not valid YAML": "config: [\n",
         "config must be a mapping": "config: 3\n",
-        r"run has no settings \['colour'\]": "run:\n  colour: red\n",
+        r"run has no fields \['colour'\]": "run:\n  colour: red\n",
         "run.vectorization must be one of": "run:\n  vectorization: threads\n",
         "run.wrappers must be a list": "run:\n  wrappers: TimeLimit\n",
         "algo must be one of": "algo: sac\n",

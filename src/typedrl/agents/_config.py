@@ -1,26 +1,30 @@
 """Configuration of the on-policy agents: frozen, keyword-only, validated on construction."""
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, final
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, final
 
-from typedrl import _validation
+from typedrl import _config_fields, _validation
+from typedrl._config_fields import check, optional, sequence_of
 from typedrl._validation import (
-    describe,
     finite_float,
+    json_object,
     non_negative_float,
     positive_float,
     positive_int,
+    seed_int,
     unit_interval,
 )
 from typedrl.errors import ConfigError
 
-__all__ = ["PPOConfig"]
+__all__ = ["PPOConfig", "PPOLearningRateSchedule"]
 
-LearningRateSchedule = Literal["constant", "linear", "adaptive"]
-NonFiniteGradients = Literal["skip", "raise"]
+PPOLearningRateSchedule: TypeAlias = Literal["constant", "linear", "adaptive"]
+"""How PPO's learning rate moves: kept, decayed linearly to 0, or driven by the KL."""
+NonFiniteGradients: TypeAlias = Literal["skip", "raise"]
 
-
-_MAX_SEED = 2**32 - 1
+_POSITIVE = check(positive_float)
+_WIDTHS = check(sequence_of(positive_int, expected="a sequence of positive ints"))
 
 
 @final
@@ -43,44 +47,44 @@ class PPOConfig:
         typedrl.errors.ConfigError: PPOConfig.clip_range must be > 0, got 0.0 (type float)
     """
 
-    total_timesteps: int = 1_000_000
+    total_timesteps: int = field(default=1_000_000, metadata=check(positive_int))
     """Training budget in env steps summed over all envs and ranks."""
-    num_steps: int = 2048
+    num_steps: int = field(default=2048, metadata=check(positive_int))
     """Steps collected per env per epoch (the rollout length)."""
-    num_mini_epochs: int = 10
+    num_mini_epochs: int = field(default=10, metadata=check(positive_int))
     """Passes over each epoch's data."""
-    batch_size: int = 64
+    batch_size: int = field(default=64, metadata=check(positive_int))
     """Samples per minibatch, per rank."""
-    learning_rate: float = 3e-4
+    learning_rate: float = field(default=3e-4, metadata=_POSITIVE)
     """Adam learning rate (the initial one for schedules)."""
-    learning_rate_schedule: LearningRateSchedule = "constant"
+    learning_rate_schedule: PPOLearningRateSchedule = "constant"
     """``"constant"``; ``"linear"`` decay to 0 over ``total_timesteps``; or ``"adaptive"``
     (KL-driven, rsl_rl style: divide by 1.5 when the approximate KL exceeds
     ``2 * desired_kl``, multiply by 1.5 below ``desired_kl / 2``, within
     ``[min_learning_rate, max_learning_rate]``)."""
-    desired_kl: float = 0.01
+    desired_kl: float = field(default=0.01, metadata=_POSITIVE)
     """Target KL of the adaptive schedule."""
-    min_learning_rate: float = 1e-5
+    min_learning_rate: float = field(default=1e-5, metadata=_POSITIVE)
     """Lower bound of the adaptive schedule."""
-    max_learning_rate: float = 1e-2
+    max_learning_rate: float = field(default=1e-2, metadata=_POSITIVE)
     """Upper bound of the adaptive schedule."""
-    target_kl: float | None = None
+    target_kl: float | None = field(default=None, metadata=check(optional(positive_float)))
     """Stop an epoch's remaining minibatches once the approximate KL exceeds this
     (``None``: never)."""
-    gamma: float = 0.99
+    gamma: float = field(default=0.99, metadata=check(unit_interval))
     """Discount factor."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = field(default=0.95, metadata=check(unit_interval))
     """GAE lambda."""
-    clip_range: float = 0.2
+    clip_range: float = field(default=0.2, metadata=_POSITIVE)
     """PPO ratio clipping epsilon."""
     clip_value_loss: bool = False
     """Clip the value update around the old values with ``clip_range``."""
-    value_loss_coef: float = 0.5
+    value_loss_coef: float = field(default=0.5, metadata=check(non_negative_float))
     """Weight of the value loss, half the mean squared error (Stable-Baselines3's ``vf_coef``
     weights the full mean squared error: its ``vf_coef=c`` is ``value_loss_coef=2 * c``)."""
-    entropy_coef: float = 0.0
+    entropy_coef: float = field(default=0.0, metadata=check(non_negative_float))
     """Weight of the entropy bonus."""
-    max_grad_norm: float | None = 0.5
+    max_grad_norm: float | None = field(default=0.5, metadata=check(optional(positive_float)))
     """Global gradient-norm clipping (``None``: off)."""
     normalize_advantages: bool = True
     """Normalise advantages per minibatch."""
@@ -89,21 +93,21 @@ class PPOConfig:
     normalize_rewards: bool = False
     """Scale rewards by the running std of the discounted return (advantages are
     computed on the scaled rewards; reported returns stay unnormalised)."""
-    observation_clip: float = 10.0
+    observation_clip: float = field(default=10.0, metadata=_POSITIVE)
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
-    reward_clip: float = 10.0
+    reward_clip: float = field(default=10.0, metadata=_POSITIVE)
     """Clamp normalised rewards likewise."""
     nonfinite_gradients: NonFiniteGradients = "skip"
     """What to do when a minibatch's gradient is NaN/inf: skip that update or raise."""
-    adam_eps: float = 1e-5
+    adam_eps: float = field(default=1e-5, metadata=_POSITIVE)
     """Adam epsilon."""
-    actor_hidden: tuple[int, ...] = (64, 64)
+    actor_hidden: tuple[int, ...] = field(default=(64, 64), metadata=_WIDTHS)
     """Hidden layer widths of the actor MLP."""
-    critic_hidden: tuple[int, ...] = (64, 64)
+    critic_hidden: tuple[int, ...] = field(default=(64, 64), metadata=_WIDTHS)
     """Hidden layer widths of the critic MLP."""
     activation: Literal["tanh", "relu", "elu", "silu"] = "tanh"
     """Hidden activation of both MLPs."""
-    log_std_init: float = 0.0
+    log_std_init: float = field(default=0.0, metadata=check(finite_float))
     """Initial log standard deviation of Gaussian policies."""
     orthogonal_init: bool = True
     """Orthogonal initialisation of both MLPs (gain ``sqrt(2)`` for hidden layers, 0.01
@@ -128,96 +132,20 @@ class PPOConfig:
     ``True`` compiles always and raises :class:`~typedrl.errors.ConfigError` with DDP or
     another precision; ``False`` never compiles. The seconds spent compiling appear in
     the fit result's metrics as ``time/compile_seconds``."""
-    seed: int = 0
+    seed: int = field(default=0, metadata=check(seed_int))
     """Seed of the run, in ``[0, 2**32 - 1]``: every random stream of every rank (env,
     evaluation env, initialisation, minibatch sampler) gets its own seed from it through
     :func:`typedrl.seeding.derive_seed`."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, metadata=check(json_object))
     """Free-form JSON-like values stored with checkpoints (for your own bookkeeping)."""
 
     def __post_init__(self) -> None:
-        self._validate_numbers()
-        self._validate_choices()
-        self._validate_structures()
-
-    def _set(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)
-
-    def _validate_numbers(self) -> None:
-        for name in ("total_timesteps", "num_steps", "num_mini_epochs", "batch_size"):
-            positive_int("PPOConfig", name, getattr(self, name))
-        for name in (
-            "learning_rate",
-            "desired_kl",
-            "min_learning_rate",
-            "max_learning_rate",
-            "clip_range",
-            "adam_eps",
-            "observation_clip",
-            "reward_clip",
-        ):
-            self._set(name, positive_float("PPOConfig", name, getattr(self, name)))
-        for name in ("value_loss_coef", "entropy_coef"):
-            self._set(name, non_negative_float("PPOConfig", name, getattr(self, name)))
-        self._set("log_std_init", finite_float("PPOConfig", "log_std_init", self.log_std_init))
-        self._set("gamma", unit_interval("PPOConfig", "gamma", self.gamma))
-        self._set("gae_lambda", unit_interval("PPOConfig", "gae_lambda", self.gae_lambda))
-        for name in ("target_kl", "max_grad_norm"):
-            if getattr(self, name) is not None:
-                self._set(name, positive_float("PPOConfig", name, getattr(self, name)))
+        _config_fields.validate(self)
         if self.min_learning_rate > self.max_learning_rate:
             raise ConfigError(
                 f"PPOConfig.min_learning_rate ({self.min_learning_rate}) must not exceed "
                 f"max_learning_rate ({self.max_learning_rate})"
             )
-        if (
-            isinstance(self.seed, bool)
-            or not isinstance(self.seed, int)
-            or not 0 <= self.seed <= _MAX_SEED
-        ):
-            # Env seeds must be non-negative, and derived torch seeds must stay in range.
-            raise ConfigError(
-                f"PPOConfig.seed must be an int in [0, {_MAX_SEED}], got {describe(self.seed)}"
-            )
-
-    def _validate_choices(self) -> None:
-        choices: dict[str, tuple[object, ...]] = {
-            "learning_rate_schedule": ("constant", "linear", "adaptive"),
-            "nonfinite_gradients": ("skip", "raise"),
-            "activation": ("tanh", "relu", "elu", "silu"),
-            "compile_update": (True, False, "auto"),
-        }
-        for name in (
-            "clip_value_loss",
-            "normalize_advantages",
-            "normalize_observations",
-            "normalize_rewards",
-            "orthogonal_init",
-        ):
-            choices[name] = (True, False)
-        for name, valid in choices.items():
-            value = getattr(self, name)
-            if not any(value is v or (isinstance(v, str) and value == v) for v in valid):
-                raise ConfigError(
-                    f"PPOConfig.{name} must be one of {list(valid)}, got {describe(value)}"
-                )
-
-    def _validate_structures(self) -> None:
-        for name in ("actor_hidden", "critic_hidden"):
-            value = getattr(self, name)
-            if isinstance(value, str) or not hasattr(value, "__iter__"):
-                raise ConfigError(
-                    f"PPOConfig.{name} must be a sequence of positive ints, got {describe(value)}"
-                )
-            widths = tuple(value)
-            for width in widths:
-                positive_int("PPOConfig", f"{name}[]", width)
-            self._set(name, widths)
-        if not isinstance(self.extra, dict):
-            raise ConfigError(f"PPOConfig.extra must be a dict, got {describe(self.extra)}")
-        # The checkpoint's own rule, checked now rather than when the first checkpoint
-        # is written, after training.
-        _validation.json_like("PPOConfig.extra", self.extra)
 
     def minibatches_per_epoch(self, *, num_envs: int) -> int:
         """``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``, per rank."""
@@ -227,20 +155,9 @@ class PPOConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain JSON-like values (tuples become lists), for checkpoints and logs."""
-        data = asdict(self)
-        for name in ("actor_hidden", "critic_hidden"):
-            data[name] = list(data[name])
-        return data
+        return _config_fields.to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PPOConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> "PPOConfig":
         """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"PPOConfig has no fields {unknown}; valid fields: {sorted(known)}")
-        values = dict(data)
-        for name in ("actor_hidden", "critic_hidden"):
-            if name in values:
-                values[name] = tuple(values[name])
-        return cls(**values)
+        return _config_fields.from_dict(cls, data)

@@ -1,10 +1,12 @@
 """Configuration of the differentiable trainer: rollouts, budget, policy and algorithm."""
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, final
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, final
 
-from typedrl import _validation
-from typedrl._validation import describe, json_like, positive_float, positive_int
+from typedrl import _config_fields, _validation
+from typedrl._config_fields import check, optional, sequence_of
+from typedrl._validation import finite_float, json_object, positive_float, positive_int, seed_int
 from typedrl.apg._config import APGConfig
 from typedrl.apg._shac_config import SHACConfig
 from typedrl.errors import ConfigError
@@ -12,18 +14,11 @@ from typedrl.policies import Activation
 
 __all__ = ["DifferentiableTrainerConfig", "RolloutMode"]
 
-RolloutMode = Literal["segmented", "complete"]
+RolloutMode: TypeAlias = Literal["segmented", "complete"]
+"""Truncated segments of a running env, or complete rollouts from a reset."""
 
-_MAX_SEED = 2**32 - 1
-_BOOLS = (
-    "normalize_observations",
-    "random_initial_clocks",
-    "measure_adjoint",
-    "clip_actions",
-    "layer_norm",
-    "squash_actions",
-    "learn_log_std",
-)
+_POSITIVE_INT = check(positive_int)
+_OPTIONAL_POSITIVE_INT = check(optional(positive_int))
 
 
 @final
@@ -47,20 +42,20 @@ class DifferentiableTrainerConfig:
 multiple of segment_length (16)
     """
 
-    total_timesteps: int | None = None
+    total_timesteps: int | None = field(default=None, metadata=_OPTIONAL_POSITIVE_INT)
     """Budget in env steps over all rows and ranks (or set :attr:`total_updates`)."""
-    total_updates: int | None = None
+    total_updates: int | None = field(default=None, metadata=_OPTIONAL_POSITIVE_INT)
     """Budget in optimizer updates (or set :attr:`total_timesteps`)."""
     rollout_mode: RolloutMode = "segmented"
     """``"segmented"``: truncated backpropagation through time over a running env;
     ``"complete"``: every microbatch resets the env and rolls out a full horizon."""
-    segment_length: int = 32
+    segment_length: int = field(default=32, metadata=_POSITIVE_INT)
     """Steps between two graph cuts (``env.detach_state()``) in segmented mode."""
-    update_horizon: int | None = None
+    update_horizon: int | None = field(default=None, metadata=_OPTIONAL_POSITIVE_INT)
     """Steps of one update: a multiple of :attr:`segment_length` in segmented mode
     (default: one segment); the horizon of each complete rollout in complete mode
     (default: :attr:`segment_length`; a scheduled env chooses its own)."""
-    gradient_accumulation_steps: int = 1
+    gradient_accumulation_steps: int = field(default=1, metadata=_POSITIVE_INT)
     """Complete rollouts per update (complete mode only)."""
     normalize_observations: bool = True
     """Normalise observations with running statistics (frozen within an update, updated
@@ -76,10 +71,13 @@ multiple of segment_length (16)
     clip_actions: bool = False
     """Clamp actions to the action space's bounds before the env (clamped coordinates get
     no gradient; the squashing policy keeps actions in bounds without it)."""
-    adjoint_max_norm: float | None = None
+    adjoint_max_norm: float | None = field(default=None, metadata=check(optional(positive_float)))
     """Clip each row's gradient with respect to its action to this norm (``None``: only
     measure it), a guard against exploding gradients through the simulator."""
-    hidden: tuple[int, ...] = (64, 64)
+    hidden: tuple[int, ...] = field(
+        default=(64, 64),
+        metadata=check(sequence_of(positive_int, expected="a sequence of positive ints")),
+    )
     """Hidden layer widths of the policy MLP."""
     activation: Activation = "elu"
     """Hidden activation of the policy MLP."""
@@ -87,108 +85,50 @@ multiple of segment_length (16)
     """LayerNorm after each hidden layer of the policy."""
     squash_actions: bool = True
     """Squash actions into the action space's bounds with tanh (gradients never blocked)."""
-    log_std_init: float = -1.0
+    log_std_init: float = field(default=-1.0, metadata=check(finite_float))
     """Initial log standard deviation of the Gaussian policy."""
     learn_log_std: bool = True
     """Learn the log standard deviation (else it stays at :attr:`log_std_init`)."""
-    observation_clip: float = 10.0
+    observation_clip: float = field(default=10.0, metadata=check(positive_float))
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
     algorithm: APGConfig | SHACConfig = field(default_factory=APGConfig)
     """The algorithm: :class:`~typedrl.apg.APGConfig` for plain analytic policy gradients,
     :class:`~typedrl.apg.SHACConfig` for the short-horizon actor-critic (segmented only,
     one window of ``segment_length`` steps per update)."""
-    seed: int = 0
+    seed: int = field(default=0, metadata=check(seed_int))
     """Seed of the run, in ``[0, 2**32 - 1]`` (every stream derives its seed from it)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, metadata=check(json_object))
     """Free-form JSON-like values stored with checkpoints."""
 
     def __post_init__(self) -> None:
         owner = "DifferentiableTrainerConfig"
-        budgets = [
-            name for name in ("total_timesteps", "total_updates") if getattr(self, name) is not None
-        ]
-        if len(budgets) != 1:
+        _config_fields.validate(self)
+        budgets = [self.total_timesteps, self.total_updates]
+        if budgets.count(None) != 1:
             raise ConfigError(
                 f"{owner} needs exactly one budget, total_timesteps or total_updates, got "
-                f"{'both' if budgets else 'neither'}"
+                f"{'neither' if budgets.count(None) == 2 else 'both'}"
             )
-        positive_int(owner, budgets[0], getattr(self, budgets[0]))
-        if self.rollout_mode not in ("segmented", "complete"):
+        segmented = self.rollout_mode == "segmented"
+        horizon = self.update_horizon
+        if segmented and horizon is not None and horizon % self.segment_length:
             raise ConfigError(
-                f"{owner}.rollout_mode must be one of ['segmented', 'complete'], got "
-                f"{describe(self.rollout_mode)}"
+                f"{owner}.update_horizon ({self.update_horizon}) must be a multiple of "
+                f"segment_length ({self.segment_length})"
             )
-        positive_int(owner, "segment_length", self.segment_length)
-        positive_int(owner, "gradient_accumulation_steps", self.gradient_accumulation_steps)
-        if self.update_horizon is not None:
-            positive_int(owner, "update_horizon", self.update_horizon)
-            if self.rollout_mode == "segmented" and self.update_horizon % self.segment_length:
-                raise ConfigError(
-                    f"{owner}.update_horizon ({self.update_horizon}) must be a multiple of "
-                    f"segment_length ({self.segment_length})"
-                )
-        if self.rollout_mode == "segmented" and self.gradient_accumulation_steps != 1:
+        if segmented and self.gradient_accumulation_steps != 1:
             raise ConfigError(
                 f"{owner}.gradient_accumulation_steps ({self.gradient_accumulation_steps}) "
                 "applies to rollout_mode='complete' only; a segmented update spans "
                 "update_horizon steps instead"
             )
-        self._validate_policy()
-        if not isinstance(self.algorithm, APGConfig | SHACConfig):
-            raise ConfigError(
-                f"{owner}.algorithm must be an APGConfig or a SHACConfig, got "
-                f"{describe(self.algorithm)}"
-            )
         if isinstance(self.algorithm, SHACConfig) and (
-            self.rollout_mode != "segmented" or self.horizon != self.segment_length
+            not segmented or self.horizon != self.segment_length
         ):
             raise ConfigError(
                 f"{owner}: SHAC learns from one window of segment_length steps per update; "
                 f"set rollout_mode='segmented' and leave update_horizon unset (got "
                 f"rollout_mode={self.rollout_mode!r}, update_horizon={self.update_horizon!r})"
-            )
-        seed: object = self.seed
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= _MAX_SEED:
-            raise ConfigError(
-                f"{owner}.seed must be an int in [0, {_MAX_SEED}], got {describe(seed)}"
-            )
-        if not isinstance(self.extra, dict):
-            raise ConfigError(f"{owner}.extra must be a dict, got {describe(self.extra)}")
-        json_like(f"{owner}.extra", self.extra)
-
-    def _validate_policy(self) -> None:
-        owner = "DifferentiableTrainerConfig"
-        for name in _BOOLS:
-            if getattr(self, name) is not True and getattr(self, name) is not False:
-                raise ConfigError(
-                    f"{owner}.{name} must be a bool, got {describe(getattr(self, name))}"
-                )
-        if self.adjoint_max_norm is not None:
-            object.__setattr__(
-                self,
-                "adjoint_max_norm",
-                positive_float(owner, "adjoint_max_norm", self.adjoint_max_norm),
-            )
-        object.__setattr__(
-            self,
-            "observation_clip",
-            positive_float(owner, "observation_clip", self.observation_clip),
-        )
-        object.__setattr__(
-            self, "log_std_init", _validation.finite_float(owner, "log_std_init", self.log_std_init)
-        )
-        hidden: object = self.hidden
-        if isinstance(hidden, str) or not isinstance(hidden, tuple | list):
-            raise ConfigError(
-                f"{owner}.hidden must be a sequence of positive ints, got {describe(hidden)}"
-            )
-        object.__setattr__(
-            self, "hidden", tuple(positive_int(owner, "hidden[]", w) for w in hidden)
-        )
-        if self.activation not in ("tanh", "relu", "elu", "silu"):
-            raise ConfigError(
-                f"{owner}.activation must be one of ['tanh', 'relu', 'elu', 'silu'], got "
-                f"{describe(self.activation)}"
             )
 
     @property
@@ -205,31 +145,13 @@ multiple of segment_length (16)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-like values (tuples become lists, the algorithm a dict)."""
-        data = asdict(self)
-        data["hidden"] = list(self.hidden)
-        data["algorithm"] = self.algorithm.to_dict()
-        return data
+        return _config_fields.to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DifferentiableTrainerConfig":
-        """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(
-                f"DifferentiableTrainerConfig has no fields {unknown}; valid fields: "
-                f"{sorted(known)}"
-            )
-        values = dict(data)
-        if "hidden" in values:
-            values["hidden"] = tuple(values["hidden"])
-        algorithm = values.get("algorithm")
-        if isinstance(algorithm, dict):
-            # A SHAC config is one with a field APG does not have (its actor, a critic_*).
-            shac_only = set(SHACConfig.__dataclass_fields__) - set(APGConfig.__dataclass_fields__)
-            values["algorithm"] = (
-                SHACConfig.from_dict(algorithm)
-                if shac_only & set(algorithm)
-                else APGConfig.from_dict(algorithm)
-            )
-        return cls(**values)
+    def from_dict(cls, data: Mapping[str, Any]) -> "DifferentiableTrainerConfig":
+        """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError.
+
+        An ``algorithm`` dict is a :class:`~typedrl.apg.SHACConfig` when it names SHAC's
+        fields (its ``actor``, a ``critic_*``), else an :class:`~typedrl.apg.APGConfig`.
+        """
+        return _config_fields.from_dict(cls, data)

@@ -1,44 +1,34 @@
-"""How ``typedrl train`` resolves its settings, and the run folder's ``config.yaml``.
+"""How ``typedrl train`` resolves its settings from defaults, files and flags.
 
 One source of truth for every value, lowest first: the config dataclass's
 defaults < the tuned file for (algo, env) < the ``--config`` file < the flags
 and ``--set``. With ``--resume RUN_DIR`` the run's own ``config.yaml`` replaces
-the first three, and the flags may change only what a resume may change.
+the first three, and the flags may change only what a resume may change. The
+run folder's ``config.yaml`` itself is :mod:`typedrl.runs`'s.
 """
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, final
+from typing import Any, Final, final
 
-import yaml
-
-from typedrl import _validation, configs
+from typedrl import configs
 from typedrl._validation import describe, positive_int
 from typedrl.configs import Algorithm, TrainerConfig
 from typedrl.errors import ConfigError
+from typedrl.runs import CONFIG_FILE, RUN_KEYS, RunSettings, read_run_config
 
 __all__ = [
-    "CONFIG_FILE",
     "DEFAULT_ENV_IDS",
-    "RUN_KEYS",
+    "FIXED_RUN_SETTINGS",
+    "CommandLayer",
     "ResolvedRun",
-    "RunSettings",
-    "dump_run_config",
+    "parse_env_kwargs",
     "parse_override",
     "plain",
-    "read_run_config",
     "resolve",
-    "write_run_config",
 ]
-
-CONFIG_FILE: Final = "config.yaml"
-"""The resolved config's file name in a run folder."""
-
-RUN_KEYS: Final = ("source", "algo", "env_id", "num_envs", "seed", "config", "run", "command")
-"""The top-level keys of a run's ``config.yaml`` (a ``--config`` file may hold any of them)."""
 
 DEFAULT_ENV_IDS: Final[Mapping[Algorithm, str]] = {
     "ppo": "typedrl/CartPole-v0",
@@ -50,124 +40,9 @@ DEFAULT_ENV_IDS: Final[Mapping[Algorithm, str]] = {
 DEFAULT_NUM_ENVS: Final = 8
 """Env rows per rank when neither a tuned file nor the user sets them."""
 
-Vectorization = Literal["sync", "async"]
-Accelerator = Literal["cpu", "cuda", "auto"]
-_VECTORIZATIONS: Final = ("sync", "async")
-_ACCELERATORS: Final = ("cpu", "cuda", "auto")
-
 FIXED_RUN_SETTINGS: Final = frozenset({"env_kwargs", "wrappers", "clip_actions"})
 """Run settings a resume may not change (they change the env). The number of ranks may
 change (``devices``, ``num_nodes``): such a resume is valid but not bit-exact."""
-
-
-def _optional_positive(name: str, value: object) -> None:
-    if value is not None:
-        positive_int("run", name, value)
-
-
-@final
-@_validation.no_type_check
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunSettings:
-    """The run options ``typedrl train`` takes besides the config (the ``run:`` section)."""
-
-    eval_every: int | None = None
-    """Evaluate every this many env steps (``None``: at the end only)."""
-    eval_episodes: int = 16
-    """Episodes per evaluation and rank."""
-    checkpoint_every: int | None = None
-    """Write ``epoch_<n>.ckpt`` every this many iterations (``None``: never)."""
-    keep_checkpoints: int | None = None
-    """Keep only the newest this many ``epoch_<n>.ckpt`` files (``None``: all)."""
-    vectorization: Vectorization = "sync"
-    """How Gymnasium envs are batched (built-in torch envs are always batched natively)."""
-    accelerator: Accelerator = "cpu"
-    """Fabric's accelerator."""
-    devices: int | None = None
-    """Processes per node (DDP when more than one in all).
-
-    ``None``: the processes ``torchrun`` or ``srun`` started on each node, 1
-    without a launcher. A run's ``config.yaml`` records the number it ran with.
-    """
-    num_nodes: int | None = None
-    """Nodes (``None``: the launch's; 1 without a launcher). Checked against the launch."""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Keyword arguments of the env's constructor."""
-    wrappers: tuple[str, ...] = ()
-    """Gymnasium wrappers applied to each single env, by name, in order."""
-    clip_actions: bool | None = None
-    """Clip ``Box`` actions to the action space's bounds before the env sees them.
-
-    ``None`` keeps the env's own rule: the built-in envs clip (as Gymnasium's
-    own envs do inside ``step``); other envs get the policy's actions as given.
-    """
-    wandb_project: str | None = None
-    """Also log to this Weights & Biases project."""
-
-    def __post_init__(self) -> None:
-        for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
-            _optional_positive(name, getattr(self, name))
-        positive_int("run", "eval_episodes", self.eval_episodes)
-        for name in ("devices", "num_nodes"):
-            _optional_positive(name, getattr(self, name))
-        if self.vectorization not in _VECTORIZATIONS:
-            raise ConfigError(
-                f"run.vectorization must be one of {list(_VECTORIZATIONS)}, "
-                f"got {describe(self.vectorization)}"
-            )
-        if self.accelerator not in _ACCELERATORS:
-            raise ConfigError(
-                f"run.accelerator must be one of {list(_ACCELERATORS)}, "
-                f"got {describe(self.accelerator)}"
-            )
-        if not isinstance(self.env_kwargs, dict) or any(
-            type(key) is not str for key in self.env_kwargs
-        ):
-            raise ConfigError(
-                "run.env_kwargs must be a mapping of names to values, "
-                f"got {describe(self.env_kwargs)}"
-            )
-        wrappers: object = self.wrappers
-        if isinstance(wrappers, str) or not isinstance(wrappers, list | tuple):
-            raise ConfigError(f"run.wrappers must be a list of names, got {describe(wrappers)}")
-        for item in wrappers:
-            if type(item) is not str:
-                raise ConfigError(f"run.wrappers must hold names (strings), got {describe(item)}")
-        object.__setattr__(self, "wrappers", tuple(wrappers))
-        if self.clip_actions is not None and type(self.clip_actions) is not bool:
-            raise ConfigError(
-                f"run.clip_actions must be true, false or null, got {describe(self.clip_actions)}"
-            )
-        if self.wandb_project is not None and type(self.wandb_project) is not str:
-            raise ConfigError(
-                f"run.wandb_project must be a string or null, got {describe(self.wandb_project)}"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The settings as YAML values (the ``run:`` section)."""
-        return {
-            "eval_every": self.eval_every,
-            "eval_episodes": self.eval_episodes,
-            "checkpoint_every": self.checkpoint_every,
-            "keep_checkpoints": self.keep_checkpoints,
-            "vectorization": self.vectorization,
-            "accelerator": self.accelerator,
-            "devices": self.devices,
-            "num_nodes": self.num_nodes,
-            "env_kwargs": dict(self.env_kwargs),
-            "wrappers": list(self.wrappers),
-            "clip_actions": self.clip_actions,
-            "wandb_project": self.wandb_project,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RunSettings":
-        """Build the settings from a ``run:`` section; unknown keys raise ConfigError."""
-        known = sorted(RunSettings.__dataclass_fields__)
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ConfigError(f"run has no settings {unknown}; valid settings: {known}")
-        return cls(**data)
 
 
 @final
@@ -296,62 +171,6 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_copy(item) for item in value]
     return value
-
-
-def read_run_config(path: Path) -> dict[str, Any]:
-    """Read a ``--config`` file or a run's ``config.yaml``: any of :data:`RUN_KEYS`.
-
-    Raises:
-        ConfigError: The file is missing, not YAML, or has other top-level keys.
-    """
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{path}: expected a mapping with keys among {list(RUN_KEYS)}, got {describe(data)}"
-        )
-    unknown = sorted(str(key) for key in data if key not in RUN_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown keys {unknown}; a config file has keys among {list(RUN_KEYS)}"
-        )
-    for key in ("config", "run"):
-        if data.get(key) is not None and not isinstance(data[key], dict):
-            raise ConfigError(f"{path}: {key} must be a mapping, got {describe(data[key])}")
-    return data
-
-
-def dump_run_config(document: Mapping[str, Any]) -> str:
-    """The YAML text of a run document, keys in their order."""
-    return yaml.safe_dump(dict(document), sort_keys=False, default_flow_style=False)
-
-
-def write_run_config(run_dir: Path, document: Mapping[str, Any]) -> Path:
-    """Write ``<run_dir>/config.yaml`` atomically.
-
-    Raises:
-        ConfigError: The file cannot be written.
-    """
-    path = run_dir / CONFIG_FILE
-    temp = path.with_name(f".{CONFIG_FILE}.tmp")
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with temp.open("w") as handle:
-            handle.write(dump_run_config(document))
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.replace(path)
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot write the run's config ({error.strerror})") from None
-    return path
 
 
 @final

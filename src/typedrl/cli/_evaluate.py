@@ -144,8 +144,8 @@ def _training_record(location: "CheckpointLocation") -> str | None:
     ``rows_for(eval_episodes, min(num_envs, 8))`` rows and the run seed's
     ``"eval_env"`` stream of rank 0.
     """
-    from typedrl.cli._config import CONFIG_FILE, read_run_config  # noqa: PLC0415
     from typedrl.cli._train import EVAL_ROWS  # noqa: PLC0415
+    from typedrl.runs import CONFIG_FILE, read_run_config  # noqa: PLC0415
     from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import SUMMARY_FILE  # noqa: PLC0415
 

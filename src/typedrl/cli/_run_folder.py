@@ -17,10 +17,11 @@ from typing import Any, Final, final
 from lightning.fabric import Fabric
 
 from typedrl.checkpoint import Checkpoint, CheckpointPaths, load_checkpoint
-from typedrl.cli._config import CONFIG_FILE, ResolvedRun, plain
+from typedrl.cli._config import ResolvedRun, plain
 from typedrl.distributed import FabricDistributed
 from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.logging import drop_rows_after
+from typedrl.runs import CONFIG_FILE
 
 __all__ = [
     "OVERWRITTEN",

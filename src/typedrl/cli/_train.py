@@ -11,16 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from typedrl.cli._config import (
-    CONFIG_FILE,
     DEFAULT_ENV_IDS,
     CommandLayer,
     ResolvedRun,
-    dump_run_config,
     parse_env_kwargs,
     resolve,
-    write_run_config,
 )
 from typedrl.errors import ConfigError, MissingDependencyError
+from typedrl.runs import CONFIG_FILE, dump_run_config, write_run_config
 
 if TYPE_CHECKING:
     import torch
