@@ -313,21 +313,18 @@ def test_write_rejects_bad_tensors(value: object, message: str) -> None:
         buffer.write(1, {"reward": value})  # type: ignore[dict-item]
 
 
-@pytest.mark.usefixtures("without_runtime_checks")
-@pytest.mark.parametrize("step", [-1, NUM_STEPS, True, 1.0, "0"])
-def test_write_rejects_bad_steps(step: object) -> None:
-    """Without runtime checks too, the step must be an int in [0, num_steps)."""
+@pytest.mark.parametrize("step", [-1, NUM_STEPS])
+def test_write_rejects_bad_steps(step: int) -> None:
+    """The step must be in [0, num_steps)."""
     buffer = _buffer()
-    with pytest.raises(SpecError, match=r"step must be an int in \[0, 4\)"):
-        buffer.write(step, {"reward": torch.zeros(NUM_ENVS)})  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match=r"step must be in \[0, 4\)"):
+        buffer.write(step, {"reward": torch.zeros(NUM_ENVS)})
 
 
 @pytest.mark.usefixtures("without_runtime_checks")
-def test_write_rejects_other_containers() -> None:
-    """Without runtime checks, data must be a TensorDict or a mapping with valid keys."""
+def test_write_rejects_bad_keys() -> None:
+    """Without runtime checks, keys and prefixes must be valid."""
     buffer = _buffer()
-    with pytest.raises(SpecError, match="must be a TensorDict or a mapping"):
-        buffer.write(0, [torch.zeros(NUM_ENVS)])  # type: ignore[arg-type]
     with pytest.raises(SpecError, match="a key must be a non-empty str"):
         buffer.write(0, {"": torch.zeros(NUM_ENVS)})
     with pytest.raises(SpecError, match=r"\(prefix\)"):
@@ -509,10 +506,6 @@ def test_validate_batch_plan_counts_per_rank() -> None:
         (
             {"num_envs": 4, "num_steps": -1, "num_mini_epochs": 2, "batch_size": 4},
             "num_steps must be a positive int, got -1",
-        ),
-        (
-            {"num_envs": 4, "num_steps": 8, "num_mini_epochs": None, "batch_size": 4},
-            "num_mini_epochs must be a positive int, got None",
         ),
     ],
 )

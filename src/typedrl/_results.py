@@ -113,13 +113,12 @@ class StepResult(_StepTuple):
         """Build a result without validation, for producers correct by construction.
 
         Adapters and built-in envs whose outputs have the right shapes, dtypes
-        and devices by construction use this on their hot path (validation
-        costs a few microseconds a step). Everything else should call the
-        validating constructor.
+        and devices by construction use this on their hot path; nothing is
+        checked. Everything else should call the validating constructor.
         """
         self = tuple.__new__(cls, (obs, reward, terminated, truncated, info))
-        # Writing the instance dict directly is about twice as fast as two
-        # object.__setattr__ calls, and bypasses __setattr__ just the same.
+        # Writing the instance dict directly bypasses __setattr__ as
+        # object.__setattr__ would, in one step instead of two calls.
         attributes = self.__dict__
         attributes["_final_obs"] = final_obs
         attributes["_valid"] = valid
@@ -257,7 +256,6 @@ def _check_objective_scale_tensor(scale: Tensor) -> None:
 
 
 @final
-@_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvaluationResult:
     """What an :class:`~typedrl.protocols.Evaluator` returns.

@@ -39,7 +39,6 @@ import torch
 from tensordict import TensorDict, is_leaf_nontensor
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import describe, positive_int
 from typedrl.errors import ConfigError, SpecError
 from typedrl.types import BatchIndices
@@ -348,23 +347,18 @@ class ExperienceBuffer:
                 tensor that requires grad, or a key already written at ``step``.
         """
         where = "ExperienceBuffer.write"
-        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < self._num_steps:
+        if not 0 <= step < self._num_steps:
             raise SpecError(
-                f"{where}: step must be an int in [0, {self._num_steps}), got {describe(step)}"
+                f"{where}: step must be in [0, {self._num_steps}), got {describe(step)}"
             )
         prefix_key = _prefix_tuple(prefix, where=where)
         if isinstance(data, TensorDict):
             entries = [(_join(prefix_key, key), value) for key, value in _leaves(data)]
-        elif isinstance(data, Mapping):
+        else:
             entries = [
                 (_join(prefix_key, _canonical_key(key, where=where)), value)
                 for key, value in data.items()
             ]
-        else:
-            raise SpecError(
-                f"{where}: data must be a TensorDict or a mapping of key to tensor, "
-                f"got {describe(data)}"
-            )
         checked: dict[BufferKey, Tensor] = {}
         for key, value in entries:
             checked[key] = self._check_write(step, key, value, checked)
@@ -580,9 +574,6 @@ def _checked_plan(
     return -(-num_samples * epochs // size)
 
 
-# minibatch_count and validate_batch_plan take no tensors: they validate config
-# numbers, and their ConfigError (naming each number) is the message to show.
-@_validation.no_type_check
 def minibatch_count(*, num_samples: int, batch_size: int, num_mini_epochs: int) -> int:
     """Number of minibatches :func:`minibatch_indices` returns.
 
@@ -616,7 +607,6 @@ def minibatch_count(*, num_samples: int, batch_size: int, num_mini_epochs: int) 
     )
 
 
-@_validation.no_type_check
 def validate_batch_plan(
     *, num_envs: int, num_steps: int, num_mini_epochs: int, batch_size: int
 ) -> int:

@@ -8,7 +8,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._results import EvaluationResult, StepResult
 from typedrl._validation import positive_int
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
@@ -78,7 +77,6 @@ class EpisodeEvaluator:
         (6.0, 3)
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         env: VecEnv,
@@ -90,8 +88,6 @@ class EpisodeEvaluator:
     ) -> None:
         positive_int("EpisodeEvaluator", "num_episodes", num_episodes)
         positive_int("EpisodeEvaluator", "max_steps", max_steps)
-        if not isinstance(env, VecEnv):
-            raise ConfigError(f"EpisodeEvaluator needs a typedrl VecEnv, got {type(env).__name__}")
         self.env = env
         self.num_episodes = num_episodes
         self.seed = seed

@@ -41,14 +41,13 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, final
+from typing import Any, Final, Literal, TypeAlias, cast, final
 
 import gymnasium as gym
 import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 
-from typedrl import _validation
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.normalization import RunningMeanStd
@@ -105,9 +104,8 @@ def _normalization_stats(
     scales: list[Tensor] = []
     clips: set[float | None] = set()
     for key in keys:
-        normalizer = normalizers[key]
-        if not isinstance(normalizer, RunningMeanStd):
-            raise ConfigError(f"obs_normalizers[{key!r}] is not a RunningMeanStd")
+        # The policies put a RunningMeanStd under every key.
+        normalizer = cast("RunningMeanStd", normalizers[key])
         # (x - mean) * rsqrt(var + epsilon), as RunningMeanStd.normalize computes it.
         variance = normalizer.var.detach().to(torch.float64)
         means.append(normalizer.mean.detach().to(torch.float64).reshape(-1))
@@ -136,11 +134,9 @@ class DeterministicPolicy(nn.Module):
             key's width).
 
     Raises:
-        ConfigError: ``policy`` is another kind of module, or an observation key
-            it reads is not a ``Box``.
+        ConfigError: If an observation key the policy reads is not a ``Box``.
     """
 
-    @_validation.no_type_check
     def __init__(self, policy: RestoredPolicy, observation_space: gym.Space[Any]) -> None:
         super().__init__()
         normalizers: nn.ModuleDict | None
@@ -152,7 +148,7 @@ class DeterministicPolicy(nn.Module):
             self.discrete = policy.discrete
             self.action_start = policy.action_start
             self.squash = False
-        elif isinstance(policy, DifferentiableMLPPolicy):
+        else:
             keys = policy.obs_keys
             self.net = copy.deepcopy(policy.mean_net)
             normalizers = policy.obs_normalizers
@@ -160,11 +156,6 @@ class DeterministicPolicy(nn.Module):
             self.discrete = False
             self.action_start = 0
             self.squash = policy.squash
-        else:
-            raise ConfigError(
-                "DeterministicPolicy exports an MLPActorCritic (PPO) or a "
-                f"DifferentiableMLPPolicy (APG, SHAC), got {type(policy).__name__}"
-            )
         self.obs_dim = sum(_space_widths(observation_space, keys))
         self.action_shape = tuple(policy.action_shape)
         self.net_dtype = next(iter(self.net.parameters())).dtype
@@ -192,7 +183,6 @@ class DeterministicPolicy(nn.Module):
         self.eval()
 
     # Traced by torch.jit.trace and torch.export: no runtime checks inside.
-    @_validation.no_type_check
     def forward(self, obs: Float[Tensor, "batch obs_dim"]) -> Tensor:
         """The action for each row of ``obs``.
 
@@ -252,14 +242,6 @@ class ExportResult:
     """Whether the output is an action index."""
 
 
-def _check_format(export_format: object) -> ExportFormat:
-    for name in EXPORT_FORMATS:
-        if export_format == name:
-            return name
-    raise ConfigError(f"export format must be one of {list(EXPORT_FORMATS)}, got {export_format!r}")
-
-
-@_validation.no_type_check
 def export_policy(
     model: DeterministicPolicy, path: StrPath, *, export_format: ExportFormat = "onnx"
 ) -> Path:
@@ -276,13 +258,11 @@ def export_policy(
         The written file.
 
     Raises:
-        ConfigError: An unknown format.
         MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
     """
-    chosen = _check_format(export_format)
     target = Path(path)
     example = torch.zeros(2, model.obs_dim)
-    if chosen == "onnx":
+    if export_format == "onnx":
         missing = [name for name in _ONNX_MODULES if importlib.util.find_spec(name) is None]
         if missing:
             raise MissingDependencyError(
@@ -299,7 +279,7 @@ def export_policy(
             # internals; the file they write is what matters, and the tests check it.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
-            if chosen == "onnx":
+            if export_format == "onnx":
                 torch.onnx.export(
                     model,
                     (example,),
@@ -320,7 +300,6 @@ def export_policy(
     return target
 
 
-@_validation.no_type_check
 def export_checkpoint(
     checkpoint: StrPath,
     *,
@@ -349,11 +328,9 @@ def export_checkpoint(
 
     Raises:
         CheckpointError: No checkpoint at ``checkpoint``, or an unreadable one.
-        ConfigError: An unknown format, or a checkpoint that records no env
-            and no ``env_id``.
+        ConfigError: A checkpoint that records no env and no ``env_id``.
         MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
     """
-    chosen = _check_format(export_format)
     location = locate_checkpoint(checkpoint)
     saved = load_checkpoint(location.path)
     if env_id is None and saved.env_id is None:
@@ -362,7 +339,7 @@ def export_checkpoint(
             "(typedrl export CHECKPOINT --env ENV_ID)"
         )
     spec = trained_env(saved, location, env_id=env_id)
-    suffix = _SUFFIXES[chosen]
+    suffix = _SUFFIXES[export_format]
     target = (
         Path(output)
         if output is not None
@@ -378,10 +355,10 @@ def export_checkpoint(
         model = DeterministicPolicy(policy, env.single_observation_space)
     finally:
         env.close()
-    export_policy(model, target, export_format=chosen)
+    export_policy(model, target, export_format=export_format)
     return ExportResult(
         path=target,
-        format=chosen,
+        format=export_format,
         checkpoint=location,
         env_id=spec.env_id,
         obs_dim=model.obs_dim,

@@ -17,7 +17,7 @@ Statistics are float64 and counts int64, whatever the data's dtype.
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias, final
+from typing import Any, TypeAlias, cast, final
 
 import torch
 from jaxtyping import Bool, Float
@@ -64,8 +64,8 @@ def _merge(a: _Moments, b: _Moments) -> _Moments:
     return count, torch.where(empty, mean_a, mean), torch.where(empty, var_a, var)
 
 
-def _check_floating(tensor: object, where: str) -> Tensor:
-    if not isinstance(tensor, Tensor) or not tensor.is_floating_point():
+def _check_floating(tensor: Tensor, where: str) -> Tensor:
+    if not tensor.is_floating_point():
         raise SpecError(f"{where} must be a floating-point torch.Tensor, got {describe(tensor)}")
     return tensor
 
@@ -137,7 +137,6 @@ class RunningMeanStd(nn.Module):
         [0.0, 2.4494898319244385]
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         shape: Sequence[int] | None = None,
@@ -155,8 +154,6 @@ class RunningMeanStd(nn.Module):
         self.momentum = _optional_positive(owner, "momentum", momentum)
         if self.momentum is not None and self.momentum > 1.0:
             raise ConfigError(f"{owner}.momentum must be in (0, 1], got {describe(momentum)}")
-        if not isinstance(check_finite, bool):
-            raise ConfigError(f"{owner}.check_finite must be a bool, got {describe(check_finite)}")
         self.check_finite = check_finite
         self._frozen = False
         # Whether the ranks have confirmed that they share this shape (once per process).
@@ -165,10 +162,6 @@ class RunningMeanStd(nn.Module):
         self.register_buffer(_MEAN, None)
         self.register_buffer(_VAR, None)
         if shape is not None:
-            if isinstance(shape, str | bytes) or not isinstance(shape, Sequence):
-                raise ConfigError(
-                    f"{owner}.shape must be a sequence of ints, got {describe(shape)}"
-                )
             for index, size in enumerate(shape):
                 _validation.non_negative_int(owner, f"shape[{index}]", size)
             self._materialize(tuple(shape))
@@ -189,6 +182,11 @@ class RunningMeanStd(nn.Module):
         self.register_buffer(_MEAN, torch.zeros(shape, dtype=torch.float64, device=device))
         self.register_buffer(_VAR, torch.ones(shape, dtype=torch.float64, device=device))
         self._shape_agreed = False
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the statistics."""
+        return self._tensor(_COUNT).device
 
     @property
     def shape(self) -> tuple[int, ...] | None:
@@ -227,14 +225,14 @@ class RunningMeanStd(nn.Module):
 
     # ------------------------------------------------------------------ checks
 
-    def _check_input(self, x: object, where: str, *, batch_dims: int | None) -> Tensor:
+    def _check_input(self, x: Tensor, where: str, *, batch_dims: int | None) -> Tensor:
         """Check dtype, device and trailing shape; fix a lazy shape from ``x``.
 
         ``batch_dims`` is the exact number of leading sample axes, or ``None``
         for "any" (then a lazy shape reads ``x`` as ``[batch, *shape]``).
         """
         tensor = _check_floating(x, where)
-        device = self._tensor(_COUNT).device
+        device = self.device
         if tensor.device != device:
             raise SpecError(
                 f"{where} is on {tensor.device} but the statistics are on {device}; "
@@ -289,7 +287,7 @@ class RunningMeanStd(nn.Module):
         if mask is None:
             keep = torch.ones(rows, 1, dtype=torch.bool, device=flat.device)
         else:
-            if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != (rows,):
+            if mask.dtype != torch.bool or mask.shape != (rows,):
                 raise SpecError(
                     f"RunningMeanStd.update mask must be a bool tensor of shape [{rows}], "
                     f"got {describe(mask)}"
@@ -362,13 +360,23 @@ class RunningMeanStd(nn.Module):
             SpecError: On a wrong dtype, trailing shape or device.
             NonFiniteError: With ``check_finite``, if ``x`` holds NaN or infinity.
         """
-        tensor = self._check_input(x, "RunningMeanStd.normalize input", batch_dims=None)
-        self._raise_if_non_finite(tensor, "RunningMeanStd.normalize input")
-        scale = torch.rsqrt(self.var + self.epsilon)
-        out = (tensor.to(torch.float64) - self.mean) * scale
+        return self._normalize(
+            self._check_input(x, "RunningMeanStd.normalize input", batch_dims=None)
+        )
+
+    def _normalize(self, x: _AnyFloat) -> _AnyFloat:
+        """:meth:`normalize` without its input checks, for the package's own callers.
+
+        ``x`` must be floating point, on the statistics' device and of shape
+        ``[..., *shape]`` with the shape known (the callers' own checks or
+        construction ensure it); only ``check_finite`` is honoured.
+        """
+        self._raise_if_non_finite(x, "RunningMeanStd.normalize input")
+        mean, var = cast("Tensor", self._buffers[_MEAN]), cast("Tensor", self._buffers[_VAR])
+        out = (x.to(torch.float64) - mean) * torch.rsqrt(var + self.epsilon)
         if self.clip is not None:
             out = out.clamp(-self.clip, self.clip)
-        return out.to(tensor.dtype)
+        return out.to(x.dtype)
 
     def denormalize(self, x: _AnyFloat) -> _AnyFloat:
         """Return ``x * sqrt(var + epsilon) + mean`` in ``x``'s dtype (clamping is not undone).
@@ -592,7 +600,6 @@ class RewardNormalizer:
         0.1719
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -660,8 +667,7 @@ class RewardNormalizer:
         flags = {"terminated": terminated, "truncated": truncated, "mask": mask}
         for name, flag in flags.items():
             if flag is not None and (
-                not isinstance(flag, Tensor)
-                or flag.dtype != torch.bool
+                flag.dtype != torch.bool
                 or flag.shape != reward.shape
                 or flag.device != reward.device
             ):

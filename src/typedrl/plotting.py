@@ -27,7 +27,6 @@ from typing import Any, Final, Literal, TypeAlias, final
 import numpy as np
 import yaml
 
-from typedrl import _validation
 from typedrl.checkpoint import StrPath
 from typedrl.errors import ConfigError, MissingDependencyError
 
@@ -341,7 +340,6 @@ def _title(runs: Sequence[RunData], metric: str) -> str:
     return f"{' '.join(parts)}: {metric}" if parts else metric
 
 
-@_validation.no_type_check
 def plot_runs(
     run_dirs: Sequence[StrPath],
     output: StrPath,
@@ -374,7 +372,7 @@ def plot_runs(
         The written file.
 
     Raises:
-        ConfigError: No run folders, an invalid ``x`` or ``output``, a folder
+        ConfigError: No run folders, an ``output`` that is not a PNG, a folder
             without ``metrics.csv``, a run that never logged ``metric``, or
             no run with any value of it.
         MissingDependencyError: matplotlib is not installed.
@@ -391,8 +389,6 @@ def plot_runs(
     """
     if not run_dirs:
         raise ConfigError("plot_runs needs at least one run folder, got none")
-    if x not in _X_LABELS:
-        raise ConfigError(f"plot_runs x must be one of {list(_X_LABELS)}, got {x!r}")
     target = Path(output)
     if target.suffix.lower() != ".png":
         raise ConfigError(

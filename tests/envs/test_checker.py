@@ -787,6 +787,8 @@ def test_report_and_violation_values() -> None:
     assert str(report).splitlines()[1].strip() == str(violation)
     with pytest.raises(ConfigError, match="rule"):
         Violation(rule="no.such.rule", message="x")
+    with pytest.raises(ConfigError, match="step must be >= 0"):
+        Violation(rule="seeding", message="x", step=-1)
     with pytest.raises(ConfigError, match="checks_run"):
         CheckReport(violations=(), checks_run=("no.such.rule",))
     with pytest.raises(AttributeError):

@@ -247,10 +247,6 @@ def test_close() -> None:
         {"termination_radius": -1.0},
         {"init_range": -0.5},
         {"action_bound": 0.0},
-        {"is_finite_horizon": 1},
-        {"compute_final_obs": "yes"},
-        {"critic": "flat"},
-        {"seed": 1.5},
     ],
 )
 def test_cfg_validation(kwargs: dict[str, Any]) -> None:

@@ -90,8 +90,6 @@ def test_rejects_bad_inputs() -> None:
     """Bad configs and actions raise TypedRLError subclasses."""
     with pytest.raises(ConfigError, match="horizon"):
         QuadraticEnv(num_envs=1, horizon=0)
-    with pytest.raises(ConfigError, match="dtype"):
-        QuadraticEnv(num_envs=1, dtype="float16")  # type: ignore[arg-type]
     env = QuadraticEnv(num_envs=2)
     env.reset()
     with pytest.raises(SpecError, match=r"shape \[2, 1\]"):

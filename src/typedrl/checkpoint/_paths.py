@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 from typing import Final, TypeAlias, final
 
-from typedrl._validation import no_type_check, non_negative_int
+from typedrl._validation import non_negative_int
 
 __all__ = ["CHECKPOINT_SUFFIX", "CheckpointPaths", "StrPath"]
 
@@ -18,7 +18,6 @@ _PERIODIC_DIGITS: Final = 8
 
 
 @final
-@no_type_check
 class CheckpointPaths:
     """File names of a run's checkpoint folder.
 

@@ -7,13 +7,12 @@ import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from typedrl import _validation
 from typedrl._results import StepResult
 from typedrl._tensor_checks import ActionChecker, action_dtype_for
 from typedrl._validation import describe
 from typedrl.envs._spaces import ObservationConverter, new_tensordict
 from typedrl.errors import ConfigError, EnvContractError, SpecError
-from typedrl.types import Action, Obs
+from typedrl.types import Action, Obs, Valid
 
 __all__ = ["GymnasiumVecEnv"]
 
@@ -101,7 +100,6 @@ class GymnasiumVecEnv:
         ([2, 4], torch.float32, False)
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         env: gym.vector.VectorEnv[Any, Any, Any],
@@ -112,16 +110,6 @@ class GymnasiumVecEnv:
         partial_reset: bool | None = None,
         default_seed: int | None = None,
     ) -> None:
-        if not isinstance(env, gym.vector.VectorEnv):
-            raise ConfigError(
-                f"GymnasiumVecEnv wraps a gymnasium.vector.VectorEnv, got {describe(env)}; "
-                "build one with gymnasium.make_vec or typedrl.envs.make"
-            )
-        if float_dtype not in _FLOAT_DTYPES:
-            raise ConfigError(
-                f"GymnasiumVecEnv.float_dtype must be one of {sorted(_FLOAT_DTYPES)}, "
-                f"got {describe(float_dtype)}"
-            )
         self._env = env
         self._device = torch.device(device)
         self._on_cpu = self._device.type == "cpu"
@@ -250,7 +238,7 @@ class GymnasiumVecEnv:
         self._steps = 0
         return self._observations.batch(raw_obs, where=_RESET), info
 
-    def step(self, action: Action) -> StepResult:  # noqa: PLR0912, PLR0915 - hot path inline
+    def step(self, action: Action) -> StepResult:
         """Step every row; rows that end are reset before this returns (see the class).
 
         Raises:
@@ -258,29 +246,21 @@ class GymnasiumVecEnv:
             EnvContractError: If an output of the wrapped env does not have the
                 shape or dtype the contract asks for (see the class).
         """
-        # Each test below is written out on its fast path: a function call costs
-        # about as much as the test, and three times more after a heavy env step
-        # has evicted the caches (see the benchmarks page of the docs).
-        # An action like the last one the checker accepted (same dtype, shape and
-        # device) needs no second look: the check reads nothing else.
+        # The hot path reads straight through; each check of an output is written
+        # out here, since a call costs about as much as the check. Whatever fails
+        # a check (a new kind of action, an output to check or convert the slow
+        # way) or needs more work (ghost rows, rows that ended) goes to a named
+        # method or function.
         if not (
             type(action) is torch.Tensor
             and action.dtype is self._accepted_action_dtype
             and action.shape == self._action_shape
             and action.device == self._device
         ):
-            self._check_action(action)
-            self._accepted_action_dtype = action.dtype
-        if self._clip is not None:
-            action = torch.clamp(action, self._clip[0], self._clip[1])
-        if not self._on_cpu:
-            action = action.detach().cpu()
-        elif action.requires_grad:
-            action = action.detach()
-        numpy_action = action.numpy()
-        if numpy_action.dtype is not self._numpy_action_dtype:
-            numpy_action = numpy_action.astype(self._numpy_action_dtype)
-        outputs = self._env.step(numpy_action)
+            self._accept_action(action)
+
+        # 1. The env's step on the action as NumPy; its outputs checked on metadata alone.
+        outputs = self._env.step(self._numpy_action(action))
         self._steps = step = self._steps + 1
         if not (type(outputs) is tuple and len(outputs) == 5):
             outputs = _outputs(outputs, 5, _STEP, step)
@@ -314,12 +294,50 @@ class GymnasiumVecEnv:
             and truncated.shape == row_shape
         ):
             truncated = _owned_flags(raw_truncated, row_shape, "truncated", step, fresh=fresh)
+        valid = self._ghost_validity(terminated, truncated) if self._ghosts else self._all_valid
 
-        valid = self._all_valid
-        if self._ghosts:
-            if self._pending_ghosts.any():
-                valid = self._to_device(torch.from_numpy(~self._pending_ghosts))
-            self._pending_ghosts = terminated | truncated
+        # 2. The observation.
+        obs = self._observation(raw_obs, fresh, step)
+
+        # 3. Rows that ended. NumPy on the host, so no device synchronisation; on
+        # a few rows, count_nonzero costs a fraction of ndarray.any() (and of
+        # building done).
+        if np.count_nonzero(terminated) == 0 and np.count_nonzero(truncated) == 0:
+            final_obs = obs
+        else:
+            obs, final_obs, info = self._ended(obs, raw_obs, info, terminated | truncated, step)
+
+        # 4. The result; astype copies, so the reward never aliases the env's array.
+        reward = torch.from_numpy(raw_reward.astype(self._numpy_float_dtype))
+        terminated_t, truncated_t = torch.from_numpy(terminated), torch.from_numpy(truncated)
+        if not self._on_cpu:
+            reward, terminated_t, truncated_t = (
+                self._to_device(reward),
+                self._to_device(terminated_t),
+                self._to_device(truncated_t),
+            )
+        return StepResult.from_trusted(
+            obs, reward, terminated_t, truncated_t, info, final_obs=final_obs, valid=valid
+        )
+
+    def _numpy_action(self, action: Action) -> np.ndarray:
+        """The accepted ``action``, clipped if configured, as the NumPy array the env expects."""
+        if self._clip is not None:
+            action = torch.clamp(action, self._clip[0], self._clip[1])
+        if not self._on_cpu:
+            action = action.detach().cpu()
+        elif action.requires_grad:
+            action = action.detach()
+        numpy_action = action.numpy()
+        if numpy_action.dtype is not self._numpy_action_dtype:
+            numpy_action = numpy_action.astype(self._numpy_action_dtype)
+        return numpy_action
+
+    def _observation(self, raw_obs: Any, fresh: bool, step: int) -> Obs:
+        """A step's observation: one array under ``"obs"`` inline, anything else by the converter.
+
+        The array is copied unless ``fresh`` (see :meth:`_returns_fresh_arrays`).
+        """
         leaf = self._obs_leaf
         if (
             leaf is not None
@@ -334,34 +352,37 @@ class GymnasiumVecEnv:
             obs_tensor = torch.from_numpy(array)
             if not self._on_cpu:
                 obs_tensor = obs_tensor.to(self._device, non_blocking=True)
-            obs = new_tensordict({"obs": obs_tensor}, self._batch_size, self._device)
-        else:
-            obs = self._observations.batch(raw_obs, copy=not fresh, where=_STEP, step=step)
-        # NumPy on the host, so no device synchronisation; on a few rows,
-        # count_nonzero costs a fraction of ndarray.any() (and of building done).
-        if np.count_nonzero(terminated) == 0 and np.count_nonzero(truncated) == 0:
-            final_obs = obs
-        elif self._same_step:
-            final_obs = self._same_step_final_obs(raw_obs, info, terminated | truncated, step)
-        else:
-            obs, final_obs, info = self._ended(obs, info, terminated | truncated, step)
-        # astype copies, so the reward never aliases the env's array.
-        reward = torch.from_numpy(raw_reward.astype(self._numpy_float_dtype))
-        terminated_t, truncated_t = torch.from_numpy(terminated), torch.from_numpy(truncated)
-        if not self._on_cpu:
-            reward, terminated_t, truncated_t = (
-                self._to_device(reward),
-                self._to_device(terminated_t),
-                self._to_device(truncated_t),
-            )
-        return StepResult.from_trusted(
-            obs, reward, terminated_t, truncated_t, info, final_obs=final_obs, valid=valid
-        )
+            return new_tensordict({"obs": obs_tensor}, self._batch_size, self._device)
+        return self._observations.batch(raw_obs, copy=not fresh, where=_STEP, step=step)
+
+    def _accept_action(self, action: Action) -> None:
+        """Check an action unlike the last one accepted; remember its dtype if it passes.
+
+        An action like the last one accepted (same dtype, shape and device)
+        needs no second look: the check reads nothing else.
+        """
+        self._check_action(action)
+        self._accepted_action_dtype = action.dtype
+
+    def _ghost_validity(self, terminated: np.ndarray, truncated: np.ndarray) -> Valid:
+        """Rows whose transition is real, for an env that resets inside the next step.
+
+        The rows that ended on the previous step took their env's reset in this
+        step: their transitions are ghosts. The rows that end now are next.
+        """
+        valid = self._all_valid
+        if self._pending_ghosts.any():
+            valid = self._to_device(torch.from_numpy(~self._pending_ghosts))
+        self._pending_ghosts = terminated | truncated
+        return valid
 
     def _ended(
-        self, obs: Obs, info: dict[str, Any], done: np.ndarray, step: int
+        self, obs: Obs, raw_obs: Any, info: dict[str, Any], done: np.ndarray, step: int
     ) -> tuple[Obs, Obs, dict[str, Any]]:
-        """``(obs, final_obs, info)`` of a step without same-step autoreset where ``done`` ended."""
+        """``(obs, final_obs, info)`` of a step in which the rows ``done`` ended."""
+        if self._same_step:
+            # The env has reset the rows; their terminal observations are in info.
+            return obs, self._same_step_final_obs(raw_obs, info, done, step), info
         if not self._partial_reset:
             # Ghost handling: the env resets these rows inside the next step.
             return obs, obs, info

@@ -316,7 +316,7 @@ class IsaacLabVecEnv:
         (torch.float32, [False, False], True)
     """
 
-    @_validation.no_type_check
+    @_validation.no_type_check  # the env is checked here, with hints (pass env.unwrapped)
     def __init__(
         self,
         env: IsaacLabEnvLike,
@@ -326,11 +326,6 @@ class IsaacLabVecEnv:
     ) -> None:
         where = "IsaacLabVecEnv"
         env = _require_env(env, where)
-        if final_obs not in ("auto", "required", "ignore"):
-            raise ConfigError(
-                f"{where}.final_obs must be 'auto', 'required' or 'ignore', "
-                f"got {describe(final_obs)}"
-            )
         num_envs = env.num_envs
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
             raise SpecError(
@@ -695,7 +690,6 @@ def _overrides(options: Mapping[str, Any], where: str) -> list[str]:
     return [*overrides, *extra]
 
 
-@_validation.no_type_check
 def make_isaaclab(
     env_id: str,
     *,

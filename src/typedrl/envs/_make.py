@@ -28,7 +28,6 @@ BUILTIN_PREFIX = "typedrl/"
 """Env ids with this prefix name typedrl's built-in torch envs."""
 
 Vectorization = Literal["sync", "async", "vector_entry_point"]
-_VECTORIZATIONS: tuple[Vectorization, ...] = ("sync", "async", "vector_entry_point")
 
 
 def make(
@@ -84,8 +83,9 @@ def make(
         The wrapped env.
 
     Raises:
-        ConfigError: For an unknown Gymnasium id, an unknown vectorization,
-            wrappers where they cannot apply, a non-positive ``num_envs``, or a
+        ConfigError: For an unknown Gymnasium id, wrappers where they cannot
+            apply, a non-positive ``num_envs``, a built-in env's
+            ``env_kwargs`` dtype other than float32 or float64, or a
             factory or wrapper that cannot be imported, is not callable or
             returns the wrong type.
 
@@ -127,11 +127,6 @@ def make(
             seed=seed,
             clip_actions="space" if clip_actions else None,
             env_kwargs=kwargs,
-        )
-    if vectorization not in _VECTORIZATIONS:
-        raise ConfigError(
-            f"make: vectorization must be one of {list(_VECTORIZATIONS)}, "
-            f"got {describe(vectorization)}"
         )
     factory = resolve_env_factory(env_id) if ":" in env_id else None
     if factory is not None:
@@ -183,6 +178,12 @@ def _builtin_dtype(
     """The built-in env's dtype: ``env_kwargs["dtype"]`` when given, else ``float_dtype``."""
     if from_kwargs is None:
         return float_dtype
+    # env_kwargs come untyped from the run's YAML: this is where their dtype is checked.
+    if from_kwargs not in ("float32", "float64"):
+        raise ConfigError(
+            f"make({env_id!r}): env_kwargs dtype must be 'float32' or 'float64', "
+            f"got {describe(from_kwargs)}"
+        )
     if float_dtype not in ("float32", from_kwargs):
         raise ConfigError(
             f"make({env_id!r}): float_dtype={float_dtype!r} and env_kwargs dtype="

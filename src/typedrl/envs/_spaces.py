@@ -180,10 +180,10 @@ def _leaf_tree(
 
 # TensorDict's constructor re-validates every leaf; the leaves built here have the
 # right batch size and device by construction, so the unchecked constructor is
-# used where the installed tensordict provides it (it saves about 2 us a step).
+# used where the installed tensordict provides it.
 # Nested levels are built bottom-up as TensorDicts, so the constructor never has
 # to look for plain dicts among the values (``nested=False``) when it can skip it.
-# The keyword is passed directly: a functools.partial costs 0.2 us a call.
+# The keyword is passed directly, not through a functools.partial (one call less).
 _NEW_UNSAFE: Any = getattr(TensorDict, "_new_unsafe", None)
 _NOT_NESTED = _NEW_UNSAFE is not None and "nested" in inspect.signature(_NEW_UNSAFE).parameters
 

@@ -2,14 +2,13 @@
 
 import math
 from collections.abc import Sequence
-from typing import Any, final
+from typing import Any, cast, final
 
 import gymnasium as gym
 import torch
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
@@ -92,7 +91,6 @@ class MLPActorCritic(nn.Module):
         (['action', 'entropy', 'log_prob', 'value'], torch.int64)
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         observation_space: gym.Space[Any],
@@ -189,9 +187,8 @@ class MLPActorCritic(nn.Module):
     def _normalized(self, key: str, value: Tensor) -> Tensor:
         if self.obs_normalizers is None:
             return value
-        normalizer = self.obs_normalizers[key]
-        if not isinstance(normalizer, RunningMeanStd):
-            raise SpecError(f"obs_normalizers[{key!r}] is not a RunningMeanStd")
+        # __init__ puts a RunningMeanStd under every key.
+        normalizer = cast("RunningMeanStd", self.obs_normalizers[key])
         return normalizer.normalize(value.float())
 
     def update_normalizers(
@@ -209,9 +206,7 @@ class MLPActorCritic(nn.Module):
         if self.obs_normalizers is None:
             return
         for key, normalizer in self.obs_normalizers.items():
-            if not isinstance(normalizer, RunningMeanStd):
-                raise SpecError(f"obs_normalizers[{key!r}] is not a RunningMeanStd")
-            normalizer.update(obs[key].float(), dist=dist, mask=mask)
+            cast("RunningMeanStd", normalizer).update(obs[key].float(), dist=dist, mask=mask)
 
     def _head(self, actor_features: Tensor) -> DiagonalGaussian | Categorical:
         out: Tensor = self.actor(actor_features)

@@ -2,7 +2,7 @@
 
 import math
 from collections.abc import Sequence
-from typing import Any, final
+from typing import Any, cast, final
 
 import gymnasium as gym
 import numpy as np
@@ -36,12 +36,6 @@ def _log_one_minus_tanh_squared(pre: Tensor) -> Tensor:
 def _as_float(value: Tensor) -> Tensor:
     """Floating-point observations as they are; integer or bool ones as float32."""
     return value if value.is_floating_point() else value.float()
-
-
-def _flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{_OWNER}.{name} must be a bool, got {describe(value)}")
-    return value
 
 
 @final
@@ -138,7 +132,6 @@ class DifferentiableMLPPolicy(nn.Module):
         True
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         observation_space: gym.Space[Any],
@@ -156,10 +149,7 @@ class DifferentiableMLPPolicy(nn.Module):
         obs_keys: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
-        self.squash = _flag("squash", squash)
-        _flag("layer_norm", layer_norm)
-        _flag("learn_log_std", learn_log_std)
-        _flag("normalize_observations", normalize_observations)
+        self.squash = squash
         log_std_value = _validation.finite_float(_OWNER, "log_std_init", log_std_init)
         if observation_clip is not None:
             _validation.positive_float(_OWNER, "observation_clip", observation_clip)
@@ -172,6 +162,7 @@ class DifferentiableMLPPolicy(nn.Module):
         obs_dim = _flat_size(observation_space, self.obs_keys, _OWNER)
         # _flat_size checked that every key is a Box, whose shape is a tuple.
         shapes = {key: tuple(spaces[key].shape or ()) for key in self.obs_keys}
+        self._key_shapes = shapes
         self._key_widths = {key: math.prod(shape) for key, shape in shapes.items()}
         if not isinstance(action_space, gym.spaces.Box):
             raise ConfigError(
@@ -219,16 +210,16 @@ class DifferentiableMLPPolicy(nn.Module):
     # ------------------------------------------------------------------ validation
 
     @staticmethod
-    def _validate_keys(space: gym.Space[Any], obs_keys: object) -> tuple[str, ...]:
+    def _validate_keys(space: gym.Space[Any], obs_keys: Sequence[str] | None) -> tuple[str, ...]:
         if obs_keys is None:
             return _default_keys(space, ("obs", "policy"))
-        if isinstance(obs_keys, str) or not isinstance(obs_keys, Sequence):
+        if isinstance(obs_keys, str):  # a str is a Sequence[str] of its characters
             raise ConfigError(
                 f"{_OWNER}.obs_keys must be a sequence of str such as ['obs'], "
                 f"got {describe(obs_keys)}"
             )
         keys = tuple(obs_keys)
-        if not keys or not all(isinstance(key, str) for key in keys) or len(set(keys)) < len(keys):
+        if not keys or len(set(keys)) < len(keys):
             raise ConfigError(
                 f"{_OWNER}.obs_keys must be distinct str keys, at least one, got {list(keys)}"
             )
@@ -248,10 +239,10 @@ class DifferentiableMLPPolicy(nn.Module):
         return low, high
 
     @staticmethod
-    def _validate_mask(mask: object, obs_dim: int) -> Tensor | None:
+    def _validate_mask(mask: ObsMask | None, obs_dim: int) -> Tensor | None:
         if mask is None:
             return None
-        if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != (obs_dim,):
+        if mask.shape != (obs_dim,):
             raise ConfigError(
                 f"{_OWNER}.observation_normalize_mask must be a torch.bool tensor of shape "
                 f"[{obs_dim}] (one flag per observation feature), got {describe(mask)}"
@@ -280,13 +271,10 @@ class DifferentiableMLPPolicy(nn.Module):
             )
         return value
 
-    def _normalizer(self, key: str) -> RunningMeanStd:
-        if self.obs_normalizers is None:
-            raise SpecError(f"{_OWNER} has no observation normalisers")
-        normalizer = self.obs_normalizers[key]
-        if not isinstance(normalizer, RunningMeanStd):
-            raise SpecError(f"obs_normalizers[{key!r}] is not a RunningMeanStd")
-        return normalizer
+    @staticmethod
+    def _normalizer(normalizers: nn.ModuleDict, key: str) -> RunningMeanStd:
+        # __init__ puts a RunningMeanStd under every key.
+        return cast("RunningMeanStd", normalizers[key])
 
     def features(self, obs: Obs) -> ObsVector:
         """The MLP's input: flat, concatenated and (if configured) normalised features.
@@ -308,6 +296,7 @@ class DifferentiableMLPPolicy(nn.Module):
                 f"{_OWNER}: observations must have batch_size [batch], got {list(obs.batch_size)}"
             )
         batch = obs.batch_size[0]
+        normalizers = self.obs_normalizers
         raw: list[Tensor] = []
         normalized: list[Tensor] = []
         for key in self.obs_keys:
@@ -319,8 +308,15 @@ class DifferentiableMLPPolicy(nn.Module):
                     f"expected {self._key_widths[key]} features per row"
                 )
             raw.append(flat)
-            if self.obs_normalizers is not None:
-                normalized.append(self._normalizer(key).normalize(value).reshape(batch, -1))
+            if normalizers is not None:
+                normalizer = self._normalizer(normalizers, key)
+                # Rows of the space's exact shape, on the normaliser's device, need no
+                # second look by the normaliser.
+                if value.shape[1:] == self._key_shapes[key] and value.device == normalizer.device:
+                    value = normalizer._normalize(value)
+                else:
+                    value = normalizer.normalize(value)
+                normalized.append(value.reshape(batch, -1))
         parts = normalized or raw
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
         if normalized and self._partial_mask:
@@ -347,11 +343,12 @@ class DifferentiableMLPPolicy(nn.Module):
         Raises:
             SpecError: If ``obs`` lacks a key, or on a wrong shape or mask.
         """
-        if self.obs_normalizers is None:
+        normalizers = self.obs_normalizers
+        if normalizers is None:
             return
         for key in self.obs_keys:
             value = _as_float(self._read(obs, key)).detach()
-            self._normalizer(key).update(value, dist=dist, mask=mask)
+            self._normalizer(normalizers, key).update(value, dist=dist, mask=mask)
 
     # ------------------------------------------------------------------ acting
 

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from typedrl import _validation
-from typedrl._validation import describe
 from typedrl.errors import ConfigError
 from typedrl.policies._activation import Activation
 
@@ -21,7 +19,6 @@ _ACTIVATIONS: dict[str, type[nn.Module]] = {
 }
 
 
-@_validation.no_type_check
 def build_mlp(
     in_features: int,
     hidden: Sequence[int],
@@ -52,15 +49,8 @@ def build_mlp(
         >>> [type(layer).__name__ for layer in build_mlp(4, [8], 2, layer_norm=True)]
         ['Linear', 'LayerNorm', 'Tanh', 'Linear']
     """
-    if activation not in _ACTIVATIONS:
-        raise ConfigError(
-            f"activation must be one of {sorted(_ACTIVATIONS)}, got {describe(activation)}"
-        )
-    for name, flag in (("layer_norm", layer_norm), ("orthogonal_init", orthogonal_init)):
-        if not isinstance(flag, bool):
-            raise ConfigError(f"{name} must be a bool, got {describe(flag)}")
     sizes = [in_features, *hidden]
-    if any(isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in [*sizes, out_features]):
+    if any(size <= 0 for size in [*sizes, out_features]):
         raise ConfigError(
             f"layer sizes must be positive ints, got in={in_features}, hidden={list(hidden)}, "
             f"out={out_features}"

@@ -8,7 +8,6 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from typedrl import _validation
 from typedrl._results import StepResult
 from typedrl._tensor_checks import check_action
 from typedrl._validation import describe
@@ -23,9 +22,7 @@ def _per_row(name: str, value: int | Sequence[int] | None, num_envs: int) -> tor
     if value is None:
         return torch.zeros(num_envs, dtype=torch.int64)
     rows = [value] * num_envs if isinstance(value, int) else list(value)
-    if len(rows) != num_envs or any(
-        isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in rows
-    ):
+    if len(rows) != num_envs or any(v <= 0 for v in rows):
         raise ConfigError(
             f"CountingVecEnv.{name} must be None, a positive int or {num_envs} positive ints, "
             f"got {describe(value)}"
@@ -68,7 +65,6 @@ class CountingVecEnv:
         ([True, False], [0.0, 2.0], [2.0, 2.0])
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -79,12 +75,8 @@ class CountingVecEnv:
         device: torch.device | str = "cpu",
         provides_final_obs: bool = True,
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
-            raise ConfigError(f"CountingVecEnv.num_envs must be a positive int, got {num_envs!r}")
-        if action_space not in ("box", "discrete"):
-            raise ConfigError(
-                f"CountingVecEnv.action_space must be 'box' or 'discrete', got {action_space!r}"
-            )
+        if num_envs <= 0:
+            raise ConfigError(f"CountingVecEnv.num_envs must be positive, got {num_envs!r}")
         self._num_envs = num_envs
         self._device = torch.device(device)
         self._terminate_after = _per_row("terminate_after", terminate_after, num_envs).to(

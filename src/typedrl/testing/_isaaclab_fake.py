@@ -28,8 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from typedrl import _validation
-from typedrl._validation import describe, finite_float, positive_int
+from typedrl._validation import finite_float, positive_int
 from typedrl.envs._isaaclab import IsaacLabObs
 from typedrl.errors import ConfigError
 from typedrl.types import Action, Done, Reward
@@ -40,7 +39,6 @@ _StepReturn = tuple[IsaacLabObs, Reward, Done, Done, dict[str, Any]]
 
 
 @final
-@_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FakeRLEnvCfg:
     """Configuration of :class:`FakeManagerBasedRLEnv` and :class:`FakeDirectRLEnv`.
@@ -111,20 +109,6 @@ class FakeRLEnvCfg:
             and finite_float(owner, "action_bound", self.action_bound) <= 0.0
         ):
             raise ConfigError(f"{owner}.action_bound must be > 0, got {self.action_bound!r}")
-        for name in ("is_finite_horizon", "compute_final_obs"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(
-                    f"{owner}.{name} must be a bool, got {describe(getattr(self, name))}"
-                )
-        if self.critic not in ("concatenated", "nested", "none"):
-            raise ConfigError(
-                f"{owner}.critic must be 'concatenated', 'nested' or 'none', "
-                f"got {describe(self.critic)}"
-            )
-        if self.seed is not None and (
-            isinstance(self.seed, bool) or not isinstance(self.seed, int)
-        ):
-            raise ConfigError(f"{owner}.seed must be None or an int, got {describe(self.seed)}")
 
 
 class _BaseFakeRLEnv(ABC):

@@ -8,10 +8,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from typedrl import _validation
 from typedrl._results import DifferentiableRolloutSpec, StepResult
 from typedrl._tensor_checks import check_action
-from typedrl._validation import describe, non_negative_int, positive_int
+from typedrl._validation import non_negative_int, positive_int
 from typedrl.errors import ConfigError
 from typedrl.types import Action, Obs, ObsMask
 
@@ -47,7 +46,6 @@ class QuadraticEnv:
         True
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -59,10 +57,6 @@ class QuadraticEnv:
     ) -> None:
         positive_int("QuadraticEnv", "num_envs", num_envs)
         positive_int("QuadraticEnv", "horizon", horizon)
-        if dtype not in ("float32", "float64"):
-            raise ConfigError(
-                f"QuadraticEnv.dtype must be 'float32' or 'float64', got {describe(dtype)}"
-            )
         self._num_envs = num_envs
         self.horizon = horizon
         """Current episode length; a scheduled wrapper may change it between rollouts."""
@@ -175,7 +169,6 @@ class ScheduledQuadraticEnv:
         [3, 6, 3]
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,

@@ -6,11 +6,11 @@ import gymnasium as gym
 import pytest
 import torch
 
-from typedrl.envs.builtin import _registration
 from typedrl.envs.builtin import (
     BUILTIN_ENV_IDS,
     CartPole,
     GymnasiumVectorView,
+    _registration,
     make_builtin,
     register_builtin_envs,
 )

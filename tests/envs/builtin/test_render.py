@@ -95,7 +95,6 @@ def test_render_view_scale_and_fps() -> None:
         ({"width": True}, "width must be an even int"),
         ({"x_range": (1.0, -1.0)}, "x_range must be"),
         ({"x_range": (0.0, math.inf)}, "x_range must be"),
-        ({"x_range": (0.0,)}, "x_range must be"),
         ({"y_center": math.nan}, "y_center must be a finite number"),
         ({"control_dt": 0.0}, "control_dt must be a positive number"),
     ],
@@ -357,12 +356,12 @@ def test_render_of_a_final_observation() -> None:
     assert column > 540
 
 
-@pytest.mark.parametrize("row", [-1, 3, True, 1.0, "0"])
-def test_render_rejects_bad_rows(row: Any) -> None:
-    """The row must be an int in [0, num_envs); the message names the range."""
+@pytest.mark.parametrize("row", [-1, 3])
+def test_render_rejects_bad_rows(row: int) -> None:
+    """The row must be in [0, num_envs); the message names the range."""
     env = Pendulum(num_envs=3)
     env.reset(seed=0)
-    with pytest.raises(ConfigError, match=r"row must be an int in \[0, 3\)"):
+    with pytest.raises(ConfigError, match=r"row must be in \[0, 3\)"):
         env.render(row)
 
 
@@ -374,8 +373,6 @@ def test_render_rejects_foreign_observations_and_needs_a_reset() -> None:
     obs, _ = Pendulum(num_envs=3).reset(seed=0)
     with pytest.raises(ConfigError, match=r"'obs' is \[2, 3\]"):
         env.render(0, obs=obs)
-    with pytest.raises(ConfigError, match="obs must be an observation of this env"):
-        env.render(0, obs=torch.zeros(2, 3))  # type: ignore[arg-type]
 
 
 class _Plain(BaseTorchVecEnv):

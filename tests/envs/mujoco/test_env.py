@@ -182,13 +182,9 @@ def test_properties_and_repr() -> None:
 
 
 def test_invalid_options_raise_config_errors(tmp_path: Path) -> None:
-    """A bad task, solver iteration count or model says what was expected."""
-    with pytest.raises(ConfigError, match="must be a MujocoTask"):
-        MujocoVecEnv(task="cartpole", num_envs=1)  # type: ignore[arg-type]
+    """A bad solver iteration count says what was expected."""
     with pytest.raises(ConfigError, match="solver_iterations"):
         _env(solver_iterations=0)
-    with pytest.raises(ConfigError, match="dtype"):
-        _env(dtype="float16")  # type: ignore[arg-type]
 
 
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,5 @@
 """The public entry points: check a VecEnv or a DifferentiableVecEnv against its contract."""
 
-from typedrl import _validation
 from typedrl._validation import describe, non_negative_float, non_negative_int, positive_int
 from typedrl.envs._checker._gradients import FiniteDifferenceOptions, check_gradients
 from typedrl.envs._checker._report import CheckReport, Recorder
@@ -63,7 +62,6 @@ def _check(
     return rec.report()
 
 
-@_validation.no_type_check
 def check_vec_env(
     env: object,
     *,
@@ -125,7 +123,6 @@ def check_vec_env(
     )
 
 
-@_validation.no_type_check
 def check_differentiable_vec_env(
     env: object,
     *,

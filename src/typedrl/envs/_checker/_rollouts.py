@@ -7,7 +7,6 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl.envs._checker._actions import ActionSampler, Plan
 from typedrl.envs._checker._report import Recorder
 from typedrl.envs._checker._seeding import Trace, check_seeding, snapshot, snapshot_obs
@@ -65,7 +64,6 @@ def run_rollouts(
     tracker = EndTracker(num_envs=ctx.num_envs, min_episode_length=min_episode_length)
     counter = itertools.count()
 
-    @_validation.no_type_check
     @hypothesis.seed(seed)
     @settings(
         max_examples=max_examples,

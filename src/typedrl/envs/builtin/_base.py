@@ -12,9 +12,8 @@ from jaxtyping import Float, Float64, Shaped
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._results import StepResult
-from typedrl._tensor_checks import check_action
+from typedrl._tensor_checks import ActionChecker
 from typedrl._validation import describe, positive_int
 from typedrl.envs.builtin import _counter_rng
 from typedrl.envs.builtin._render import Canvas, Frame, RenderView
@@ -106,7 +105,6 @@ class BaseTorchVecEnv(abc.ABC):
         device: Device of every tensor.
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -125,12 +123,6 @@ class BaseTorchVecEnv(abc.ABC):
         self._num_envs = positive_int(owner, "num_envs", num_envs)
         self._max_episode_steps = positive_int(owner, "max_episode_steps", max_episode_steps)
         self._num_initial_draws = positive_int(owner, "num_initial_draws", num_initial_draws)
-        if dtype not in _DTYPES:
-            raise ConfigError(
-                f"{owner}.dtype must be one of {sorted(_DTYPES)}, got {describe(dtype)}"
-            )
-        if not isinstance(clip_actions, bool):
-            raise ConfigError(f"{owner}.clip_actions must be a bool, got {describe(clip_actions)}")
         self._seed = _check_seed(owner, "seed", seed)
         self._dtype = _DTYPES[dtype]
         try:
@@ -163,6 +155,12 @@ class BaseTorchVecEnv(abc.ABC):
                 bound = torch.as_tensor(action_high, device=self._device)
                 self._clip_bounds = (-bound, bound)
         self._where = f"{owner}.step"
+        self._check_action = ActionChecker(
+            num_envs=self._num_envs,
+            space=self._action_space,
+            device=self._device,
+            where=self._where,
+        )
         # Per-row state and the step at which each row's episode started; valid
         # after reset(). self._steps counts every step since construction.
         self._state = torch.zeros(0, dtype=self._dtype, device=self._device)
@@ -382,13 +380,7 @@ class BaseTorchVecEnv(abc.ABC):
             EnvContractError: If :meth:`reset` was never called, or the env was
                 closed.
         """
-        check_action(
-            action,
-            num_envs=self._num_envs,
-            space=self._action_space,
-            device=self._device,
-            where=self._where,
-        )
+        self._check_action(action)
         if self._closed or not self._has_reset:
             if self._closed:
                 raise EnvContractError(_closed_message(self._where))
@@ -417,7 +409,6 @@ class BaseTorchVecEnv(abc.ABC):
         self._state = self._state.detach()
         return self._wrap(self._observe(self._state))
 
-    @_validation.no_type_check
     def render(self, row: int = 0, *, obs: Obs | None = None) -> Frame:
         """Draw one row as an RGB frame, ``[height, width, 3]`` ``uint8``.
 
@@ -439,8 +430,8 @@ class BaseTorchVecEnv(abc.ABC):
         Raises:
             ConfigError: If the env does not render (it sets no render view:
                 :class:`~typedrl.envs.mujoco.MujocoVecEnv`, for example), if
-                ``row`` is not an int in ``[0, num_envs)``, or if ``obs`` is not
-                an observation of this env.
+                ``row`` is not in ``[0, num_envs)``, or if ``obs`` is not an
+                observation of this env.
             EnvContractError: If ``obs`` is ``None`` and :meth:`reset` was never
                 called.
 
@@ -454,9 +445,9 @@ class BaseTorchVecEnv(abc.ABC):
         """
         owner = f"{type(self).__name__}.render"
         view = self._checked_render_view("render")
-        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < self._num_envs:
+        if not 0 <= row < self._num_envs:
             raise ConfigError(
-                f"{owner}: row must be an int in [0, {self._num_envs}) (the env has "
+                f"{owner}: row must be in [0, {self._num_envs}) (the env has "
                 f"{self._num_envs} rows), got {describe(row)}"
             )
         if obs is None:
@@ -574,8 +565,8 @@ class BaseTorchVecEnv(abc.ABC):
             )
         return view
 
-    def _checked_render_obs(self, owner: str, obs: object) -> Tensor:
-        vector = obs.get("obs", None) if isinstance(obs, TensorDict) else None
+    def _checked_render_obs(self, owner: str, obs: Obs) -> Tensor:
+        vector = obs.get("obs", None)
         obs_dim = self._observation_space.shape[0]
         if not isinstance(vector, Tensor) or vector.shape != (self._num_envs, obs_dim):
             raise ConfigError(
@@ -683,10 +674,10 @@ def _closed_message(where: str) -> str:
     return f"{where}: the env is closed (close() was called); build a new env to keep stepping"
 
 
-def _check_seed(owner: str, name: str, seed: object) -> int | None:
+def _check_seed(owner: str, name: str, seed: int | None) -> int | None:
     if seed is None:
         return None
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if isinstance(seed, bool) or seed < 0:
         raise ConfigError(
             f"{owner}.{name} must be a non-negative int or None, got {describe(seed)}"
         )

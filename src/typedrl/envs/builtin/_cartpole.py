@@ -8,7 +8,6 @@ import torch
 from jaxtyping import Float, Float64
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.envs.builtin import _cartpole_physics as physics
 from typedrl.envs.builtin._base import BaseTorchVecEnv
@@ -81,7 +80,6 @@ class CartPole(BaseTorchVecEnv):
 
     _render_view: ClassVar[RenderView | None] = VIEW
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,

@@ -11,10 +11,7 @@ from gymnasium.vector.utils import batch_space
 from jaxtyping import Bool, Float
 from torch import Tensor
 
-from typedrl import _validation
-from typedrl._validation import describe
 from typedrl.envs.builtin._base import BaseTorchVecEnv
-from typedrl.errors import ConfigError
 from typedrl.types import ObsVector
 
 __all__ = ["GymnasiumVectorView"]
@@ -62,10 +59,7 @@ class GymnasiumVectorView(gym.vector.VectorEnv[Tensor, Tensor, Tensor]):
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}  # noqa: RUF012
 
-    @_validation.no_type_check
     def __init__(self, env: BaseTorchVecEnv) -> None:
-        if not isinstance(env, BaseTorchVecEnv):
-            raise ConfigError(f"GymnasiumVectorView wraps a BaseTorchVecEnv, got {describe(env)}")
         self._env = env
         self.num_envs = env.num_envs
         self.single_observation_space = env.single_observation_space

@@ -8,7 +8,6 @@ import torch
 from jaxtyping import Float, Float64
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._math import angle_normalize, stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
@@ -74,7 +73,6 @@ class Pendulum(BaseTorchVecEnv):
 
     _render_view: ClassVar[RenderView | None] = RenderView(x_range=(-2.2, 2.2), control_dt=_DT)
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,

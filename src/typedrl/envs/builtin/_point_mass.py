@@ -7,7 +7,6 @@ import torch
 from jaxtyping import Float, Float64
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._math import smooth_distance, stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
@@ -75,7 +74,6 @@ class PointMass(BaseTorchVecEnv):
 
     _render_view: ClassVar[RenderView | None] = RenderView(x_range=(-1.5, 1.5), control_dt=_DT)
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,

@@ -23,7 +23,6 @@ from typing import Any, final
 import numpy as np
 from jaxtyping import Float64, UInt8
 
-from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
 
@@ -40,7 +39,6 @@ _Column = Float64[np.ndarray, "rows 1"]
 _Row = Float64[np.ndarray, "1 cols"]
 
 
-@_validation.no_type_check
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RenderView:
@@ -64,26 +62,21 @@ class RenderView:
     def __post_init__(self) -> None:
         for name in ("width", "height"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 2 or value % 2:
+            if value < 2 or value % 2:
                 raise ConfigError(
                     f"RenderView.{name} must be an even int of at least 2 pixels, "
                     f"got {describe(value)}"
                 )
-        if (
-            not isinstance(self.x_range, tuple)
-            or len(self.x_range) != 2
-            or not all(_is_finite_number(x) for x in self.x_range)
-            or not self.x_range[0] < self.x_range[1]
-        ):
+        if not _finite(*self.x_range) or not self.x_range[0] < self.x_range[1]:
             raise ConfigError(
                 "RenderView.x_range must be (left, right) with finite left < right, "
                 f"got {describe(self.x_range)}"
             )
-        if not _is_finite_number(self.y_center):
+        if not math.isfinite(self.y_center):
             raise ConfigError(
                 f"RenderView.y_center must be a finite number, got {describe(self.y_center)}"
             )
-        if not _is_finite_number(self.control_dt) or self.control_dt <= 0:
+        if not math.isfinite(self.control_dt) or self.control_dt <= 0:
             raise ConfigError(
                 "RenderView.control_dt must be a positive number of seconds, "
                 f"got {describe(self.control_dt)}"
@@ -189,20 +182,12 @@ class Canvas:
         return slice(row_start, row_stop), slice(col_start, col_stop), ys[:, None], xs[None, :]
 
 
-def _is_finite_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _finite(*values: float) -> bool:
     return all(math.isfinite(value) for value in values)
 
 
 def _checked_color(color: Color) -> UInt8[np.ndarray, "3"]:
-    if (
-        not isinstance(color, tuple)
-        or len(color) != 3
-        or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in color)
-    ):
+    if not all(0 <= c <= 255 for c in color):
         raise ConfigError(
             f"Canvas: a colour must be an (r, g, b) tuple of ints in [0, 255], "
             f"got {describe(color)}"

@@ -9,7 +9,6 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import positive_float
 from typedrl.envs.builtin._math import stack_columns, uniform_between
 from typedrl.envs.mujoco._task import MujocoState, MujocoTask, MujocoTaskSpec
@@ -23,7 +22,6 @@ CARTPOLE_XML: Path = Path(str(resources.files("typedrl.envs.mujoco") / "assets" 
 _INITIAL_NOISE = 0.05
 
 
-@_validation.no_type_check
 @final
 class CartPoleSwingUpTask(MujocoTask):
     """Swing the pole up from hanging down and balance it, on the cart centre.

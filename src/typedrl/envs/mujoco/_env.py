@@ -6,8 +6,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
-from typedrl._validation import describe, positive_int
+from typedrl._validation import positive_int
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.mujoco._dependency import require
 from typedrl.envs.mujoco._task import MujocoState, MujocoTask
@@ -77,7 +76,6 @@ class MujocoVecEnv(BaseTorchVecEnv):
         True
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -91,8 +89,6 @@ class MujocoVecEnv(BaseTorchVecEnv):
         device: torch.device | str = "cpu",
     ) -> None:
         owner = type(self).__name__
-        if not isinstance(task, MujocoTask):
-            raise ConfigError(f"{owner}.task must be a MujocoTask, got {describe(task)}")
         spec = task.spec
         iterations = spec.solver_iterations if solver_iterations is None else solver_iterations
         positive_int(owner, "solver_iterations", iterations)

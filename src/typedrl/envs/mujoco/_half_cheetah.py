@@ -9,7 +9,6 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import non_negative_float
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.mujoco._sampling import normals
@@ -29,7 +28,6 @@ def half_cheetah_xml() -> Path:
     )
 
 
-@_validation.no_type_check
 @final
 class HalfCheetahTask(MujocoTask):
     """Run forward: the task of Gymnasium's ``HalfCheetah-v5``, on the same model.
