@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from torch import Tensor
 
 from typedrl.apg import APG, APGConfig, DifferentiableCollector, DifferentiableRollout
-from typedrl.apg._config import LearningRateSchedule, OptimizerName
+from typedrl.apg._config import DecaySchedule, OptimizerName
 from typedrl.apg._rollout import first_done_mask
 from typedrl.distributed import SingleProcess
 from typedrl.testing import LinearDifferentiablePolicy, QuadraticEnv
@@ -88,7 +88,7 @@ def _segmented(
             start += length
     grads = _grads(apg)
     # The loss is the per-step mean over the update (the same total for every cut).
-    return apg.finish_update()["loss/policy"], grads
+    return apg.finish_update().metrics["loss/policy"], grads
 
 
 @given(_segment_lengths, st.integers(1, 8), _seeds, _gammas)
@@ -164,7 +164,7 @@ def _complete(
     apg.begin_update()
     apg.accumulate_complete_rollout(masked, objective_scale=scale)
     grads = _grads(apg)
-    return apg.finish_update()["loss/policy"], grads
+    return apg.finish_update().metrics["loss/policy"], grads
 
 
 @given(_done_patterns(), _seeds, _gammas, st.floats(-100.0, 100.0))
@@ -212,9 +212,7 @@ def test_gradient_on_quadratic_env_equals_the_closed_form(
 
 
 _optimizers: st.SearchStrategy[OptimizerName] = st.sampled_from(["adam", "adamw", "sgd"])
-_schedules: st.SearchStrategy[LearningRateSchedule] = st.sampled_from(
-    ["constant", "linear", "cosine"]
-)
+_schedules: st.SearchStrategy[DecaySchedule] = st.sampled_from(["constant", "linear", "cosine"])
 
 
 def _state(apg: APG) -> dict[str, Any]:
@@ -248,7 +246,7 @@ def _assert_same(a: Any, b: Any) -> None:
 def _run(
     updates: list[bool],
     optimizer: OptimizerName,
-    schedule: LearningRateSchedule,
+    schedule: DecaySchedule,
     *,
     check_skips: bool,
 ) -> APG:
@@ -274,7 +272,7 @@ def _run(
             poison = torch.ones(4, 2, dtype=F64)
             poison[1, 0] = float("nan")
             apg.accumulate_segment(dataclasses.replace(rollout, rewards=rollout.rewards * poison))
-        metrics = apg.finish_update()
+        metrics = apg.finish_update().metrics
         assert metrics["train/skipped_nonfinite"] == float(not finite)
         if check_skips and not finite:
             _assert_same(_state(apg), before)
@@ -283,7 +281,7 @@ def _run(
 
 @given(st.lists(st.booleans(), min_size=1, max_size=8), _optimizers, _schedules)
 def test_skipped_updates_leave_everything_bit_identical(
-    updates: list[bool], optimizer: OptimizerName, schedule: LearningRateSchedule
+    updates: list[bool], optimizer: OptimizerName, schedule: DecaySchedule
 ) -> None:
     """Each skip changes nothing; a run with skips equals the run of its applied updates alone."""
     with_skips = _run(updates, optimizer, schedule, check_skips=True)

@@ -270,9 +270,11 @@ def test_polyak_update_follows_its_formula(alpha: float, seed: int) -> None:
 
     original = shac._fit_critic
 
-    def fit(features: Tensor, targets: Tensor, mask: Tensor) -> tuple[float, float]:
+    def fit(
+        features: Tensor, targets: Tensor, mask: Tensor, window_sums: Tensor | None = None
+    ) -> tuple[float, float, list[float]]:
         # Fit as usual, then set the critic to known values before the Polyak step.
-        losses = original(features, targets, mask)
+        losses = original(features, targets, mask, window_sums)
         with torch.no_grad():
             for parameter, value in zip(shac.critic.parameters(), fitted, strict=True):
                 parameter.copy_(value)

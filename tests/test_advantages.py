@@ -1,4 +1,4 @@
-"""Tests for typedrl.advantages: compute_gae and next_values_from."""
+"""Tests for typedrl.advantages: compute_gae and discount_weights."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from jaxtyping import TypeCheckError
 
-from typedrl.advantages import compute_gae, next_values_from
+from typedrl.advantages import compute_gae, discount_weights
 from typedrl.errors import ConfigError, SpecError
 
 Tensor = torch.Tensor
@@ -223,10 +223,6 @@ def test_runtime_checks_accept_the_documented_shapes() -> None:
         gae_lambda=0.9,
     )
     assert advantages.shape == returns.shape == (5, 2)
-    combined = next_values_from(
-        next_obs_values=torch.zeros(2), final_obs_values=torch.ones(2), truncated=never[0]
-    )
-    assert combined.tolist() == [0.0, 0.0]
 
 
 @pytest.mark.usefixtures("without_runtime_checks")
@@ -259,55 +255,26 @@ def test_compute_gae_rejects_misuse(
         compute_gae(**kwargs)  # type: ignore[arg-type]
 
 
-def test_next_values_from_takes_final_values_on_truncation() -> None:
-    """Truncated rows take V(final_obs), the others V(next obs), in the promoted dtype."""
-    combined = next_values_from(
-        next_obs_values=torch.tensor([1.0, 2.0, 3.0]),
-        final_obs_values=torch.tensor([7.0, 8.0, 9.0], dtype=torch.float64),
-        truncated=torch.tensor([True, False, True]),
-    )
-    assert combined.tolist() == [7.0, 2.0, 9.0]
-    assert combined.dtype == torch.float64
+def test_discount_weights_restart_after_each_done() -> None:
+    """d_0 is the given discount, d_{t+1} = 1 after a done and gamma * d_t otherwise."""
+    done = torch.tensor([[False, True], [True, False], [False, False], [False, True]])
+    weights, following = discount_weights(torch.tensor([1.0, 0.5]), done, 0.5)
+    assert weights.tolist() == [
+        [1.0, 0.5],
+        [0.5, 1.0],
+        [1.0, 0.5],
+        [0.5, 0.25],
+    ]
+    assert following.tolist() == [0.25, 1.0]
 
 
-@pytest.mark.usefixtures("without_runtime_checks")
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"next_obs_values": torch.zeros(3, 1)}, r"next_obs_values must be a tensor of shape \["),
-        ({"next_obs_values": torch.zeros(3, dtype=torch.int64)}, "must be floating point"),
-        ({"final_obs_values": torch.zeros(2)}, r"final_obs_values must be a tensor of shape \[3\]"),
-        ({"truncated": torch.zeros(3)}, "truncated must be torch.bool"),
-        ({"truncated": torch.zeros(3, dtype=torch.bool, device="meta")}, "truncated is on meta"),
-    ],
-)
-def test_next_values_from_rejects_misuse(kwargs: dict[str, object], message: str) -> None:
-    """Without runtime checks, mismatched shapes, dtypes and devices raise SpecError."""
-    good: dict[str, object] = {
-        "next_obs_values": torch.zeros(3),
-        "final_obs_values": torch.zeros(3),
-        "truncated": torch.zeros(3, dtype=torch.bool),
-    }
-    with pytest.raises(SpecError, match=message):
-        next_values_from(**{**good, **kwargs})  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "name"),
-    [
-        ({"final_obs_values": torch.zeros(2)}, "final_obs_values"),  # num_envs differs
-        ({"truncated": torch.zeros(3)}, "truncated"),  # not bool
-    ],
-)
-def test_next_values_from_runtime_checks(kwargs: dict[str, object], name: str) -> None:
-    """Under the suite's jaxtyping checks, a tensor off its annotation is refused by name."""
-    good: dict[str, object] = {
-        "next_obs_values": torch.zeros(3),
-        "final_obs_values": torch.zeros(3),
-        "truncated": torch.zeros(3, dtype=torch.bool),
-    }
-    with pytest.raises(TypeCheckError, match=f"parameter '{name}'"):
-        next_values_from(**{**good, **kwargs})  # type: ignore[arg-type]
+def test_discount_weights_keep_the_graph_of_the_discount() -> None:
+    """The weights are differentiable in the incoming discount (no detach inside)."""
+    discount = torch.tensor([2.0], requires_grad=True)
+    weights, _ = discount_weights(discount, torch.zeros(3, 1, dtype=torch.bool), 0.9)
+    torch.autograd.backward(weights.sum())
+    assert discount.grad is not None
+    assert discount.grad.tolist() == pytest.approx([1.0 + 0.9 + 0.81])
 
 
 def test_device_mismatch_is_ours_even_under_runtime_checks() -> None:

@@ -24,7 +24,7 @@ Shape checks: the tensor arguments and results carry jaxtyping annotations
 jaxtyping's runtime checks are on (the test suites, or a debugging session
 with ``jaxtyping.install_import_hook("typedrl", "beartype.beartype")``), a
 wrong shape or dtype class raises :class:`jaxtyping.TypeCheckError` before the
-function runs. Both functions also check shapes, dtype classes and devices
+function runs. :func:`compute_gae` also checks shapes, dtype classes and devices
 themselves (metadata only), so without the hook, as in production runs, the
 same mistakes raise :class:`~typedrl.errors.SpecError`; a device mismatch,
 which jaxtyping does not describe, raises it in either case.
@@ -37,9 +37,9 @@ from torch import Tensor
 
 from typedrl._validation import describe, unit_interval
 from typedrl.errors import ConfigError, SpecError
-from typedrl.types import Done, EnvScalar, RolloutFlag, RolloutScalar
+from typedrl.types import EnvScalar, RolloutFlag, RolloutScalar
 
-__all__ = ["compute_gae", "next_values_from"]
+__all__ = ["compute_gae", "discount_weights"]
 
 
 @final
@@ -196,39 +196,36 @@ def compute_gae(
     return advantages, returns
 
 
-def next_values_from(
-    *, next_obs_values: EnvScalar, final_obs_values: EnvScalar, truncated: Done
-) -> EnvScalar:
-    """Combine the two value estimates of one step into ``next_values`` for :func:`compute_gae`.
+def discount_weights(
+    discount: EnvScalar, done: RolloutFlag, gamma: float
+) -> tuple[RolloutScalar, EnvScalar]:
+    """The per-step discounts of a segment whose discount restarts after every done.
 
-    Rows that were truncated take ``V(final_obs)``, the value of the terminal
-    observation (exact truncation bootstrapping); every other row takes
-    ``V(next_obs)``. Terminated rows need no particular value: GAE zeroes
-    their bootstrap.
+    ``d_0 = discount``, ``d_{t+1} = 1`` where step ``t`` ended the row's episode,
+    else ``gamma * d_t``: the weights of a segmented analytic-gradient objective
+    ``sum_t d_t r_t`` (APG's and SHAC's).
 
     Args:
-        next_obs_values: ``V(obs)`` of the observation ``step`` returned (after
-            autoreset), float ``[num_envs]``.
-        final_obs_values: ``V(final_obs)``, float ``[num_envs]``.
-        truncated: ``torch.bool`` ``[num_envs]``.
+        discount: The discount of the segment's first step, float ``[num_envs]``.
+        done: ``terminated | truncated``, ``torch.bool`` ``[num_steps, num_envs]``
+            with at least one step.
+        gamma: The discount factor.
 
     Returns:
-        Float ``[num_envs]``, in the promoted dtype of the two value tensors.
-
-    Raises:
-        SpecError: If a tensor has the wrong shape, dtype class or device (see
-            the module docstring for what the runtime shape checks raise first).
+        ``(weights, next_discount)``: ``d_t`` as ``[num_steps, num_envs]``, and
+        ``d_T`` where the next segment continues.
 
     Example:
         >>> import torch
-        >>> next_values_from(
-        ...     next_obs_values=torch.tensor([1.0, 2.0]),
-        ...     final_obs_values=torch.tensor([7.0, 8.0]),
-        ...     truncated=torch.tensor([False, True]),
-        ... ).tolist()
-        [1.0, 8.0]
+        >>> done = torch.tensor([[False], [True], [False]])
+        >>> weights, following = discount_weights(torch.ones(1), done, 0.5)
+        >>> weights.flatten().tolist(), following.tolist()
+        ([1.0, 0.5, 1.0], [0.5])
     """
-    checker = _Checker("next_values_from", "next_obs_values", next_obs_values, ndim=1)
-    checker.check("final_obs_values", final_obs_values, floating=True)
-    checker.check("truncated", truncated, floating=False)
-    return torch.where(truncated, final_obs_values, next_obs_values)
+    weights = []
+    current = discount
+    for step in range(done.shape[0]):
+        weights.append(current)
+        # d_{t+1} = 1 after a done, else gamma * d_t
+        current = torch.where(done[step], torch.ones_like(current), gamma * current)
+    return torch.stack(weights), current

@@ -12,13 +12,15 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from tests.apg.test_collector import _LinearPolicy, _quadratic_policy
+from tests.two_ranks import TwoRanks
 from typedrl.apg import APG, APGConfig, DifferentiableCollector, DifferentiableRollout
-from typedrl.apg._algorithm import build_optimizer, build_scheduler
 from typedrl.apg._rollout import first_done_mask
 from typedrl.distributed import SingleProcess
 from typedrl.episodes import EpochEpisodes
 from typedrl.errors import ConfigError, NonFiniteError, StateError
 from typedrl.testing import QuadraticEnv
+from typedrl.training import build_optimizer, build_scheduler
+from typedrl.training._update import restart_schedule
 
 F64 = torch.float64
 NAN = math.nan
@@ -169,13 +171,13 @@ def _policy_with_entropy(log_std: float = 0.3) -> _LinearPolicy:
 def _applied_update(apg: APG, table: _Table) -> dict[str, float]:
     apg.begin_update()
     apg.accumulate_segment(table.rollout(0, 2))
-    return apg.finish_update()
+    return apg.finish_update().metrics
 
 
 def _skipped_update(apg: APG, table: _Table) -> dict[str, float]:
     apg.begin_update()
     apg.accumulate_segment(table.rollout(0, 2, poison=_nan_at(2, 3, 1, 1)))
-    return apg.finish_update()
+    return apg.finish_update().metrics
 
 
 # ---------------------------------------------------------------- the state machine
@@ -386,7 +388,7 @@ def test_segmented_loss_matches_a_hand_computation_on_quadratic_rollouts() -> No
             assert parameter.grad is not None
             torch.testing.assert_close(parameter.grad, hand, rtol=1e-12, atol=1e-14)
         before = [p.detach().clone() for p in apg.parameters]
-        metrics = apg.finish_update()
+        metrics = apg.finish_update().metrics
         # Averaged over the update's 4 steps; SGD at lr 1e-3 without clipping.
         assert metrics["loss/policy"] == pytest.approx(hand_loss / 4, rel=1e-12)
         for parameter, start, hand in zip(apg.parameters, before, hand_grads, strict=True):
@@ -426,7 +428,7 @@ def test_complete_objective_masks_after_the_first_done_and_scales_each_row() -> 
     rewards, entropies = table.rewards.detach(), table.entropies.detach()
     objective = (scale * (discount * alive * rewards).sum(0)).mean()
     entropy = (alive * entropies).sum(0).mean()
-    metrics = apg.finish_update()
+    metrics = apg.finish_update().metrics
     assert metrics["train/objective"] == pytest.approx(float(objective), rel=1e-12)
     assert metrics["train/entropy"] == pytest.approx(float(entropy), rel=1e-12)
     assert metrics["loss/policy"] == pytest.approx(float(-(objective + coef * entropy)), rel=1e-12)
@@ -461,7 +463,9 @@ def test_complete_objective_on_quadratic_rollouts_ignores_the_next_episode() -> 
         expected = torch.zeros_like(parameter) if grad is None else grad
         actual = torch.zeros_like(parameter) if parameter.grad is None else parameter.grad
         torch.testing.assert_close(actual, expected, rtol=1e-12, atol=1e-15)
-    assert apg.finish_update()["loss/policy"] == pytest.approx(float(hand.detach()), rel=1e-12)
+    assert apg.finish_update().metrics["loss/policy"] == pytest.approx(
+        float(hand.detach()), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize(
@@ -550,7 +554,7 @@ def test_nonfinite_loss_skips_the_update_after_its_backward() -> None:
     apg.begin_update()
     apg.accumulate_segment(collector.collect(policy, num_steps=4))
     collector.detach_state()
-    assert apg.finish_update()["train/skipped_nonfinite"] == 0.0
+    assert apg.finish_update().metrics["train/skipped_nonfinite"] == 0.0
     state = _snapshot(apg)
     assert state["optimizer"]["state"]  # moments exist
     apg.begin_update()
@@ -560,7 +564,7 @@ def test_nonfinite_loss_skips_the_update_after_its_backward() -> None:
     # The backward ran: the env's graph is freed.
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         torch.autograd.backward(rollout.rewards.sum())
-    metrics = apg.finish_update()
+    metrics = apg.finish_update().metrics
     assert metrics["train/skipped_nonfinite"] == 1.0
     assert metrics["train/skipped_large"] == 0.0
     assert not math.isfinite(metrics["train/grad_norm"])
@@ -609,7 +613,7 @@ def test_nonfinite_loss_with_a_finite_gradient_is_skipped(case: str) -> None:
     else:
         rewards = rollout.rewards * _nan_at(4, 3, 2, 1)
     apg.accumulate_segment(dataclasses.replace(rollout, rewards=rewards))
-    metrics = apg.finish_update()
+    metrics = apg.finish_update().metrics
     assert not math.isfinite(metrics["loss/policy"])
     assert apg.counters.state_dict() == {"applied": 0, "skipped": 1}
 
@@ -654,7 +658,7 @@ def test_gradient_is_clipped_to_max_grad_norm(max_norm: float | None) -> None:
     # The update's gradient is the per-step average over its 5 steps.
     grads = [p.grad.clone() / 5 for p in apg.parameters if p.grad is not None]
     norm = float(torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in grads])))
-    metrics = apg.finish_update()
+    metrics = apg.finish_update().metrics
     assert metrics["train/grad_norm"] == pytest.approx(norm, rel=1e-12)
     factor = 1.0 if max_norm is None else min(1.0, max_norm / (norm + 1e-6))
     moved = [start - p.detach() for start, p in zip(before, apg.parameters, strict=True)]
@@ -783,7 +787,7 @@ def test_restart_schedule_restarts_the_curve_but_keeps_the_moments() -> None:
     assert apg.optimizer.param_groups[0]["lr"] == pytest.approx(lr / 4, rel=1e-12)
     moments = copy.deepcopy(apg.optimizer.state_dict()["state"])
     parameters = [p.detach().clone() for p in apg.parameters]
-    apg.restart_schedule()
+    restart_schedule(apg.scheduler)
     assert apg.optimizer.param_groups[0]["lr"] == lr
     assert apg.scheduler.last_epoch == 0
     _assert_same(apg.optimizer.state_dict()["state"], moments)
@@ -826,7 +830,7 @@ def test_metrics_keys_with_and_without_adjoint_statistics() -> None:
     apg.accumulate_segment(collector.collect(policy, num_steps=2))
     collector.detach_state()
     apg.accumulate_segment(collector.collect(policy, num_steps=2))
-    metrics = apg.finish_update()
+    metrics = apg.finish_update().metrics
     assert set(metrics) == _BASE_KEYS | _ADJOINT_KEYS
     assert metrics["adjoint/rows"] == 3 * 4  # every action row of both segments
     assert metrics["adjoint/nonfinite_rows"] == 0.0
@@ -835,54 +839,11 @@ def test_metrics_keys_with_and_without_adjoint_statistics() -> None:
     assert all(isinstance(value, float) for value in metrics.values())
 
 
-class _TwoRanks:
-    """A two-rank world where the other rank's contribution is ``remote(tensor)``."""
-
-    def __init__(self, remote: Callable[[Tensor], Tensor] | None = None) -> None:
-        self.remote = remote if remote is not None else (lambda tensor: tensor.clone())
-        self.calls: list[str] = []
-
-    @property
-    def world_size(self) -> int:
-        return 2
-
-    @property
-    def rank(self) -> int:
-        return 0
-
-    @property
-    def is_main(self) -> bool:
-        return True
-
-    @property
-    def device(self) -> torch.device:
-        return torch.device("cpu")
-
-    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
-        self.calls.append("all_reduce_sum")
-        return tensor + self.remote(tensor)
-
-    def all_gather(self, tensor: Tensor) -> Tensor:
-        self.calls.append("all_gather")
-        return torch.stack((tensor, self.remote(tensor)))
-
-    def broadcast(self, tensor: Tensor, src: int = 0) -> Tensor:
-        self.calls.append("broadcast")
-        return tensor.clone()
-
-    def barrier(self) -> None:
-        self.calls.append("barrier")
-
-    def all_gather_object(self, obj: object) -> list[Any]:
-        self.calls.append("all_gather_object")
-        return [obj, obj]
-
-
 def test_one_all_reduce_per_update_averages_gradients_across_ranks() -> None:
     """However many segments, one all-reduce; identical ranks give the single-rank update."""
     single_table, ddp_table = _Table(), _Table()
     single = _apg(single_table, optimizer="sgd", learning_rate=0.1)
-    world = _TwoRanks()
+    world = TwoRanks()
     ddp = APG(
         ddp_table,
         APGConfig(optimizer="sgd", learning_rate=0.1),
@@ -894,7 +855,7 @@ def test_one_all_reduce_per_update_averages_gradients_across_ranks() -> None:
         apg.begin_update()
         for start in range(0, 6, 2):
             apg.accumulate_segment(table.rollout(start, start + 2))
-        results.append(apg.finish_update())
+        results.append(apg.finish_update().metrics)
     assert world.calls == ["all_reduce_sum"]
     torch.testing.assert_close(ddp_table.rewards, single_table.rewards, rtol=1e-15, atol=0)
     for key in ("loss/policy", "train/objective", "train/entropy", "train/grad_norm"):
@@ -910,7 +871,7 @@ def test_a_nonfinite_gradient_on_another_rank_skips_here_too() -> None:
         return other
 
     table = _Table()
-    apg = APG(table, APGConfig(), dist=_TwoRanks(poisoned), planned_updates=None)
+    apg = APG(table, APGConfig(), dist=TwoRanks(poisoned), planned_updates=None)
     state = _snapshot(apg)
     metrics = _applied_update(apg, table)
     assert metrics["train/skipped_nonfinite"] == 1.0

@@ -346,19 +346,13 @@ def test_double_precision_trains_a_float64_policy() -> None:
     assert {p.dtype for p in trainer.model.parameters()} == {torch.float64}
 
 
-def test_bad_policy_and_config_are_refused() -> None:
-    """A policy that is no DifferentiablePolicy module, or a foreign config, is a ConfigError."""
+def test_bad_policy_is_refused() -> None:
+    """A policy module that is no DifferentiablePolicy is a ConfigError."""
     with pytest.raises(ConfigError, match=r"policy must be an nn\.Module implementing"):
         DifferentiableTrainer(
             env=point_mass(),
             config=DifferentiableTrainerConfig(total_updates=1),
             policy=torch.nn.Linear(6, 2),
-            fabric=cpu_fabric(),
-        )
-    with pytest.raises(ConfigError, match="config must be a DifferentiableTrainerConfig"):
-        DifferentiableTrainer(
-            env=point_mass(),
-            config=APGConfig(),  # type: ignore[arg-type]
             fabric=cpu_fabric(),
         )
 
@@ -387,13 +381,13 @@ def test_normalizer_is_frozen_during_an_update() -> None:
     trainer.setup()
     normalizer = obs_normalizer(trainer)
     seen: list[Tensor] = []
-    normalize = normalizer.normalize
+    normalize = normalizer._normalize
 
     def recording(value: Tensor) -> Tensor:
         seen.append(torch.cat((normalizer.mean.detach().clone(), normalizer.var.detach().clone())))
         return normalize(value)
 
-    normalizer.normalize = recording  # type: ignore[method-assign,assignment]
+    normalizer._normalize = recording  # type: ignore[method-assign,assignment]
     trainer.train()
     assert len(seen) == 3 * 6
     for update in range(3):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typedrl.apg._algorithm import APG as APG
     from typedrl.apg._algorithm import AlgorithmState as AlgorithmState
     from typedrl.apg._algorithm import DifferentiableAlgorithm as DifferentiableAlgorithm
+    from typedrl.apg._algorithm import UpdateData as UpdateData
     from typedrl.apg._collector import DifferentiableCollector as DifferentiableCollector
     from typedrl.apg._config import APGConfig as APGConfig
     from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
@@ -46,6 +47,7 @@ else:
             "APG": "typedrl.apg._algorithm",
             "AlgorithmState": "typedrl.apg._algorithm",
             "DifferentiableAlgorithm": "typedrl.apg._algorithm",
+            "UpdateData": "typedrl.apg._algorithm",
             "DifferentiableCollector": "typedrl.apg._collector",
             "APGConfig": "typedrl.apg._config",
             "DifferentiableRollout": "typedrl.apg._rollout",
@@ -70,5 +72,6 @@ __all__ = [
     "DifferentiableTrainer",
     "DifferentiableTrainerConfig",
     "SHACConfig",
+    "UpdateData",
     "first_done_mask",
 ]

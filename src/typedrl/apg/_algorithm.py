@@ -4,8 +4,9 @@ Every such algorithm has one life cycle, driven by
 :class:`~typedrl.apg.DifferentiableTrainer`: :meth:`~DifferentiableAlgorithm.begin_update`,
 then one or more ``accumulate_*`` calls (each runs its backward at once, so the
 simulator's graph is freed segment by segment), then
-:meth:`~DifferentiableAlgorithm.finish_update` (one gradient all-reduce across
-ranks, the finite check, clipping, the optimizer and scheduler steps) or
+:meth:`~DifferentiableAlgorithm.finish_update` (the update kernel: one gradient
+all-reduce across ranks, the finite check, clipping, the optimizer step; then,
+when applied, everything that follows an applied update) or
 :meth:`~DifferentiableAlgorithm.cancel_update` (nothing changes).
 """
 
@@ -13,30 +14,35 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, cast, final
 
 import torch
 from jaxtyping import Float
 from tensordict import TensorDict
 from torch import Tensor, nn
-from torch.optim import Optimizer
-from torch.optim.lr_scheduler import LambdaLR
 
 from typedrl import _validation
+from typedrl.advantages import discount_weights
 from typedrl.apg._config import APGConfig
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, StateError
 from typedrl.protocols import SupportsStateDict
 from typedrl.training import Counters
+from typedrl.training._update import (
+    GradientStep,
+    ReducedGradient,
+    UpdateOutcome,
+    build_optimizer,
+    build_scheduler,
+)
 
 __all__ = [
     "APG",
     "ZERO_GRADIENT_UPDATES",
     "AlgorithmState",
     "DifferentiableAlgorithm",
-    "build_optimizer",
-    "build_scheduler",
+    "UpdateData",
 ]
 
 _Mode = Literal["segmented", "complete"]
@@ -55,95 +61,43 @@ ZERO_GRADIENT_UPDATES: Final = 3
 with :class:`~typedrl.errors.EnvContractError`: its objective does not depend on the actions."""
 # Rows named at most in a message about non-finite env outputs.
 _ROWS_SHOWN = 8
-_ADJOINT_KEYS = (
-    "adjoint/rows",
-    "adjoint/clipped_fraction",
-    "adjoint/nonfinite_rows",
-    "adjoint/norm_mean",
-    "adjoint/norm_max",
-)
 
 
-def build_optimizer(
-    parameters: Sequence[nn.Parameter],
-    *,
-    name: Literal["adam", "adamw", "sgd"],
-    learning_rate: float,
-    betas: tuple[float, float] = (0.9, 0.999),
-    eps: float = 1e-8,
-    weight_decay: float = 0.0,
-    momentum: float = 0.0,
-) -> Optimizer:
-    """The named torch optimizer over ``parameters`` (Adam and AdamW fused into one kernel).
+@final
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class UpdateData:
+    """The detached data of one update's rollouts: what follows an applied update learns from.
 
-    Example:
-        >>> layer = torch.nn.Linear(2, 1)
-        >>> type(build_optimizer(list(layer.parameters()), name="sgd", learning_rate=0.1))
-        <class 'torch.optim.sgd.SGD'>
+    The trainer builds it from the rollouts it accumulated and hands it to
+    :meth:`DifferentiableAlgorithm.finish_update`.
     """
-    params = list(parameters)
-    if not params:
-        raise ConfigError("build_optimizer: the policy has no trainable parameters")
-    if name == "sgd":
-        return torch.optim.SGD(
-            params, lr=learning_rate, momentum=momentum, weight_decay=weight_decay
+
+    rollouts: tuple[DifferentiableRollout, ...]
+    """The update's rollouts, detached (SHAC's critic regresses on the last window)."""
+    observations: TensorDict
+    """Every observation the update acted on, flat ``[samples]`` and detached."""
+    observation_mask: Tensor
+    """Which of them update the observation normaliser (alive, valid rows): bool ``[samples]``."""
+
+    @classmethod
+    def of(
+        cls, rollouts: Sequence[DifferentiableRollout], masks: Sequence[Tensor] | None = None
+    ) -> "UpdateData":
+        """The data of an update's rollouts (detached here).
+
+        Args:
+            rollouts: The update's rollouts, in order.
+            masks: Per rollout, which ``[num_steps, num_envs]`` observations update the
+                normaliser; by default the valid ones.
+        """
+        detached = tuple(rollout.detach() for rollout in rollouts)
+        chosen = masks if masks is not None else [rollout.valid for rollout in detached]
+        observations: list[Any] = [rollout.observations.reshape(-1) for rollout in detached]
+        return cls(
+            rollouts=detached,
+            observations=cast("TensorDict", torch.cat(observations)),
+            observation_mask=torch.cat([mask.reshape(-1) for mask in chosen]),
         )
-    optimizer_type = torch.optim.AdamW if name == "adamw" else torch.optim.Adam
-    fused = all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
-    return optimizer_type(
-        params, lr=learning_rate, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused
-    )
-
-
-def build_scheduler(
-    optimizer: Optimizer,
-    *,
-    schedule: Literal["constant", "linear", "cosine"],
-    planned_updates: int | None,
-    learning_rate: float,
-    min_learning_rate: float = 0.0,
-) -> LambdaLR:
-    """A learning-rate schedule bound to the run's planned number of (applied) updates.
-
-    ``"linear"`` goes from ``learning_rate`` to ``min_learning_rate`` in
-    ``planned_updates`` steps, ``"cosine"`` follows half a cosine between them,
-    ``"constant"`` stays. Past the plan the rate stays at its end value.
-
-    Raises:
-        ConfigError: A decaying schedule without a positive ``planned_updates``.
-
-    Example:
-        >>> layer = torch.nn.Linear(2, 1)
-        >>> optimizer = torch.optim.SGD(layer.parameters(), lr=1.0)
-        >>> scheduler = build_scheduler(
-        ...     optimizer, schedule="linear", planned_updates=4, learning_rate=1.0
-        ... )
-        >>> rates = []
-        >>> for _ in range(5):
-        ...     rates.append(optimizer.param_groups[0]["lr"])
-        ...     optimizer.step()
-        ...     scheduler.step()
-        >>> rates
-        [1.0, 0.75, 0.5, 0.25, 0.0]
-    """
-    if schedule != "constant" and (planned_updates is None or planned_updates <= 0):
-        raise ConfigError(
-            f"a {schedule!r} learning-rate schedule is bound to the planned number of updates, "
-            f"got {planned_updates!r}; give the run a budget of total_updates (a run whose "
-            "horizon varies cannot plan its updates from total_timesteps)"
-        )
-    total = float(planned_updates or 1)
-    floor = min_learning_rate / learning_rate
-
-    def factor(update: int) -> float:
-        progress = min(update, total) / total
-        if schedule == "linear":
-            return 1.0 - (1.0 - floor) * progress
-        if schedule == "cosine":
-            return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
-        return 1.0
-
-    return LambdaLR(optimizer, factor)
 
 
 @final
@@ -166,9 +120,11 @@ class DifferentiableAlgorithm(ABC):
 
     A subclass implements the objective (:meth:`_segment_loss`,
     :meth:`_complete_loss`) and, where it trains more than the policy (SHAC's
-    critic), :meth:`_after_step` and :meth:`state`. The life cycle, the state
-    checks, the gradient all-reduce, the finite checks, clipping and the
-    optimizer and scheduler steps are written here once.
+    critic), :meth:`_learn_from` and :meth:`state`. The life cycle, the state
+    checks, the update kernel (:class:`~typedrl.training.GradientStep`: one
+    gradient all-reduce, the finite checks, clipping, the optimizer step) and
+    what follows an applied update (:meth:`_after_applied_update`) are written
+    here once.
 
     Args:
         policy: The differentiable policy (on the trainer's device, identical on
@@ -177,10 +133,13 @@ class DifferentiableAlgorithm(ABC):
         dist: The ranks whose gradients are averaged (one all-reduce per update).
         planned_updates: Updates the run plans (what linear and cosine schedules
             are bound to); ``None`` with a constant schedule.
+        normalize_observations: Update the policy's observation normaliser
+            (``policy.update_normalizers``) after each applied update, from the
+            update's alive rows.
     """
 
     _summed: ClassVar[tuple[str, ...]] = _SUMMED
-    """Scalars reduced with the gradient (a subclass adds its own to :attr:`_sums`)."""
+    """Scalars reduced with the gradient (a subclass adds its own to the pending sums)."""
 
     def __init__(
         self,
@@ -189,12 +148,12 @@ class DifferentiableAlgorithm(ABC):
         *,
         dist: Distributed,
         planned_updates: int | None,
+        normalize_observations: bool = False,
     ) -> None:
-        if not isinstance(config, APGConfig):
-            raise ConfigError(f"config must be an APGConfig, got {type(config).__name__}")
         self.policy = policy
         self.config = config
         self.dist = dist
+        self.normalize_observations = normalize_observations
         self.parameters = [p for p in policy.parameters() if p.requires_grad]
         self.optimizer = build_optimizer(
             self.parameters,
@@ -212,16 +171,11 @@ class DifferentiableAlgorithm(ABC):
             learning_rate=config.learning_rate,
             min_learning_rate=config.min_learning_rate,
         )
+        self.kernel = GradientStep(
+            self.parameters, self.optimizer, dist=dist, max_grad_norm=config.max_grad_norm
+        )
         self.counters = Counters("applied", "skipped")
-        self._mode: _Mode | None = None
-        self._active = False
-        self._discount: Tensor | None = None
-        self._steps = 0
-        self._sums: dict[str, Tensor] = {}
-        self._norm_max: Tensor | None = None
-        # Each rollout's first step in the update, rewards and env observations (detached
-        # references, read only to say what went wrong when an update raises).
-        self._env_outputs: list[tuple[int, Tensor, TensorDict]] = []
+        self._pending: _Pending | None = None
         # How many of the run's first ZERO_GRADIENT_UPDATES updates had a gradient of 0.
         self._zero_gradients = 0
 
@@ -239,10 +193,22 @@ class DifferentiableAlgorithm(ABC):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """``(loss, objective, entropy)`` of one complete rollout (means over rows)."""
 
-    def _after_step(self, rollouts_seen: int) -> dict[str, float]:
-        """Extra work after an applied policy step (a critic's update); its metrics."""
-        del rollouts_seen
+    def _learn_from(self, data: UpdateData | None) -> dict[str, float]:
+        """What the algorithm learns besides the policy after an applied step; its metrics."""
+        del data
         return {}
+
+    def _pool(self, name: str, value: Tensor) -> None:
+        """Add a scalar to the update's sums (reduced over the ranks with the gradient).
+
+        Outside an update (an objective evaluated on its own) there is nothing to add to.
+        """
+        pending = self._pending
+        if pending is None:
+            return
+        copied = value.detach().to(torch.float64).clone()
+        sums = pending.sums
+        sums[name] = sums[name] + copied if name in sums else copied
 
     def state(self) -> AlgorithmState:
         """What the algorithm checkpoints besides the policy.
@@ -261,7 +227,7 @@ class DifferentiableAlgorithm(ABC):
     @property
     def updating(self) -> bool:
         """Whether an update has begun and not yet finished or been cancelled."""
-        return self._active
+        return self._pending is not None
 
     def begin_update(self) -> None:
         """Start accumulating one optimizer update (gradients cleared).
@@ -269,19 +235,13 @@ class DifferentiableAlgorithm(ABC):
         Raises:
             StateError: An update is already in progress.
         """
-        if self._active:
+        if self._pending is not None:
             raise StateError(
                 f"{type(self).__name__}.begin_update: an update is already in progress; "
                 "finish_update() or cancel_update() it first"
             )
-        self._clear_gradients()
-        self._active = True
-        self._mode = None
-        self._discount = None
-        self._steps = 0
-        self._sums = {}
-        self._norm_max = None
-        self._env_outputs = []
+        self.kernel.clear()
+        self._pending = _Pending()
 
     def accumulate_segment(self, rollout: DifferentiableRollout) -> None:
         """Backpropagate one truncated segment of a segmented update.
@@ -294,10 +254,10 @@ class DifferentiableAlgorithm(ABC):
         Raises:
             StateError: No update in progress, or this update accumulates complete rollouts.
         """
-        self._require("accumulate_segment", "segmented")
+        pending = self._require("accumulate_segment", "segmented")
         if rollout.num_steps == 0:
             return
-        discount = self._discount
+        discount = pending.discount
         if discount is None:
             discount = torch.ones(
                 rollout.num_envs, dtype=rollout.rewards.dtype, device=rollout.rewards.device
@@ -305,9 +265,9 @@ class DifferentiableAlgorithm(ABC):
         loss, objective, entropy, next_discount = self._segment_loss(rollout, discount)
         # Always backward, even a non-finite loss: it frees the simulator's graph.
         torch.autograd.backward(loss)
-        self._discount = next_discount.detach()
-        self._steps += rollout.num_steps
-        self._record(rollout, loss, objective, entropy)
+        pending.discount = next_discount.detach()
+        pending.steps += rollout.num_steps
+        self._record(pending, rollout, loss, objective, entropy)
 
     @_validation.no_type_check
     def accumulate_complete_rollout(
@@ -330,7 +290,7 @@ class DifferentiableAlgorithm(ABC):
             StateError: No update in progress, or this update accumulates segments.
             ConfigError: A scale is not finite and non-negative, or of the wrong shape.
         """
-        self._require("accumulate_complete_rollout", "complete")
+        pending = self._require("accumulate_complete_rollout", "complete")
         if isinstance(accumulation_scale, bool) or not (
             isinstance(accumulation_scale, int | float)
             and math.isfinite(accumulation_scale)
@@ -359,20 +319,26 @@ class DifferentiableAlgorithm(ABC):
         loss, objective, entropy = self._complete_loss(rollout, scale.detach())
         loss = loss * accumulation_scale
         torch.autograd.backward(loss)
-        self._steps += rollout.num_steps
-        self._record(rollout, loss, objective * accumulation_scale, entropy * accumulation_scale)
+        pending.steps += rollout.num_steps
+        self._record(
+            pending, rollout, loss, objective * accumulation_scale, entropy * accumulation_scale
+        )
 
-    def finish_update(self) -> dict[str, float]:
+    def finish_update(self, data: UpdateData | None = None) -> UpdateOutcome:
         """Average the gradients across ranks and apply the update, or skip it.
 
-        One all-reduce carries every rank's gradient and statistics (when the
-        action adjoint is measured, one small gather adds its largest norm). A
-        non-finite gradient on any rank is non-finite on all of them after it,
-        so every rank skips alike: weights, optimizer state and learning rate
-        stay bit-identical (or :class:`~typedrl.errors.NonFiniteError` is raised
-        with ``nonfinite="raise"``). An update whose pre-clip norm exceeds
-        ``skip_grad_norm_above`` is skipped too. Otherwise the gradient is
-        clipped to ``max_grad_norm`` and the optimizer and scheduler step.
+        1. The update kernel (:meth:`~typedrl.training.GradientStep.reduce`): one
+           all-reduce carries every rank's gradient and statistics (when the
+           action adjoint is measured, one small gather adds its largest norm).
+        2. The decision, identical on every rank: a non-finite gradient or loss on
+           any rank is non-finite on all of them after the reduction, so every
+           rank skips alike (weights, optimizer state and learning rate stay
+           bit-identical), or :class:`~typedrl.errors.NonFiniteError` is raised
+           with ``nonfinite="raise"``. An update whose pre-clip norm exceeds
+           ``skip_grad_norm_above`` is skipped too.
+        3. Applied: the gradient is clipped to ``max_grad_norm`` and the optimizer
+           steps (:meth:`~typedrl.training.GradientStep.apply`); then
+           :meth:`_after_applied_update` runs what follows an applied update.
 
         A policy gradient of exactly zero (before clipping, after the
         all-reduce, so every rank agrees) on each of the run's first 3 updates
@@ -381,11 +347,19 @@ class DifferentiableAlgorithm(ABC):
         depends on the actions, so training could never change the policy.
         A zero gradient later in a run is applied as any other.
 
+        Args:
+            data: The update's detached rollouts and observations (what the
+                trainer collected), for what follows an applied update: the
+                observation normaliser's statistics and, for SHAC, the critic's
+                regression. ``None`` when there is nothing to learn from but the
+                policy gradient.
+
         Returns:
-            ``loss/policy``, ``train/objective``, ``train/entropy``,
-            ``train/grad_norm``, ``train/skipped_nonfinite``,
-            ``train/skipped_large``, ``train/learning_rate`` and the adjoint
-            statistics (identical on every rank).
+            Whether the update was applied, and ``loss/policy``,
+            ``train/objective``, ``train/entropy``, ``train/grad_norm``,
+            ``train/skipped_nonfinite``, ``train/skipped_large``,
+            ``train/learning_rate``, the adjoint statistics and what follows an
+            applied update adds (identical on every rank).
 
         Raises:
             StateError: No update in progress.
@@ -395,29 +369,22 @@ class DifferentiableAlgorithm(ABC):
                 pass overflowed.
             EnvContractError: The gradient was zero on each of the first updates.
         """
-        if not self._active:
+        pending = self._pending
+        if pending is None:
             raise StateError(f"{type(self).__name__}.finish_update: no update in progress")
-        config, dist = self.config, self.dist
+        config = self.config
         device = self.parameters[0].device
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.parameters]
-        flat = torch.cat([g.reshape(-1) for g in grads])
         # Segments are averaged per step; complete rollouts carry their own scales.
-        per_step = 1.0 / max(self._steps, 1) if self._mode == "segmented" else 1.0
+        per_step = 1.0 / max(pending.steps, 1) if pending.mode == "segmented" else 1.0
         sums = torch.stack(
             [
-                self._sums.get(name, torch.zeros((), device=device)).to(flat.dtype)
+                pending.sums.get(name, torch.zeros((), device=device)).to(torch.float64)
                 for name in self._summed
             ]
         )
-        packed = torch.cat((flat * per_step, sums))
-        # The update's one collective: gradients and statistics of every rank.
-        if dist.world_size > 1:
-            packed = dist.all_reduce_sum(packed)
-            packed[: flat.numel()] /= dist.world_size
-        flat = packed[: flat.numel()]
-        totals = dict(zip(self._summed, packed[flat.numel() :].tolist(), strict=True))
-        norm = torch.linalg.vector_norm(flat)
-        grad_norm = float(norm)
+        reduced = self.kernel.reduce(sums, scale=per_step)
+        totals = dict(zip(self._summed, reduced.pooled.tolist(), strict=True))
+        grad_norm = float(reduced.norm)
         # A non-finite loss is skipped too, even when its gradient came out finite (a NaN
         # reward that carries no gradient, or one whose adjoint rows were zeroed).
         finite = math.isfinite(grad_norm) and math.isfinite(totals["loss"])
@@ -427,10 +394,55 @@ class DifferentiableAlgorithm(ABC):
             and grad_norm > config.skip_grad_norm_above
         )
         learning_rate = float(self.optimizer.param_groups[0]["lr"])
-        metrics = self._metrics(totals, grad_norm, finite, large, learning_rate)
+        metrics = self._metrics(
+            pending,
+            totals=totals,
+            grad_norm=grad_norm,
+            finite=finite,
+            large=large,
+            learning_rate=learning_rate,
+        )
+        self._refuse(pending, reduced, totals, finite)
+        applied = finite and not large
+        if applied:
+            self.kernel.apply(reduced)
+            self.counters["applied"] += 1
+            metrics.update(self._after_applied_update(data))
+        else:
+            self.counters["skipped"] += 1
+            self.kernel.skip()
+        self._pending = None
+        return UpdateOutcome(applied=applied, metrics=metrics)
+
+    def _after_applied_update(self, data: UpdateData | None) -> dict[str, float]:
+        """Everything that follows an applied policy step, in order; their metrics.
+
+        1. The learning-rate schedule steps (it counts applied updates only).
+        2. What the algorithm learns besides the policy (:meth:`_learn_from`: SHAC's
+           critic regression and target update, with the normalisation the
+           update's actions saw).
+        3. The observation normaliser's statistics take in the update's alive rows
+           (so that every forward of the update saw the same normalisation).
+        """
+        self.scheduler.step()
+        metrics = self._learn_from(data)
+        update = getattr(self.policy, "update_normalizers", None)
+        if self.normalize_observations and update is not None and data is not None:
+            update(data.observations, dist=self.dist, mask=data.observation_mask)
+        return metrics
+
+    def _refuse(
+        self,
+        pending: "_Pending",
+        reduced: ReducedGradient,
+        totals: Mapping[str, float],
+        finite: bool,
+    ) -> None:
+        """Raise where the update must stop the run: non-finite with ``"raise"``, zero gradients."""
         update = self.counters["applied"] + self.counters["skipped"]
-        if not finite and config.nonfinite == "raise":
-            cause = self._nonfinite_env_outputs()
+        grad_norm = float(reduced.norm)
+        if not finite and self.config.nonfinite == "raise":
+            cause = self._nonfinite_env_outputs(pending)
             self.cancel_update()
             advice = (
                 f"{cause}: the simulation itself went non-finite, not only the gradient; find "
@@ -458,24 +470,6 @@ class DifferentiableAlgorithm(ABC):
                     "autograd graph (a .detach(), .item(), NumPy or torch.no_grad() step inside "
                     "step()); run `typedrl check-env ENV` to see which output lost its gradient"
                 )
-        if finite and not large:
-            if config.max_grad_norm is not None:
-                # g <- g * min(1, max_norm / (||g|| + 1e-6))
-                flat = flat * min(1.0, config.max_grad_norm / (grad_norm + 1e-6))
-            offset = 0
-            for parameter in self.parameters:
-                count = parameter.numel()
-                parameter.grad = flat[offset : offset + count].view_as(parameter).clone()
-                offset += count
-            self.optimizer.step()
-            self.scheduler.step()
-            self.counters["applied"] += 1
-            metrics.update(self._after_step(self.counters["applied"]))
-        else:
-            self.counters["skipped"] += 1
-        self._clear_gradients()
-        self._active = False
-        return metrics
 
     def cancel_update(self) -> None:
         """Drop the update in progress: gradients cleared, nothing stepped.
@@ -483,58 +477,42 @@ class DifferentiableAlgorithm(ABC):
         Raises:
             StateError: No update in progress.
         """
-        if not self._active:
+        if self._pending is None:
             raise StateError(f"{type(self).__name__}.cancel_update: no update in progress")
-        self._clear_gradients()
-        self._active = False
-
-    def resync_schedule(self) -> None:
-        """Set the learning rate to the schedule's value at its current update.
-
-        After loading a checkpoint into a run with another plan (a longer
-        budget), the saved rate belongs to the old curve; this puts the optimizer
-        on the new one. Within the same plan it changes nothing.
-        """
-        for group, base, factor in zip(
-            self.optimizer.param_groups,
-            self.scheduler.base_lrs,
-            self.scheduler.lr_lambdas,
-            strict=True,
-        ):
-            group["lr"] = base * factor(self.scheduler.last_epoch)
-
-    def restart_schedule(self) -> None:
-        """Start the learning-rate curve again from its beginning; optimizer moments stay."""
-        self.scheduler.last_epoch = 0
-        for group, base, factor in zip(
-            self.optimizer.param_groups,
-            self.scheduler.base_lrs,
-            self.scheduler.lr_lambdas,
-            strict=True,
-        ):
-            group["lr"] = base * factor(0)
+        self.kernel.clear()
+        self._pending = None
 
     # ------------------------------------------------------------------ helpers
 
-    def _require(self, method: str, mode: _Mode) -> None:
-        if not self._active:
+    def _require_pending(self, method: str) -> "_Pending":
+        if self._pending is None:
             raise StateError(
                 f"{type(self).__name__}.{method}: no update in progress; call begin_update() first"
             )
-        if self._mode is not None and self._mode != mode:
+        return self._pending
+
+    def _require(self, method: str, mode: _Mode) -> "_Pending":
+        pending = self._require_pending(method)
+        if pending.mode is not None and pending.mode != mode:
             raise StateError(
-                f"{type(self).__name__}.{method}: this update accumulates {self._mode} "
+                f"{type(self).__name__}.{method}: this update accumulates {pending.mode} "
                 "rollouts; one update cannot mix segments and complete rollouts"
             )
-        self._mode = mode
+        pending.mode = mode
+        return pending
 
     def _record(
-        self, rollout: DifferentiableRollout, loss: Tensor, objective: Tensor, entropy: Tensor
+        self,
+        pending: "_Pending",
+        rollout: DifferentiableRollout,
+        loss: Tensor,
+        objective: Tensor,
+        entropy: Tensor,
     ) -> None:
         """Add one rollout's statistics, read after its backward and copied."""
-        self._env_outputs.append(
+        pending.env_outputs.append(
             (
-                self._steps - rollout.num_steps,
+                pending.steps - rollout.num_steps,
                 rollout.rewards.detach(),
                 rollout.terminal_observations.detach(),
             )
@@ -551,25 +529,28 @@ class DifferentiableAlgorithm(ABC):
                 }
             )
             norm_max = clipper.norm_max.detach().to(torch.float64).clone()
-            self._norm_max = (
-                norm_max if self._norm_max is None else torch.maximum(self._norm_max, norm_max)
+            pending.norm_max = (
+                norm_max if pending.norm_max is None else torch.maximum(pending.norm_max, norm_max)
             )
         for name, value in values.items():
-            copied = value.detach().to(torch.float64).clone()
-            self._sums[name] = self._sums[name] + copied if name in self._sums else copied
+            self._pool(name, value)
 
     def _metrics(
         self,
+        pending: "_Pending",
+        *,
         totals: Mapping[str, float],
         grad_norm: float,
         finite: bool,
         large: bool,
         learning_rate: float,
     ) -> dict[str, float]:
+        """The update's metrics from the statistics summed over the ranks."""
         world = self.dist.world_size
-        per_step = max(self._steps, 1) if self._mode == "segmented" else 1
+        segmented = pending.mode == "segmented"
+        per_step = max(pending.steps, 1) if segmented else 1
         metrics = {
-            "loss/policy": totals["loss"] / world / (per_step if self._mode == "segmented" else 1),
+            "loss/policy": totals["loss"] / world / (per_step if segmented else 1),
             "train/objective": totals["objective"] / world / per_step,
             "train/entropy": totals["entropy"] / world / per_step,
             "train/grad_norm": grad_norm,
@@ -577,10 +558,10 @@ class DifferentiableAlgorithm(ABC):
             "train/skipped_large": float(large),
             "train/learning_rate": learning_rate,
         }
-        if self._norm_max is not None:
+        if pending.norm_max is not None:
             rows = totals["adjoint_rows"]
             finite_rows = rows - totals["adjoint_nonfinite"]
-            norm_max = self._norm_max.detach().reshape(1).to(torch.float64)
+            norm_max = pending.norm_max.detach().reshape(1).to(torch.float64)
             if world > 1:
                 # The one statistic a sum cannot carry: gathered for its maximum.
                 norm_max = self.dist.all_gather(norm_max).max().reshape(1)
@@ -589,13 +570,19 @@ class DifferentiableAlgorithm(ABC):
             metrics["adjoint/nonfinite_rows"] = totals["adjoint_nonfinite"]
             metrics["adjoint/norm_mean"] = totals["adjoint_norm_sum"] / max(finite_rows, 1.0)
             metrics["adjoint/norm_max"] = float(norm_max[0])
+        metrics.update(self._pooled_metrics(totals))
         return metrics
 
-    def _nonfinite_env_outputs(self) -> str:
+    def _pooled_metrics(self, totals: Mapping[str, float]) -> dict[str, float]:
+        """A subclass's metrics from its own pooled sums (applied and skipped updates alike)."""
+        del totals
+        return {}
+
+    def _nonfinite_env_outputs(self, pending: "_Pending") -> str:
         """Where this rank's env returned a NaN or an infinity in the update ("" if nowhere)."""
         found: list[str] = []
         for name in ("rewards", "observations"):
-            for first, rewards, observations in self._env_outputs:
+            for first, rewards, observations in pending.env_outputs:
                 values = rewards if name == "rewards" else _flat_leaves(observations)
                 bad = ~torch.isfinite(values)
                 if values.ndim > 2:
@@ -618,9 +605,22 @@ class DifferentiableAlgorithm(ABC):
         where = f" on rank {self.dist.rank}" if self.dist.world_size > 1 else ""
         return f"The env returned {' and '.join(found)}{where}"
 
-    def _clear_gradients(self) -> None:
-        for parameter in self.parameters:
-            parameter.grad = None
+
+@final
+class _Pending:
+    """The update in progress: what its accumulated rollouts left for :meth:`finish_update`."""
+
+    def __init__(self) -> None:
+        self.mode: _Mode | None = None
+        # The discount the next segment continues from (segmented updates).
+        self.discount: Tensor | None = None
+        self.steps = 0
+        # Scalars summed over the update's rollouts (float64, on the device).
+        self.sums: dict[str, Tensor] = {}
+        self.norm_max: Tensor | None = None
+        # Each rollout's first step in the update, rewards and env observations (detached
+        # references, read only to say what went wrong when an update raises).
+        self.env_outputs: list[tuple[int, Tensor, TensorDict]] = []
 
 
 def _flat_leaves(observations: TensorDict) -> Tensor:
@@ -664,15 +664,9 @@ class APG(DifferentiableAlgorithm):
     def _segment_loss(
         self, rollout: DifferentiableRollout, discount: Float[Tensor, " num_envs"]
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        gamma = self.config.gamma
-        done = rollout.terminated | rollout.truncated
-        weights = []
-        current = discount
-        for step in range(rollout.num_steps):
-            weights.append(current)
-            # d_{t+1} = 1 after a done, else gamma * d_t
-            current = torch.where(done[step], torch.ones_like(current), gamma * current)
-        stacked = torch.stack(weights)
+        stacked, current = discount_weights(
+            discount, rollout.terminated | rollout.truncated, self.config.gamma
+        )
         rows = rollout.num_envs
         # Ghost steps never count (torch.where, so that nothing of them reaches the loss).
         zero = torch.zeros((), dtype=rollout.rewards.dtype, device=rollout.rewards.device)

@@ -8,11 +8,8 @@ from jaxtyping import Shaped
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl import _validation
-from typedrl._validation import describe
 from typedrl.apg._adjoint import ActionAdjointClipper
 from typedrl.episodes import EpochEpisodes
-from typedrl.errors import SpecError
 from typedrl.types import Obs, RolloutFlag, RolloutScalar
 
 __all__ = ["DifferentiableRollout", "first_done_mask"]
@@ -40,7 +37,6 @@ def first_done_mask(done: RolloutFlag) -> RolloutFlag:
 
 
 @final
-@_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class DifferentiableRollout:
     """The graph-preserving rollout :meth:`~typedrl.apg.DifferentiableCollector.collect` returns.
@@ -55,9 +51,10 @@ class DifferentiableRollout:
     the new one; :attr:`alive_mask` masks everything after a row's first done
     for complete-rollout objectives.
 
-    Construction checks every field's type, shape and dtype (metadata only) and
-    raises :class:`~typedrl.errors.SpecError`. An empty rollout (``num_steps ==
-    0``) is shaped ``[0, num_envs, ...]`` throughout.
+    The package's collector builds it; its fields' shapes are annotated (and
+    checked wherever jaxtyping's runtime checks are on, as in the test suites).
+    An empty rollout (``num_steps == 0``) is shaped ``[0, num_envs, ...]``
+    throughout.
     """
 
     initial_observation: Obs
@@ -92,38 +89,23 @@ class DifferentiableRollout:
     """The clipper attached to this rollout's actions, ``None`` when neither clipping nor
     measuring; read its statistics after the backward pass."""
 
-    def __post_init__(self) -> None:
-        rewards = self.rewards
-        if not isinstance(rewards, Tensor) or rewards.ndim != 2:
-            raise SpecError(
-                "DifferentiableRollout.rewards must be a tensor [num_steps, num_envs], got "
-                f"{describe(rewards)}"
-            )
-        steps, rows = rewards.shape
-        for name in ("initial_observation", "final_observation"):
-            _check_obs(name, getattr(self, name), (rows,))
-        for name in ("observations", "terminal_observations"):
-            _check_obs(name, getattr(self, name), (steps, rows))
-        for name in ("rewards", "entropies"):
-            _check_steps(name, getattr(self, name), steps, rows, floating=True)
-        for name in ("terminated", "truncated", "valid", "alive_mask"):
-            _check_steps(name, getattr(self, name), steps, rows, floating=False)
-        actions = self.actions
-        if not isinstance(actions, Tensor) or tuple(actions.shape[:2]) != (steps, rows):
-            raise SpecError(
-                f"DifferentiableRollout.actions must be a tensor [{steps}, {rows}, "
-                f"*action_shape] ([num_steps, num_envs, ...]), got {describe(actions)}"
-            )
-        if not isinstance(self.episodes, EpochEpisodes):
-            raise SpecError(
-                "DifferentiableRollout.episodes must be an EpochEpisodes, got "
-                f"{describe(self.episodes)}"
-            )
-        if self.adjoint is not None and not isinstance(self.adjoint, ActionAdjointClipper):
-            raise SpecError(
-                "DifferentiableRollout.adjoint must be an ActionAdjointClipper or None, got "
-                f"{describe(self.adjoint)}"
-            )
+    def detach(self) -> "DifferentiableRollout":
+        """The same rollout cut from its graph (what an update keeps after its backward)."""
+        return DifferentiableRollout(
+            initial_observation=self.initial_observation.detach(),
+            observations=self.observations.detach(),
+            actions=self.actions.detach(),
+            rewards=self.rewards.detach(),
+            entropies=self.entropies.detach(),
+            terminated=self.terminated,
+            truncated=self.truncated,
+            valid=self.valid,
+            alive_mask=self.alive_mask,
+            terminal_observations=self.terminal_observations.detach(),
+            final_observation=self.final_observation.detach(),
+            episodes=self.episodes,
+            adjoint=None,
+        )
 
     @property
     def num_steps(self) -> int:
@@ -134,25 +116,3 @@ class DifferentiableRollout:
     def num_envs(self) -> int:
         """Rows of the env."""
         return int(self.rewards.shape[1])
-
-
-def _check_obs(name: str, value: object, batch: tuple[int, ...]) -> None:
-    if not isinstance(value, TensorDict) or tuple(value.batch_size) != batch:
-        raise SpecError(
-            f"DifferentiableRollout.{name} must be a TensorDict with batch_size {list(batch)}, "
-            f"got {describe(value)}"
-        )
-
-
-def _check_steps(name: str, value: object, steps: int, rows: int, *, floating: bool) -> None:
-    kind = "floating-point" if floating else "torch.bool"
-    fits = (
-        isinstance(value, Tensor)
-        and tuple(value.shape) == (steps, rows)
-        and (value.is_floating_point() if floating else value.dtype == torch.bool)
-    )
-    if not fits:
-        raise SpecError(
-            f"DifferentiableRollout.{name} must be a {kind} tensor [{steps}, {rows}] "
-            f"([num_steps, num_envs]), got {describe(value)}"
-        )

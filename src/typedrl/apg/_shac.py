@@ -17,14 +17,8 @@ from jaxtyping import Float
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from typedrl import _validation
-from typedrl.advantages import compute_gae
-from typedrl.apg._algorithm import (
-    AlgorithmState,
-    DifferentiableAlgorithm,
-    build_optimizer,
-    build_scheduler,
-)
+from typedrl.advantages import compute_gae, discount_weights
+from typedrl.apg._algorithm import AlgorithmState, DifferentiableAlgorithm, UpdateData
 from typedrl.apg._cut_rows import exploded_rows, zero_rows
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.apg._shac_config import SHACConfig
@@ -33,21 +27,36 @@ from typedrl.errors import ConfigError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies import build_mlp
 from typedrl.training import GeneratorState
+from typedrl.training._update import GradientStep, build_optimizer, build_scheduler
 
 __all__ = ["SHAC"]
+
+# The window's statistics pooled in the critic's first minibatch all-reduce, by position.
+_WINDOW_SUMS = (
+    "value_sum",
+    "target_sum",
+    "entries",
+    "residual_sum",
+    "residual_square_sum",
+    "valid_target_sum",
+    "valid_target_square_sum",
+    "valid_entries",
+)
 
 
 @final
 class _Window:
-    """The detached data of the last window, kept for the critic's update."""
+    """A window's detached data as the critic learns from it: cut rows end their episode."""
 
-    def __init__(self, rollout: DifferentiableRollout, cut: Tensor) -> None:
+    def __init__(self, rollout: DifferentiableRollout, observation_limit: float) -> None:
+        valid = rollout.valid
+        cut = exploded_rows(rollout.terminal_observations, observation_limit) & valid
         self.observations = rollout.observations.detach()
         self.terminal_observations = rollout.terminal_observations.detach()
         self.rewards = rollout.rewards.detach()
         self.terminated = rollout.terminated | cut
         self.truncated = rollout.truncated & ~self.terminated
-        self.valid = rollout.valid
+        self.valid = valid
         self.cut = cut
 
 
@@ -78,7 +87,10 @@ class SHAC(DifferentiableAlgorithm):
     on TD(lambda) targets of the detached window computed with the target critic
     (:func:`~typedrl.advantages.compute_gae`'s recursion: termination cuts,
     truncation bootstraps from the terminal observation's value); its gradients
-    are averaged across ranks. Then ``theta' <- alpha * theta' + (1 - alpha) * theta``.
+    are averaged across ranks, and its metrics (loss, value and target means,
+    explained variance of the critic before the regression) are pooled over the
+    ranks in the same all-reduces, so they are identical on every rank. Then
+    ``theta' <- alpha * theta' + (1 - alpha) * theta``.
 
     The critic sees the policy's features (``policy.features``): the same
     observation normalisation, frozen within a window.
@@ -95,7 +107,6 @@ class SHAC(DifferentiableAlgorithm):
     _summed: ClassVar[tuple[str, ...]] = (*DifferentiableAlgorithm._summed, "cut_rows")
     """APG's statistics and the window's cut rows, reduced with the gradient."""
 
-    @_validation.no_type_check
     def __init__(
         self,
         policy: nn.Module,
@@ -105,16 +116,21 @@ class SHAC(DifferentiableAlgorithm):
         planned_updates: int | None,
         seed: int,
         feature_width: int,
+        normalize_observations: bool = False,
     ) -> None:
-        if not isinstance(config, SHACConfig):
-            raise ConfigError(f"config must be a SHACConfig, got {type(config).__name__}")
         features = getattr(policy, "features", None)
         if not callable(features):
             raise ConfigError(
                 f"SHAC needs a policy with features(obs) (the critic's input, normalised as "
                 f"the policy sees it), got {type(policy).__name__}"
             )
-        super().__init__(policy, config.actor, dist=dist, planned_updates=planned_updates)
+        super().__init__(
+            policy,
+            config.actor,
+            dist=dist,
+            planned_updates=planned_updates,
+            normalize_observations=normalize_observations,
+        )
         self.shac = config
         parameter = next(iter(policy.parameters()))
         critic = build_mlp(
@@ -140,28 +156,40 @@ class SHAC(DifferentiableAlgorithm):
         )
         self.critic_scheduler = build_scheduler(
             self.critic_optimizer,
-            schedule=config.critic_learning_rate_schedule,  # type: ignore[arg-type]
+            schedule=config.critic_learning_rate_schedule,
             planned_updates=planned_updates,
             learning_rate=config.critic_learning_rate,
             min_learning_rate=config.critic_min_learning_rate,
+        )
+        self.critic_kernel = GradientStep(
+            list(critic.parameters()),
+            self.critic_optimizer,
+            dist=dist,
+            max_grad_norm=config.critic_max_grad_norm,
         )
         self.return_normalizer = (
             RunningMeanStd((), clip=None).to(parameter.device) if config.normalize_returns else None
         )
         self.sampler = torch.Generator(device="cpu").manual_seed(seed)
         self._features = features
-        self._window: _Window | None = None
+
+    @staticmethod
+    def feature_width(policy: nn.Module, observation: TensorDict) -> int:
+        """Width of ``policy.features(observation)``: the critic's input for this policy.
+
+        Raises:
+            ConfigError: The policy has no ``features(obs)``.
+        """
+        features = getattr(policy, "features", None)
+        if not callable(features):
+            raise ConfigError(
+                "SHAC needs a policy with features(obs), the critic's input (as "
+                f"DifferentiableMLPPolicy has), got {type(policy).__name__}"
+            )
+        with torch.no_grad():
+            return int(features(observation).shape[-1])
 
     # ------------------------------------------------------------------ actor
-
-    def begin_update(self) -> None:
-        """Start an update, as :meth:`DifferentiableAlgorithm.begin_update` does.
-
-        The kept window starts again, so that a skipped update's never reaches
-        the next one.
-        """
-        super().begin_update()
-        self._window = None
 
     def value(self, observations: TensorDict, *, target: bool = True) -> Tensor:
         """``V(obs)`` of a batch of observations (the target critic by default), unscaled."""
@@ -181,10 +209,7 @@ class SHAC(DifferentiableAlgorithm):
         # Masked steps (after a cut, until the env resets the row) are invalid: not cut again.
         cut = exploded_rows(rollout.terminal_observations, self.shac.observation_limit) & valid
         # Counted on the device; summed over ranks with the update's other statistics.
-        cut_count = cut.sum().to(torch.float64)
-        self._sums["cut_rows"] = (
-            self._sums["cut_rows"] + cut_count if "cut_rows" in self._sums else cut_count
-        )
+        self._pool("cut_rows", cut.sum())
         terminated = rollout.terminated | cut
         # A row both terminated and truncated at a step ended for good: no bootstrap.
         truncated = rollout.truncated & ~terminated
@@ -193,12 +218,7 @@ class SHAC(DifferentiableAlgorithm):
         zero = torch.zeros((), dtype=rewards.dtype, device=rewards.device)
         safe_rewards = torch.where(cut | ~valid, zero, rewards)
         terminal_values = self.value(zero_rows(rollout.terminal_observations, cut | ~valid))
-        weights = []
-        current = discount
-        for step in range(rollout.num_steps):
-            weights.append(current)
-            current = torch.where(done[step], torch.ones_like(current), gamma * current)
-        d = torch.stack(weights)
+        d, current = discount_weights(discount, done, gamma)
         # sum_t d_t r_t + [truncated_t] d_t gamma V'(final_obs_t)
         objective = (d * safe_rewards).sum() + (
             torch.where(truncated & valid, d * gamma * terminal_values, zero)
@@ -208,9 +228,9 @@ class SHAC(DifferentiableAlgorithm):
         objective = objective + torch.where(running, current * terminal_values[-1], zero).sum()
         rows = rollout.num_envs
         objective = objective / rows
-        entropy = torch.where(valid, rollout.entropies, zero).sum() / rows
+        # A cut row's entropy counts no more than its reward: its episode ended there.
+        entropy = torch.where(valid & ~cut, rollout.entropies, zero).sum() / rows
         loss = -(objective + self.config.entropy_coef * entropy)
-        self._window = _Window(rollout, cut)
         # A window does not carry its discount into the next one: each window is one update.
         return loss, objective, entropy, torch.ones_like(current)
 
@@ -224,11 +244,18 @@ class SHAC(DifferentiableAlgorithm):
 
     # ------------------------------------------------------------------ critic
 
-    def _after_step(self, rollouts_seen: int) -> dict[str, float]:
-        del rollouts_seen
-        window = self._window
-        if window is None:
+    def _pooled_metrics(self, totals: Mapping[str, float]) -> dict[str, float]:
+        # Every update reports its cuts, a skipped one too.
+        return {"train/cut_rows": totals["cut_rows"]}
+
+    def _learn_from(self, data: UpdateData | None) -> dict[str, float]:
+        """Regress the critic on the window's TD(lambda) targets; Polyak-update the target.
+
+        The critic learns from the update's last window (a SHAC update is one window).
+        """
+        if data is None or not data.rollouts:
             return {}
+        window = _Window(data.rollouts[-1], self.shac.observation_limit)
         config = self.shac
         with torch.no_grad():
             features = self._features(window.observations.reshape(-1)).detach()
@@ -249,13 +276,29 @@ class SHAC(DifferentiableAlgorithm):
             )
             flat_targets = targets.reshape(-1).to(features.dtype)
             mask = window.valid.reshape(-1)
+            # The critic's error before its regression, on the valid samples.
+            predicted = self.value(window.observations, target=False).reshape(-1)
+            residual = torch.where(mask, flat_targets - predicted, 0.0)
+            valid_targets = torch.where(mask, flat_targets, 0.0)
+            window_sums = torch.stack(
+                [
+                    values.sum(),
+                    flat_targets.sum(),
+                    torch.tensor(float(flat_targets.numel()), device=features.device),
+                    residual.sum(),
+                    residual.square().sum(),
+                    valid_targets.sum(),
+                    valid_targets.square().sum(),
+                    mask.sum(),
+                ]
+            ).to(torch.float64)
             if self.return_normalizer is not None:
                 self.return_normalizer.update(flat_targets, dist=self.dist, mask=mask)
                 train_targets = self.return_normalizer.normalize(flat_targets)
             else:
                 train_targets = flat_targets
         critic_learning_rate = float(self.critic_optimizer.param_groups[0]["lr"])
-        losses, norms = self._fit_critic(features, train_targets, mask)
+        losses, norms, pooled = self._fit_critic(features, train_targets, mask, window_sums)
         self.critic_scheduler.step()
         # theta' <- alpha * theta' + (1 - alpha) * theta
         with torch.no_grad():
@@ -264,40 +307,45 @@ class SHAC(DifferentiableAlgorithm):
                 list(self.critic.parameters()),
                 1.0 - config.target_alpha,
             )
-        with torch.no_grad():
-            predicted = self.value(window.observations, target=False).reshape(-1)
-            residual = (flat_targets - predicted)[mask]
-            variance = flat_targets[mask].var(unbiased=False).clamp(min=1e-8)
-        self._window = None
+        sums = dict(zip(_WINDOW_SUMS, pooled, strict=True))
+        entries = max(sums["entries"], 1.0)
+        valid_entries = max(sums["valid_entries"], 1.0)
+        # Var[x] = E[x^2] - E[x]^2 over every rank's valid samples
+        residual_variance = (
+            sums["residual_square_sum"] / valid_entries
+            - (sums["residual_sum"] / valid_entries) ** 2
+        )
+        target_variance = max(
+            sums["valid_target_square_sum"] / valid_entries
+            - (sums["valid_target_sum"] / valid_entries) ** 2,
+            1e-8,
+        )
         return {
             "loss/critic": losses,
-            "critic/value_mean": float(values.mean()),
-            "critic/target_mean": float(flat_targets.mean()),
-            "critic/explained_variance": float(1.0 - residual.var(unbiased=False) / variance),
+            "critic/value_mean": sums["value_sum"] / entries,
+            "critic/target_mean": sums["target_sum"] / entries,
+            "critic/explained_variance": 1.0 - residual_variance / target_variance,
             "train/critic_grad_norm": norms,
             "train/critic_learning_rate": critic_learning_rate,
         }
 
-    def _metrics(
-        self,
-        totals: Mapping[str, float],
-        grad_norm: float,
-        finite: bool,
-        large: bool,
-        learning_rate: float,
-    ) -> dict[str, float]:
-        metrics = super()._metrics(totals, grad_norm, finite, large, learning_rate)
-        # Every update reports its cuts, a skipped one too.
-        metrics["train/cut_rows"] = totals["cut_rows"]
-        return metrics
+    def _fit_critic(
+        self, features: Tensor, targets: Tensor, mask: Tensor, window_sums: Tensor | None = None
+    ) -> tuple[float, float, list[float]]:
+        """Minibatch regression of the critic.
 
-    def _fit_critic(self, features: Tensor, targets: Tensor, mask: Tensor) -> tuple[float, float]:
-        """Minibatch regression of the critic; returns the mean loss and gradient norm."""
-        config, dist = self.shac, self.dist
+        Returns the mean loss and gradient norm over the applied minibatches
+        (identical on every rank), and ``window_sums`` summed over the ranks: they
+        ride along in the first minibatch's all-reduce.
+        """
+        config = self.shac
         samples = features.shape[0]
-        parameters = list(self.critic.parameters())
+        kernel = self.critic_kernel
+        if window_sums is None:
+            window_sums = torch.zeros(len(_WINDOW_SUMS), device=features.device)
         total_loss = torch.zeros((), dtype=torch.float64, device=features.device)
         total_norm = torch.zeros((), dtype=torch.float64, device=features.device)
+        pooled_window: Tensor | None = None
         steps = 0
         for _ in range(config.critic_iterations):
             order = torch.randperm(samples, generator=self.sampler).to(features.device)
@@ -306,39 +354,35 @@ class SHAC(DifferentiableAlgorithm):
             for index in torch.tensor_split(order, config.critic_minibatches):
                 keep = mask[index].to(features.dtype)
                 prediction = self.critic(features[index]).squeeze(-1)
-                # Summed squared error here; divided by every rank's sample count below, so
-                # the step follows the mean over all of this minibatch's valid samples.
+                # Summed squared error here; divided by every rank's sample count in the
+                # kernel, so the step follows the mean over all of this minibatch's valid
+                # samples.
                 squared = ((prediction - targets[index]).square() * keep).sum()
-                for parameter in parameters:
-                    parameter.grad = None
+                kernel.clear()
                 torch.autograd.backward(squared)
-                grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
-                packed = torch.cat([*(g.reshape(-1) for g in grads), keep.sum().reshape(1)])
-                if dist.world_size > 1:
-                    packed = dist.all_reduce_sum(packed)
-                samples_seen = packed[-1]
-                flat = packed[:-1] / samples_seen.clamp(min=1.0)
-                loss = squared.detach() / keep.sum().clamp(min=1.0)
-                norm = torch.linalg.vector_norm(flat)
-                if config.critic_max_grad_norm is not None:
-                    flat = flat * (config.critic_max_grad_norm / (norm + 1e-6)).clamp(max=1.0)
+                minibatch = torch.stack([squared.detach().to(keep.dtype), keep.sum()])
+                pooled = (
+                    torch.cat((window_sums.to(keep.dtype), minibatch))
+                    if pooled_window is None
+                    else minibatch
+                )
+                reduced = kernel.reduce(pooled, average="last_pooled")
+                if pooled_window is None:
+                    pooled_window = reduced.pooled[: len(_WINDOW_SUMS)]
+                squared_sum, samples_seen = reduced.pooled[-2], reduced.pooled[-1]
                 # A non-finite critic gradient (the same on every rank after the all-reduce),
                 # or a minibatch empty on every rank, skips its step alike: critic and Adam
                 # moments unchanged.
-                if not bool(torch.isfinite(norm)) or not bool(samples_seen > 0):
+                if not bool(torch.isfinite(reduced.norm) & (samples_seen > 0)):
+                    kernel.skip()
                     continue
-                offset = 0
-                for parameter in parameters:
-                    count = parameter.numel()
-                    parameter.grad = flat[offset : offset + count].view_as(parameter).clone()
-                    offset += count
-                self.critic_optimizer.step()
-                total_loss += loss.detach().to(torch.float64)
-                total_norm += torch.nan_to_num(norm.detach().to(torch.float64), nan=0.0)
+                kernel.apply(reduced)
+                total_loss += (squared_sum / samples_seen.clamp(min=1.0)).to(torch.float64)
+                total_norm += torch.nan_to_num(reduced.norm.detach().to(torch.float64), nan=0.0)
                 steps += 1
-        for parameter in parameters:
-            parameter.grad = None
-        return float(total_loss) / max(steps, 1), float(total_norm) / max(steps, 1)
+        kernel.clear()
+        window = pooled_window.tolist() if pooled_window is not None else window_sums.tolist()
+        return float(total_loss) / max(steps, 1), float(total_norm) / max(steps, 1), window
 
     # ------------------------------------------------------------------ state
 

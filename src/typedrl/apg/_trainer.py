@@ -12,9 +12,8 @@ from lightning.fabric.plugins.precision import DoublePrecision, Precision
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from typedrl import _validation
 from typedrl._results import DifferentiableRolloutSpec
-from typedrl.apg._algorithm import APG, DifferentiableAlgorithm
+from typedrl.apg._algorithm import APG, DifferentiableAlgorithm, UpdateData
 from typedrl.apg._collector import DifferentiableCollector
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.apg._shac import SHAC
@@ -22,7 +21,7 @@ from typedrl.apg._shac_config import SHACConfig
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
-from typedrl.errors import ConfigError, StateError, TypedRLError
+from typedrl.errors import ConfigError, DistributedError, StateError, TypedRLError
 from typedrl.logging import MetricAggregator
 from typedrl.policies import DifferentiableMLPPolicy
 from typedrl.protocols import (
@@ -47,8 +46,8 @@ from typedrl.training import (
 __all__ = ["DifferentiableTrainer"]
 
 _EPISODE_METRICS = ["episode/return", "episode/length"]
-_Collected = tuple[list[TensorDict], list[Tensor], int, dict[str, float]]
-"""One update's observations, alive masks, env steps per row and schedule metrics."""
+_Collected = tuple[UpdateData, int, dict[str, float]]
+"""One update's detached data, env steps per row and schedule metrics."""
 
 
 @final
@@ -113,7 +112,6 @@ class DifferentiableTrainer(AbstractTrainer):
     resumable_changes = frozenset({"total_timesteps", "total_updates", "extra"})
     """Config fields a resumed run may change: the budget and user bookkeeping."""
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -125,10 +123,6 @@ class DifferentiableTrainer(AbstractTrainer):
         evaluator: Evaluator | None = None,
         options: RunOptions | None = None,
     ) -> None:
-        if not isinstance(config, DifferentiableTrainerConfig):
-            raise ConfigError(
-                f"config must be a DifferentiableTrainerConfig, got {type(config).__name__}"
-            )
         super().__init__(
             env=env,
             fabric=fabric,
@@ -150,9 +144,7 @@ class DifferentiableTrainer(AbstractTrainer):
                 "Fabric's 32-true and 64-true precision only; got "
                 f"{type(self.fabric.strategy.precision).__name__}"
             )
-        elif policy is not None and not (
-            isinstance(policy, nn.Module) and isinstance(policy, DifferentiablePolicy)
-        ):
+        elif policy is not None and not isinstance(policy, DifferentiablePolicy):
             error = ConfigError(
                 f"policy must be an nn.Module implementing DifferentiablePolicy, got "
                 f"{type(policy).__name__}"
@@ -306,25 +298,22 @@ class DifferentiableTrainer(AbstractTrainer):
         self._policy = cast("DifferentiablePolicy", model)
         self.algorithm: DifferentiableAlgorithm
         if isinstance(config.algorithm, SHACConfig):
-            features = getattr(model, "features", None)
-            if not callable(features):
-                raise ConfigError(
-                    "SHAC needs a policy with features(obs), the critic's input (as "
-                    f"DifferentiableMLPPolicy has), got {type(model).__name__}"
-                )
-            with torch.no_grad():
-                width = int(features(_zero_observation(env, self.device)).shape[-1])
             self.algorithm = SHAC(
                 model,
                 config.algorithm,
                 dist=self.dist,
                 planned_updates=self.planned_updates,
                 seed=derive_seed(config.seed, "sampler", rank=self.dist.rank),
-                feature_width=width,
+                feature_width=SHAC.feature_width(model, _zero_observation(env, self.device)),
+                normalize_observations=config.normalize_observations,
             )
         else:
             self.algorithm = APG(
-                model, config.algorithm, dist=self.dist, planned_updates=self.planned_updates
+                model,
+                config.algorithm,
+                dist=self.dist,
+                planned_updates=self.planned_updates,
+                normalize_observations=config.normalize_observations,
             )
 
     def _prepare(self) -> None:
@@ -350,16 +339,25 @@ class DifferentiableTrainer(AbstractTrainer):
             restart_schedule: Start the learning-rate curve again from its beginning
                 (the optimizer's moments are kept), to continue a finished run.
         """
-        super().load(path, strict_config=strict_config)
-        if restart_schedule:
-            self.algorithm.restart_schedule()
-        else:
-            # The saved rate belongs to the saved plan; a longer budget has another curve.
-            self.algorithm.resync_schedule()
+        super().load(path, strict_config=strict_config, restart_schedule=restart_schedule)
 
     # ------------------------------------------------------------------ training
 
     def _train_iteration(self) -> IterationResult:
+        """One optimizer update of the algorithm.
+
+        1. ``begin_update``: gradients cleared.
+        2. Collect and backpropagate: segmented, ``update_horizon //
+           segment_length`` segments of the running env, each backpropagated at
+           once and its graph cut (``detach_state``); complete,
+           ``gradient_accumulation_steps`` rollouts from fresh resets, each to its
+           (scheduled) horizon. A failure on any rank cancels the update on every
+           rank and raises there.
+        3. ``finish_update``: the update kernel (one all-reduce, the skip decision,
+           clipping, the optimizer step) and, when applied, what follows an
+           applied update (schedule step, SHAC's critic, observation normaliser).
+        4. The iteration's metrics: the update's, episodes', schedule's and speed.
+        """
         started = time.perf_counter()
         algorithm = self.algorithm
         algorithm.begin_update()
@@ -383,11 +381,8 @@ class DifferentiableTrainer(AbstractTrainer):
         raise_together(failure, "collecting the rollouts", self.dist)
         if collected is None:  # not reached: raise_together raised this rank's error
             raise StateError("the update collected nothing")
-        observations, alive, local_steps, schedule = collected
-        applied_before = algorithm.counters["applied"]
-        metrics = algorithm.finish_update()
-        if algorithm.counters["applied"] > applied_before:
-            self._update_normalizer(observations, alive)
+        data, local_steps, schedule = collected
+        metrics = algorithm.finish_update(data).metrics
         metrics.update(self._episode_metrics())
         metrics.update(schedule)
         steps = local_steps * self.global_num_envs
@@ -398,8 +393,7 @@ class DifferentiableTrainer(AbstractTrainer):
 
     def _segmented_update(self) -> _Collected:
         config = self.config
-        observations: list[TensorDict] = []
-        alive: list[Tensor] = []
+        rollouts: list[DifferentiableRollout] = []
         for _ in range(config.horizon // config.segment_length):
             rollout = self.collector.collect(
                 self._policy, num_steps=config.segment_length, iteration=self.iteration
@@ -407,15 +401,14 @@ class DifferentiableTrainer(AbstractTrainer):
             self.algorithm.accumulate_segment(rollout)
             self.collector.detach_state()
             self._record_episodes(rollout)
-            observations.append(rollout.observations.detach())
-            alive.append(rollout.valid)
-        return observations, alive, config.horizon, {}
+            rollouts.append(rollout.detach())
+        masks = [rollout.valid for rollout in rollouts]
+        return UpdateData.of(rollouts, masks), config.horizon, {}
 
     def _complete_update(self) -> _Collected:
         config, env = self.config, self.env
         accumulation = config.gradient_accumulation_steps
-        observations: list[TensorDict] = []
-        alive: list[Tensor] = []
+        rollouts: list[DifferentiableRollout] = []
         metadata: dict[str, list[float]] = {}
         local_steps = 0
         for _ in range(accumulation):
@@ -425,6 +418,8 @@ class DifferentiableTrainer(AbstractTrainer):
                 if self.scheduled
                 else DifferentiableRolloutSpec(num_steps=config.horizon)
             )
+            if self.scheduled:
+                self._agree_on_horizon(spec.num_steps, index)
             # Every complete rollout starts from fresh starts of the env's own streams.
             self.collector.reset(seed=None, options=self._reset_options)
             rollout = self.collector.collect(
@@ -437,13 +432,32 @@ class DifferentiableTrainer(AbstractTrainer):
             )
             self.progress_counters["rollouts"] = index + 1
             self._record_episodes(rollout)
-            observations.append(rollout.observations.detach())
-            alive.append(rollout.alive_mask & rollout.valid)
+            rollouts.append(rollout.detach())
             local_steps += spec.num_steps
             for key, value in spec.metadata.items():
                 metadata.setdefault(key, []).append(float(value))
         schedule = {f"schedule/{key}": sum(v) / len(v) for key, v in metadata.items()}
-        return observations, alive, local_steps, schedule
+        masks = [rollout.alive_mask & rollout.valid for rollout in rollouts]
+        return UpdateData.of(rollouts, masks), local_steps, schedule
+
+    def _agree_on_horizon(self, num_steps: int, index: int) -> None:
+        """Every rank's scheduled env must plan the same horizon, or the ranks' steps diverge.
+
+        Raises:
+            DistributedError: The ranks' envs planned different horizons (on every rank).
+        """
+        if self.dist.world_size == 1:
+            return
+        planned = self.dist.all_gather(torch.tensor([num_steps], device=self.device))
+        horizons = [int(value) for value in planned.reshape(-1).tolist()]
+        if len(set(horizons)) > 1:
+            by_rank = ", ".join(f"rank {rank}: {steps}" for rank, steps in enumerate(horizons))
+            raise DistributedError(
+                f"complete rollout {index}: the ranks' scheduled envs planned different "
+                f"horizons ({by_rank}); prepare_differentiable_rollout must return the same "
+                "num_steps on every rank (derive the schedule from the rollout index, not "
+                "from rank-local state), or the ranks' env-step counts diverge"
+            )
 
     def _record_episodes(self, rollout: DifferentiableRollout) -> None:
         episodes = rollout.episodes
@@ -454,14 +468,6 @@ class DifferentiableTrainer(AbstractTrainer):
     def _episode_metrics(self) -> dict[str, float]:
         reduced = self.metrics.reduce(self.dist)
         return {f"{name}_mean": reduced[name] for name in _EPISODE_METRICS if name in reduced}
-
-    def _update_normalizer(self, observations: list[TensorDict], alive: list[Tensor]) -> None:
-        update = getattr(self.model, "update_normalizers", None)
-        if update is None or not self.config.normalize_observations:
-            return
-        stacked = torch.cat([obs.reshape(-1) for obs in observations])
-        mask = torch.cat([flags.reshape(-1) for flags in alive])
-        update(stacked, dist=self.dist, mask=mask)
 
     # ------------------------------------------------------------------ checkpoints
 

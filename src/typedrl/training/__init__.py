@@ -8,7 +8,10 @@ the progress display; it knows no algorithm. A trainer supplies its modules,
 one training iteration (:class:`IterationResult`) and its checkpointable
 :class:`TrainerState`. :class:`RunOptions` holds what every run shares.
 :func:`fabric_from_environment` builds the Fabric of a run launched by
-``torchrun`` or ``srun`` (or of one on this machine).
+``torchrun`` or ``srun`` (or of one on this machine). Every algorithm's update
+returns an :class:`UpdateOutcome` and steps its optimizers through the one update
+kernel, :class:`GradientStep` (optimizers from :func:`build_optimizer`, schedules
+from :func:`build_scheduler`).
 """
 
 from typedrl.training._fabric import Launch as Launch
@@ -29,6 +32,11 @@ from typedrl.training._trainer import Budget as Budget
 from typedrl.training._trainer import FitResult as FitResult
 from typedrl.training._trainer import IterationResult as IterationResult
 from typedrl.training._trainer import UpdateCounts as UpdateCounts
+from typedrl.training._update import GradientStep as GradientStep
+from typedrl.training._update import ReducedGradient as ReducedGradient
+from typedrl.training._update import UpdateOutcome as UpdateOutcome
+from typedrl.training._update import build_optimizer as build_optimizer
+from typedrl.training._update import build_scheduler as build_scheduler
 
 __all__ = [
     "SUMMARY_FILE",
@@ -37,14 +45,19 @@ __all__ = [
     "Counters",
     "FitResult",
     "GeneratorState",
+    "GradientStep",
     "IterationResult",
     "Launch",
+    "ReducedGradient",
     "RunOptions",
     "RunSummary",
     "StopRequest",
     "SupportsSharedState",
     "TrainerState",
     "UpdateCounts",
+    "UpdateOutcome",
+    "build_optimizer",
+    "build_scheduler",
     "default_fabric",
     "fabric_from_environment",
     "read_launch",

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Final, final
 import torch
 from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
+from torch.optim.lr_scheduler import LambdaLR
 
 from typedrl import _validation
 from typedrl._results import EvaluationResult
@@ -46,6 +47,8 @@ from typedrl.training._options import RunOptions
 from typedrl.training._signals import StopRequest
 from typedrl.training._state import GeneratorState, SupportsSharedState, TrainerState
 from typedrl.training._summary import RunSummary, finite_or_none, write_summary
+from typedrl.training._update import restart_schedule as restart_lr_schedule
+from typedrl.training._update import resync_schedule
 
 __all__ = [
     "SKIPPED_WARNING_FRACTION",
@@ -655,8 +658,16 @@ class AbstractTrainer(ABC):
         raise_together(error, f"writing the checkpoint {path}", self.dist)
         return written
 
-    def load(self, path: str | Path, *, strict_config: bool = True) -> None:
+    def load(
+        self, path: str | Path, *, strict_config: bool = True, restart_schedule: bool = False
+    ) -> None:
         """Resume from a checkpoint written by :meth:`save` (call before :meth:`fit`).
+
+        Every learning-rate scheduler of :attr:`TrainerState.schedulers` (the
+        policy's and, for SHAC, the critic's alike) is then put on this run's
+        curve: at its saved update of this run's plan (a longer budget has
+        another curve; within the same plan nothing changes), or, with
+        ``restart_schedule``, at the curve's beginning.
 
         Args:
             path: The checkpoint file.
@@ -666,6 +677,9 @@ class AbstractTrainer(ABC):
                 and a mismatch stops every rank. Pass ``False`` to resume with
                 changed hyper-parameters on purpose; the run then no longer
                 equals an uninterrupted one.
+            restart_schedule: Start every learning-rate curve again from its
+                beginning (the optimizers' moments are kept), to continue a
+                finished run.
 
         Raises:
             CheckpointError: If the file is missing, corrupt, of another kind,
@@ -736,6 +750,7 @@ class AbstractTrainer(ABC):
             restore_rng_state(checkpoint.rng_state(self.dist.rank))
         else:
             self._restart_rank_streams(state, rank_local, file, saved_world=saved_world)
+        _put_on_curve(state, restart=restart_schedule)
 
     def _restart_rank_streams(
         self,
@@ -789,6 +804,13 @@ class AbstractTrainer(ABC):
             "`typedrl train --resume RUN_DIR` takes the run's own), or, from Python, pass "
             "strict_config=False to change hyper-parameters on purpose"
         )
+
+
+def _put_on_curve(state: TrainerState, *, restart: bool) -> None:
+    """Every learning-rate schedule of the state on this run's curve: resynced or restarted."""
+    for scheduler in state.schedulers.values():
+        if isinstance(scheduler, LambdaLR):
+            (restart_lr_schedule if restart else resync_schedule)(scheduler)
 
 
 def _plain(value: Any) -> Any:
