@@ -58,6 +58,7 @@ from typing import (
     TypeVar,
     Union,
     cast,
+    final,
     get_args,
     get_origin,
     get_type_hints,
@@ -148,6 +149,7 @@ def _choice(values: tuple[object, ...]) -> Check:
     return checked
 
 
+@final
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Nested:
     """A nested config: an instance of one of ``classes`` (a mapping, in :func:`from_dict`)."""
