@@ -149,6 +149,34 @@ def isaaclab(session: nox.Session) -> None:
     )
 
 
+NEWTON_TOOLS = frozenset({"pytest", "hypothesis", "mypy", "ruff"})
+"""What the newton session installs from the dependency groups."""
+
+
+@nox.session(default=False)
+def newton(session: nox.Session) -> None:
+    """Real Newton physics: typedrl.envs.newton's Ant on the CPU (own env, about 1.6 GB).
+
+    Not part of the default run or of CI. Installs typedrl with its ``newton`` extra
+    (Newton 1.8 on Warp 1.19) and the test tools, then runs mypy and ruff over
+    tests_newton/ and pytest on it: the differentiable-env checker, gradients against
+    central differences in contact, per-row independence, seeding, state_dict round
+    trips and the float64 refusal. Warp compiles its kernels on first use (minutes;
+    cached afterwards).
+    """
+    # Only the test tools: the test group's pins (mujoco) are not needed here.
+    tools = [
+        req
+        for group in ("test", "typecheck", "lint")
+        for req in nox.project.dependency_groups(PYPROJECT, group)
+        if re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0] in NEWTON_TOOLS
+    ]
+    session.install(*CONSTRAINTS, "-e", ".[newton]", *tools)
+    session.run("mypy", "tests_newton")
+    session.run("ruff", "check", "tests_newton")
+    session.run("pytest", "tests_newton", "-p", "no:cacheprovider", *session.posargs)
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the HTML docs with warnings as errors (into docs/_build/html)."""

@@ -32,7 +32,7 @@ from typedrl.envs.builtin._point_mass import PointMass
 from typedrl.envs.builtin._reacher import Reacher
 from typedrl.errors import ConfigError
 
-__all__ = ["BUILTIN_ENV_IDS", "make_builtin", "register_builtin_envs"]
+__all__ = ["BUILTIN_ENV_IDS", "NEWTON_ENV_IDS", "make_builtin", "register_builtin_envs"]
 
 _NAMESPACE = "typedrl"
 _VERSION = 0
@@ -52,6 +52,9 @@ BUILTIN_ENV_IDS: tuple[str, ...] = tuple(
 )
 """Gymnasium ids of the built-in envs."""
 
+NEWTON_ENV_IDS: tuple[str, ...] = (f"{_NAMESPACE}/NewtonAnt-v{_VERSION}",)
+"""Gymnasium ids of the :mod:`typedrl.envs.newton` envs (they need the ``newton`` extra)."""
+
 _MAX_EPISODE_STEPS: Mapping[str, int] = {
     "Pendulum": 200,
     "CartPole": 500,
@@ -61,6 +64,7 @@ _MAX_EPISODE_STEPS: Mapping[str, int] = {
     "Reacher": 100,
     "MujocoCartPoleSwingUp": 500,
     "MujocoHalfCheetah": 1000,
+    "NewtonAnt": 1000,
 }
 
 
@@ -79,6 +83,17 @@ def _mujoco_env(task: str) -> Callable[..., BaseTorchVecEnv]:
     return build
 
 
+def _newton_env(task: str) -> Callable[..., BaseTorchVecEnv]:
+    # typedrl.envs.newton (and newton, an optional dependency) is imported only when
+    # a Newton env is built.
+    def build(**kwargs: Any) -> BaseTorchVecEnv:
+        from typedrl.envs import newton  # noqa: PLC0415
+
+        return newton.NewtonVecEnv(task=getattr(newton, task)(), **kwargs)
+
+    return build
+
+
 _CONSTRUCTORS: Mapping[str, Callable[..., BaseTorchVecEnv]] = {
     "Pendulum": Pendulum,
     "CartPole": CartPole,
@@ -88,6 +103,7 @@ _CONSTRUCTORS: Mapping[str, Callable[..., BaseTorchVecEnv]] = {
     "Reacher": Reacher,
     "MujocoCartPoleSwingUp": _mujoco_env("CartPoleSwingUpTask"),
     "MujocoHalfCheetah": _mujoco_env("HalfCheetahTask"),
+    "NewtonAnt": _newton_env("AntTask"),
 }
 
 
@@ -164,7 +180,7 @@ def register_builtin_envs() -> None:
 
     Idempotent: ids already in :data:`gymnasium.registry` are left as they are.
     """
-    for env_id in BUILTIN_ENV_IDS:
+    for env_id in BUILTIN_ENV_IDS + NEWTON_ENV_IDS:
         if env_id in gym.registry:
             continue
         name = _resolve_name(env_id)

@@ -1,0 +1,79 @@
+"""Throughput of typedrl.envs.newton against Gymnasium's C MuJoCo, in one run.
+
+Forward (no graph) and forward + backward (the summed reward of ``--steps`` steps
+differentiated w.r.t. every action) env steps per second of ``typedrl/NewtonAnt-v0``
+at each ``--batch``, and Gymnasium's ``Ant-v5`` in a SyncVectorEnv of 8 envs
+(MuJoCo's C engine, forward only). One torch thread; rates are env steps
+(rows x steps) per wall-clock second, the median of ``--rounds`` rounds.
+
+    python benchmarks/newton_throughput.py --batch 64 --batch 256 --batch 1024
+"""
+
+import argparse
+import statistics
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from typedrl.envs.newton import AntTask, NewtonVecEnv
+
+
+def _newton_rate(num_envs: int, steps: int, *, backward: bool) -> float:
+    env = NewtonVecEnv(task=AntTask(), num_envs=num_envs, seed=0)
+    env.reset(seed=0)
+    generator = torch.Generator().manual_seed(0)
+    plan = torch.rand(steps, num_envs, 8, generator=generator) - 0.5
+    start = time.perf_counter()
+    if backward:
+        actions = plan.clone().requires_grad_()
+        total = torch.zeros(())
+        for action in actions:
+            total = total + env.step(action).reward.sum()
+        torch.autograd.backward(total)
+        env.detach_state()
+    else:
+        with torch.no_grad():
+            for action in plan:
+                env.step(action)
+    return num_envs * steps / (time.perf_counter() - start)
+
+
+def _gymnasium_rate(env_id: str, steps: int) -> float:
+    envs = gym.make_vec(env_id, num_envs=8, vectorization_mode="sync")
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    shape = envs.action_space.shape
+    start = time.perf_counter()
+    for _ in range(steps):
+        envs.step(rng.uniform(-0.5, 0.5, size=shape).astype(np.float32))
+    rate = 8 * steps / (time.perf_counter() - start)
+    envs.close()
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, action="append", help="rows (repeatable)")
+    parser.add_argument("--steps", type=int, default=8, help="env steps per round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; the median is shown")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    batches = args.batch or [64, 256, 1024]
+    # Warm-up: Warp compiles (or loads) its kernels on first use.
+    _newton_rate(2, 2, backward=True)
+    base = statistics.median(_gymnasium_rate("Ant-v5", 200) for _ in range(args.rounds))
+    print(f"{'setup':<40} {'env steps/s':>12} {'over Gymnasium':>15}")
+    print(f"{'Gymnasium Ant-v5 x 8 (C MuJoCo)':<40} {base:>12,.0f} {1.0:>15.3f}")
+    for num_envs in batches:
+        for backward in (False, True):
+            rate = statistics.median(
+                _newton_rate(num_envs, args.steps, backward=backward) for _ in range(args.rounds)
+            )
+            label = f"NewtonAnt x {num_envs}, {'forward + backward' if backward else 'forward'}"
+            print(f"{label:<40} {rate:>12,.0f} {rate / base:>15.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+"""Newton's articulated-body step as a pure, differentiable torch function.
+
+One env step maps ``(joint_q, joint_qd, joint_f)`` of every world to the next
+``(joint_q, joint_qd)``: the contact set is found once (Newton's
+differentiable collision pipeline), then ``substeps`` Featherstone steps run.
+:class:`_NewtonStep` bridges it into torch's autograd through ``wp.Tape``:
+its backward copies torch's output gradients *into* the Warp ``.grad``
+buffers (never aliasing torch memory, NVIDIA/warp#1732), runs the tapes
+backward and clones the input gradients *out* before zeroing the tapes.
+
+The solver overwrites one set of system matrices at every substep, so a tape
+recorded in the forward pass would differentiate every substep with the last
+substep's matrices (gradients off by about 1 %); the backward pass therefore
+recomputes each substep on a tape of its own just before differentiating it.
+
+Every step that may be differentiated holds its own buffers (states, control,
+contacts) for as long as its autograd graph lives (a backward pass may run
+through it several times, as ``retain_graph=True`` allows); the buffers then
+return to a pool, so a window of ``T`` steps allocates ``T`` sets once and
+later windows reuse them.
+"""
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast, final
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+if TYPE_CHECKING:
+    import newton
+
+__all__ = ["NewtonPhysics", "gear_matrix"]
+
+_Coords = Float[Tensor, " coords"]  # joint_q of every world, flat
+_Dofs = Float[Tensor, " dofs"]  # joint_qd or joint_f of every world, flat
+
+
+@final
+@dataclass(slots=True)
+class _Workspace:
+    """The Warp buffers of one env step.
+
+    ``substeps + 1`` states, the pose the contacts are found at, the control and the
+    contacts.
+    """
+
+    states: "list[newton.State]"
+    pose: "newton.State"
+    control: "newton.Control"
+    contacts: "newton.Contacts"
+
+
+@final
+class _Lease:
+    """A workspace on loan; it goes back to the pool once, when released or collected."""
+
+    __slots__ = ("_free", "_returned", "workspace")
+
+    def __init__(self, workspace: _Workspace, free: list[_Workspace]) -> None:
+        self.workspace = workspace
+        self._free = free
+        self._returned = False
+
+    def release(self) -> None:
+        if not self._returned:
+            self._returned = True
+            self._free.append(self.workspace)
+
+    def __del__(self) -> None:
+        self.release()
+
+
+@final
+class NewtonPhysics:
+    """A replicated Newton model, its solver and pooled per-step buffers.
+
+    Args:
+        model: The finalized model (``requires_grad=True``), one world per row.
+        substeps: Solver steps per env step.
+        substep_dt: Seconds per solver step.
+        device: The torch device of the env (a CUDA device runs Warp on torch's stream).
+        newton_module: The imported ``newton`` module.
+        warp_module: The imported ``warp`` module.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: "newton.Model",
+        substeps: int,
+        substep_dt: float,
+        device: torch.device,
+        newton_module: Any,
+        warp_module: Any,
+    ) -> None:
+        self._newton = newton_module
+        self._wp = warp_module
+        self._model = model
+        self._substeps = substeps
+        self._dt = substep_dt
+        self._solver = newton_module.solvers.SolverFeatherstone(model)
+        self._pipeline = newton_module.CollisionPipeline(model, requires_grad=True)
+        self._free: list[_Workspace] = []
+        self._allocated = 0
+        self._device = device
+
+    @property
+    def allocated(self) -> int:
+        """Workspaces allocated so far (the longest window of live steps)."""
+        return self._allocated
+
+    def step(self, joint_q: _Coords, joint_qd: _Dofs, joint_f: _Dofs) -> tuple[_Coords, _Dofs]:
+        """The next ``(joint_q, joint_qd)``; differentiable when an input requires grad."""
+        if torch.is_grad_enabled() and (
+            joint_q.requires_grad or joint_qd.requires_grad or joint_f.requires_grad
+        ):
+            q, qd = _NewtonStep.apply(joint_q, joint_qd, joint_f, self)  # type: ignore[no-untyped-call]
+            return q, qd
+        lease = self._acquire()
+        try:
+            return self.forward(lease, joint_q, joint_qd, joint_f)
+        finally:
+            lease.release()
+
+    # ----------------------------------------------------------- used by the bridge
+
+    def forward(
+        self, lease: _Lease, joint_q: _Coords, joint_qd: _Dofs, joint_f: _Dofs
+    ) -> tuple[_Coords, _Dofs]:
+        """Run one env step on the leased buffers."""
+        with self._stream():
+            return self._forward(lease, joint_q, joint_qd, joint_f)
+
+    def backward(
+        self, lease: _Lease, grad_q: _Coords, grad_qd: _Dofs
+    ) -> tuple[_Coords, _Dofs, _Dofs]:
+        """Gradients of the step's inputs from its outputs' gradients (any number of times)."""
+        with self._stream():
+            return self._backward(lease, grad_q, grad_qd)
+
+    # ------------------------------------------------------------------ internals
+
+    def _stream(self) -> AbstractContextManager[object]:
+        # On CUDA, Warp launches on torch's current stream: no synchronisation needed.
+        if self._device.type == "cuda":
+            return cast(
+                "AbstractContextManager[object]",
+                self._wp.ScopedStream(self._wp.stream_from_torch(self._device)),
+            )
+        return nullcontext()
+
+    def _forward(
+        self, lease: _Lease, joint_q: _Coords, joint_qd: _Dofs, joint_f: _Dofs
+    ) -> tuple[_Coords, _Dofs]:
+        wp = self._wp
+        workspace = lease.workspace
+        first, last = workspace.states[0], workspace.states[-1]
+        wp.copy(first.joint_q, wp.from_torch(joint_q.detach().contiguous()))
+        wp.copy(first.joint_qd, wp.from_torch(joint_qd.detach().contiguous()))
+        wp.copy(workspace.control.joint_f, wp.from_torch(joint_f.detach().contiguous()))
+        self._collide(workspace)
+        for k in range(self._substeps):
+            self._substep(workspace, k)
+        return (
+            wp.to_torch(last.joint_q, requires_grad=False).clone(),
+            wp.to_torch(last.joint_qd, requires_grad=False).clone(),
+        )
+
+    def _backward(
+        self, lease: _Lease, grad_q: _Coords, grad_qd: _Dofs
+    ) -> tuple[_Coords, _Dofs, _Dofs]:
+        wp = self._wp
+        workspace = lease.workspace
+        first, last = workspace.states[0], workspace.states[-1]
+        # Copy in: torch owns grad_output and may reuse its memory (NVIDIA/warp#1732).
+        wp.copy(last.joint_q.grad, wp.from_torch(grad_q.contiguous()))
+        wp.copy(last.joint_qd.grad, wp.from_torch(grad_qd.contiguous()))
+        # The solver keeps one set of system matrices (mass matrix, Jacobian, their
+        # factorisation) that every substep overwrites, and the collision pipeline its
+        # own scratch buffers: a tape recorded in the forward pass would differentiate
+        # with the last values written. Each piece is therefore recomputed on a tape
+        # of its own just before its backward pass, in reverse order (checkpointing:
+        # one extra forward pass), which makes the gradient exact.
+        collide_tape = wp.Tape()
+        with collide_tape:
+            self._collide(workspace)
+        tapes = [collide_tape]
+        for k in reversed(range(self._substeps)):
+            tape = wp.Tape()
+            with tape:
+                self._substep(workspace, k)
+            tape.backward()
+            tapes.append(tape)
+        collide_tape.backward()
+        # Clone out before zeroing: zero() clears these very buffers.
+        grads = tuple(
+            wp.to_torch(array.grad, requires_grad=False).clone()
+            for array in (first.joint_q, first.joint_qd, workspace.control.joint_f)
+        )
+        for tape in tapes:
+            tape.zero()
+        return grads[0], grads[1], grads[2]
+
+    def _acquire(self) -> _Lease:
+        if self._free:
+            return _Lease(self._free.pop(), self._free)
+        model = self._model
+        self._allocated += 1
+        workspace = _Workspace(
+            states=[model.state(requires_grad=True) for _ in range(self._substeps + 1)],
+            pose=model.state(requires_grad=True),
+            control=model.control(),
+            contacts=self._pipeline.contacts(),
+        )
+        return _Lease(workspace, self._free)
+
+    def _collide(self, workspace: _Workspace) -> None:
+        # The contact set of this env step, from the bodies' poses at its start (on a
+        # state of its own: the solver rewrites the first state's poses). The contact
+        # points depend on those poses differentiably; the penalty forces recompute
+        # each contact's depth from the poses at every substep.
+        first = workspace.states[0]
+        self._newton.eval_fk(self._model, first.joint_q, first.joint_qd, workspace.pose)
+        self._pipeline.collide(workspace.pose, workspace.contacts)
+
+    def _substep(self, workspace: _Workspace, k: int) -> None:
+        states = workspace.states
+        states[k].clear_forces()
+        self._solver.step(states[k], states[k + 1], workspace.control, workspace.contacts, self._dt)
+
+
+@final
+class _NewtonStep(torch.autograd.Function):
+    """``(joint_q, joint_qd, joint_f) -> (joint_q', joint_qd')`` with a ``wp.Tape`` backward."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, joint_q: Tensor, joint_qd: Tensor, joint_f: Tensor, physics: NewtonPhysics
+    ) -> tuple[Tensor, Tensor]:
+        lease = physics._acquire()
+        ctx.physics = physics
+        ctx.lease = lease
+        return physics.forward(lease, joint_q, joint_qd, joint_f)
+
+    @staticmethod
+    def backward(ctx: Any, grad_q: Tensor, grad_qd: Tensor) -> tuple[Tensor | None, ...]:
+        physics: NewtonPhysics = ctx.physics
+        dq, dqd, df = physics.backward(ctx.lease, grad_q, grad_qd)
+        return dq, dqd, df, None
+
+
+def gear_matrix(
+    dofs: Sequence[int],
+    gear: Sequence[float],
+    num_dofs: int,
+    *,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> Float[Tensor, "act_dim nv"]:
+    """The map from actions to generalised forces: ``joint_f = action @ G``."""
+    matrix = torch.zeros(len(dofs), num_dofs, dtype=dtype, device=device)
+    for row, (dof, scale) in enumerate(zip(dofs, gear, strict=True)):
+        matrix[row, dof] = scale
+    return matrix

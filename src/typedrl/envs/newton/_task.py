@@ -1,0 +1,207 @@
+"""What a task adds to an MJCF model on Newton: physics settings, reset, observation, reward."""
+
+import abc
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from jaxtyping import Float
+from torch import Tensor
+
+from typedrl import _validation
+from typedrl._validation import describe, non_negative_float, positive_float, positive_int
+from typedrl.errors import ConfigError
+from typedrl.types import Done, ObsVector, Reward
+
+__all__ = ["NewtonState", "NewtonTask", "NewtonTaskSpec"]
+
+_Draws = Float[Tensor, "num_envs num_draws"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewtonState:
+    """The state of every row, as the task hooks see it.
+
+    Attributes:
+        joint_q: Generalised coordinates of one world, ``[num_envs, nq]`` (a
+            free joint contributes its position and its quaternion ``x, y, z, w``).
+        joint_qd: Generalised velocities, ``[num_envs, nv]`` (a free joint
+            contributes its linear then its angular velocity, in the world frame).
+        action: The action applied on the step that led here (zeros at the
+            start of an episode), ``[num_envs, act_dim]``.
+    """
+
+    joint_q: Float[Tensor, "num_envs nq"]
+    joint_qd: Float[Tensor, "num_envs nv"]
+    action: Float[Tensor, "num_envs act_dim"]
+
+
+@_validation.no_type_check
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewtonTaskSpec:
+    """The static description of a task: its model, its physics settings, its observations."""
+
+    model_path: Path
+    """The MJCF file (read once, when the env is built)."""
+
+    actuated_dofs: tuple[int, ...]
+    """The generalised velocities (indices into ``joint_qd`` of one world) the actions drive."""
+
+    gear: tuple[float, ...]
+    """Generalised force per unit of action, one per actuated dof (``joint_f = gear * a``)."""
+
+    substeps: int = 16
+    """Featherstone steps per env step."""
+
+    substep_dt: float = 1.0 / 960.0
+    """Seconds per Featherstone step; the control interval is ``substeps * substep_dt``."""
+
+    contact_ke: float = 4.0e4
+    """Penalty contact stiffness (N/m) of every shape and of the ground."""
+
+    contact_kd: float = 1.0e4
+    """Penalty contact damping (N s/m)."""
+
+    contact_kf: float = 3.0e3
+    """Friction stiffness: the slope of the friction force at low sliding speed."""
+
+    contact_mu: float = 0.75
+    """Coulomb friction coefficient."""
+
+    contact_gap: float = 0.1
+    """Distance (m) within which a shape pair enters an env step's contact set.
+
+    The set is found once per env step; a pair in it pushes only while it
+    penetrates. A gap wider than a body moves in one env step keeps contacts
+    that start within the step, and makes the set (so the step) change only
+    where the contact force is zero.
+    """
+
+    joint_damping: float = 1.0
+    """Viscous damping of the actuated joints (N m s/rad)."""
+
+    joint_limit_ke: float = 1.0e3
+    """Stiffness of the joint-limit springs."""
+
+    joint_limit_kd: float = 10.0
+    """Damping of the joint-limit springs."""
+
+    max_episode_steps: int
+    """Default time limit of the task."""
+
+    observation_high: tuple[float, ...]
+    """Symmetric bounds of each observation feature (``math.inf`` for unbounded)."""
+
+    observation_normalize_mask: tuple[bool, ...]
+    """Per feature, whether a trainer may normalise it (``False`` for cosines, sines)."""
+
+    num_initial_draws: int
+    """Uniforms in ``(0, 1]`` that :meth:`NewtonTask.initial_state` takes per episode."""
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        if not isinstance(self.model_path, Path):
+            raise ConfigError(
+                f"{owner}.model_path must be a pathlib.Path, got {describe(self.model_path)}"
+            )
+        if not self.model_path.is_file():
+            raise ConfigError(f"{owner}.model_path: no MJCF file at {str(self.model_path)!r}")
+        if not self.actuated_dofs or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.actuated_dofs
+        ):
+            raise ConfigError(
+                f"{owner}.actuated_dofs must be a non-empty tuple of non-negative ints, "
+                f"got {describe(self.actuated_dofs)}"
+            )
+        if len(set(self.actuated_dofs)) != len(self.actuated_dofs):
+            raise ConfigError(
+                f"{owner}.actuated_dofs must not repeat a dof, got {self.actuated_dofs}"
+            )
+        if len(self.gear) != len(self.actuated_dofs):
+            raise ConfigError(
+                f"{owner}.gear must hold one value per actuated dof "
+                f"({len(self.actuated_dofs)}), got {describe(self.gear)}"
+            )
+        for value in self.gear:
+            positive_float(owner, "gear", value)
+        for name in ("substeps", "max_episode_steps", "num_initial_draws"):
+            positive_int(owner, name, getattr(self, name))
+        positive_float(owner, "substep_dt", self.substep_dt)
+        for name in (
+            "contact_ke",
+            "contact_kd",
+            "contact_kf",
+            "contact_mu",
+            "contact_gap",
+            "joint_damping",
+            "joint_limit_ke",
+            "joint_limit_kd",
+        ):
+            non_negative_float(owner, name, getattr(self, name))
+        if not self.observation_high or not all(
+            isinstance(h, float) and (h > 0 or math.isinf(h)) for h in self.observation_high
+        ):
+            raise ConfigError(
+                f"{owner}.observation_high must be a non-empty tuple of positive floats, "
+                f"got {describe(self.observation_high)}"
+            )
+        if len(self.observation_normalize_mask) != len(self.observation_high) or not all(
+            isinstance(flag, bool) for flag in self.observation_normalize_mask
+        ):
+            raise ConfigError(
+                f"{owner}.observation_normalize_mask must hold one bool per observation feature "
+                f"({len(self.observation_high)}), got {describe(self.observation_normalize_mask)}"
+            )
+
+    @property
+    def control_dt(self) -> float:
+        """Seconds of simulated time per env step."""
+        return self.substeps * self.substep_dt
+
+
+class NewtonTask(abc.ABC):
+    """The task hooks of a :class:`~typedrl.envs.newton.NewtonVecEnv`, batched over rows.
+
+    A task names its MJCF model and physics settings in :attr:`spec` and maps
+    the model's state to what an agent sees and is paid. Every hook runs on
+    whole batches with plain torch ops; :meth:`observe`, :meth:`reward` and
+    :meth:`terminated` are called with states that carry the autograd graph,
+    so keep them differentiable (smooth, no in-place changes to the inputs).
+    :meth:`initial_state` runs without a graph.
+    """
+
+    @property
+    @abc.abstractmethod
+    def spec(self) -> NewtonTaskSpec:
+        """The model file, physics settings and observation layout."""
+
+    @abc.abstractmethod
+    def initial_state(
+        self, uniform: _Draws, *, joint_q0: Float[Tensor, " nq"]
+    ) -> tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]:
+        """Map ``spec.num_initial_draws`` uniforms in ``(0, 1]`` per row to ``(joint_q, joint_qd)``.
+
+        Args:
+            uniform: ``[num_envs, num_initial_draws]``, a pure function of
+                ``(seed, row, episode)``.
+            joint_q0: The model's reference coordinates (as the MJCF file places it).
+        """
+
+    @abc.abstractmethod
+    def observe(self, state: NewtonState) -> ObsVector:
+        """The observation vector ``[num_envs, obs_dim]`` of ``state``."""
+
+    @abc.abstractmethod
+    def reward(
+        self,
+        state: NewtonState,
+        action: Float[Tensor, "num_envs act_dim"],
+        next_state: NewtonState,
+        *,
+        dt: float,
+    ) -> Reward:
+        """The reward of ``state -> next_state`` under ``action``; ``dt``: the control interval."""
+
+    @abc.abstractmethod
+    def terminated(self, next_state: NewtonState) -> Done:
+        """Rows whose ``next_state`` ends the episode."""

@@ -1,0 +1,52 @@
+"""typedrl.envs.newton without the newton extra: imports, refuses float64, names the extra."""
+
+import sys
+
+import pytest
+
+from typedrl.envs import make
+from typedrl.envs.builtin._registration import NEWTON_ENV_IDS
+from typedrl.envs.newton import EXTRA, AntTask, NewtonVecEnv
+from typedrl.errors import ConfigError, MissingDependencyError
+
+
+@pytest.fixture
+def no_newton(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``import newton`` and ``import warp`` fail, whether or not they are installed."""
+    monkeypatch.setitem(sys.modules, "newton", None)
+    monkeypatch.setitem(sys.modules, "warp", None)
+
+
+@pytest.mark.usefixtures("no_newton")
+def test_building_without_newton_names_the_extra() -> None:
+    """NewtonVecEnv and the registered id raise MissingDependencyError with the pip command."""
+    with pytest.raises(MissingDependencyError, match=rf"pip install 'typedrl\[{EXTRA}\]'"):
+        NewtonVecEnv(task=AntTask(), num_envs=1)
+    with pytest.raises(MissingDependencyError, match="newton"):
+        make(NEWTON_ENV_IDS[0], num_envs=1)
+
+
+@pytest.mark.usefixtures("no_newton")
+def test_float64_is_refused_first() -> None:
+    """float64 is one ConfigError line, before any import is tried."""
+    with pytest.raises(ConfigError, match="float32"):
+        NewtonVecEnv(task=AntTask(), num_envs=1, dtype="float64")
+
+
+def test_ant_task_spec() -> None:
+    """The Ant drives its eight hinges with DiffRL's timing and has 37 observations."""
+    spec = AntTask().spec
+    assert spec.actuated_dofs == tuple(range(6, 14))
+    assert spec.substeps == 16
+    assert spec.control_dt == pytest.approx(1 / 60)
+    assert len(spec.observation_high) == 37
+    assert spec.max_episode_steps == 1000
+    assert spec.model_path.is_file()
+
+
+def test_task_options_are_validated() -> None:
+    """Invalid task options raise ConfigError naming the option."""
+    with pytest.raises(ConfigError, match="ctrl_cost_weight"):
+        AntTask(ctrl_cost_weight=-1.0)
+    with pytest.raises(ConfigError, match="gear"):
+        AntTask(gear=0.0)

@@ -1,0 +1,32 @@
+"""Fixtures of the real Newton tests: one Ant env per test module, small and short."""
+
+import pytest
+import torch
+
+from typedrl.envs.newton import AntTask, NewtonVecEnv
+
+# Warnings Newton 1.8 / Warp 1.19 raise on import and model building; the suite turns
+# every other warning into an error, as the default suite does.
+_UPSTREAM_WARNINGS = (
+    "ignore:warp.config.quiet is deprecated:DeprecationWarning",
+    "ignore:Newton shape color replacement is enabled:FutureWarning",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Allow the upstream warnings listed above."""
+    for line in _UPSTREAM_WARNINGS:
+        config.addinivalue_line("filterwarnings", line)
+
+
+def ant(num_envs: int = 3, *, seed: int = 0, max_episode_steps: int = 1000) -> NewtonVecEnv:
+    """An Ant env of ``num_envs`` rows."""
+    return NewtonVecEnv(
+        task=AntTask(), num_envs=num_envs, seed=seed, max_episode_steps=max_episode_steps
+    )
+
+
+def actions(num_steps: int, num_envs: int, seed: int = 0) -> torch.Tensor:
+    """Actions in the middle half of the bounds, ``[num_steps, num_envs, 8]``."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand(num_steps, num_envs, 8, generator=generator) - 0.5
