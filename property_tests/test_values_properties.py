@@ -1,5 +1,7 @@
 """Property tests: value types reject every invalid input and keep every valid one."""
 
+import math
+
 import pytest
 import torch
 from hypothesis import given
@@ -64,10 +66,17 @@ def test_spec_keeps_valid_values(num_steps: int, scale: float, metadata: dict[st
 
 
 @given(
-    num_items=strategies.invalid_counts,
-    score=st.one_of(st.floats(-1e6, 1e6), strategies.invalid_finite_floats),
+    num_items=st.one_of(st.integers(max_value=0), st.booleans()),
+    score=st.one_of(st.floats(-1e6, 1e6), st.sampled_from([math.nan, math.inf, -math.inf])),
 )
-def test_evaluation_result_rejects_invalid(num_items: object, score: object) -> None:
-    """An invalid count or score always raises a TypedRLError."""
+def test_evaluation_result_rejects_invalid(num_items: int, score: float) -> None:
+    """A count that is not positive (or a bool) always raises a TypedRLError."""
     with pytest.raises(TypedRLError):
-        EvaluationResult(metrics={}, score=score, num_items=num_items)  # type: ignore[arg-type]
+        EvaluationResult(metrics={}, score=score, num_items=num_items)
+
+
+@given(num_items=st.integers(1, 10**6), score=st.sampled_from([math.nan, math.inf, -math.inf]))
+def test_evaluation_result_rejects_non_finite_scores(num_items: int, score: float) -> None:
+    """A non-finite score always raises a TypedRLError."""
+    with pytest.raises(TypedRLError):
+        EvaluationResult(metrics={}, score=score, num_items=num_items)

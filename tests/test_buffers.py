@@ -120,17 +120,13 @@ def test_register_key_clashing_with_nested_key(key: tuple[str, ...]) -> None:
         ("", (), torch.float32, "a key must be a non-empty str"),
         ((), (), torch.float32, "a key must be a non-empty str"),
         (("a", ""), (), torch.float32, "a key must be a non-empty str"),
-        (3, (), torch.float32, r"got 3 \(type int\)"),
         ("x", (-1,), torch.float32, r"shape of 'x' must be a tuple of non-negative ints"),
-        ("x", (1.5,), torch.float32, "non-negative ints"),
-        ("x", 3, torch.float32, r"got 3 \(type int\)"),
-        ("x", (), "float32", "dtype of 'x' must be a torch.dtype, got 'float32'"),
     ],
 )
 def test_register_key_rejects_malformed_input(
-    key: object, shape: object, dtype: object, message: str
+    key: object, shape: tuple[int, ...], dtype: torch.dtype, message: str
 ) -> None:
-    """Without runtime checks, malformed keys, shapes and dtypes raise SpecError naming them."""
+    """Without runtime checks, empty keys and negative sizes raise SpecError naming them."""
     buffer = _buffer()
     with pytest.raises(SpecError, match=message):
         buffer.register_key(key, shape, dtype)  # type: ignore[arg-type]
@@ -557,13 +553,6 @@ def test_minibatch_indices_are_reproducible_and_reshuffled() -> None:
     first, second = draw(1)
     assert not torch.equal(first, second)
     assert torch.equal(first.sort().values, torch.arange(64))
-
-
-@pytest.mark.usefixtures("without_runtime_checks")
-def test_minibatch_indices_need_a_generator() -> None:
-    """Without runtime checks, a missing or foreign generator raises ConfigError."""
-    with pytest.raises(ConfigError, match=r"must be a torch\.Generator, got 0"):
-        minibatch_indices(num_samples=4, batch_size=2, num_mini_epochs=1, generator=0)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------- runtime shape checks

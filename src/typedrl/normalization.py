@@ -186,7 +186,8 @@ class RunningMeanStd(nn.Module):
     @property
     def device(self) -> torch.device:
         """Device of the statistics."""
-        return self._tensor(_COUNT).device
+        # running_count is registered at construction, never None.
+        return cast("Tensor", self._buffers[_COUNT]).device
 
     @property
     def shape(self) -> tuple[int, ...] | None:
@@ -371,7 +372,8 @@ class RunningMeanStd(nn.Module):
         ``[..., *shape]`` with the shape known (the callers' own checks or
         construction ensure it); only ``check_finite`` is honoured.
         """
-        self._raise_if_non_finite(x, "RunningMeanStd.normalize input")
+        if self.check_finite:
+            self._raise_if_non_finite(x, "RunningMeanStd.normalize input")
         mean, var = cast("Tensor", self._buffers[_MEAN]), cast("Tensor", self._buffers[_VAR])
         out = (x.to(torch.float64) - mean) * torch.rsqrt(var + self.epsilon)
         if self.clip is not None:
