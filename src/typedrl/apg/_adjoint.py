@@ -9,28 +9,17 @@ from torch import Tensor
 from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.errors import ConfigError, SpecError
+from typedrl.metrics import (
+    ADJOINT_CLIPPED_FRACTION,
+    ADJOINT_NONFINITE_ROWS,
+    ADJOINT_NORM_MAX,
+    ADJOINT_NORM_MEAN,
+    ADJOINT_ROWS,
+)
 from typedrl.types import Action
 
-__all__ = [
-    "ADJOINT_CLIPPED_FRACTION",
-    "ADJOINT_METRICS",
-    "ADJOINT_NONFINITE_ROWS",
-    "ADJOINT_NORM_MAX",
-    "ADJOINT_NORM_MEAN",
-    "ADJOINT_ROWS",
-    "ActionAdjointClipper",
-]
+__all__ = ["ADJOINT_METRICS", "ActionAdjointClipper"]
 
-ADJOINT_ROWS: Final = "adjoint/rows"
-"""Action rows whose gradient passed through the clipper."""
-ADJOINT_CLIPPED_FRACTION: Final = "adjoint/clipped_fraction"
-"""Fraction of those rows whose finite gradient was rescaled to ``max_norm``."""
-ADJOINT_NONFINITE_ROWS: Final = "adjoint/nonfinite_rows"
-"""Rows whose gradient held a NaN or an infinity (zeroed when clipping)."""
-ADJOINT_NORM_MEAN: Final = "adjoint/norm_mean"
-"""Mean pre-clip gradient norm over the finite rows (0 when there is none)."""
-ADJOINT_NORM_MAX: Final = "adjoint/norm_max"
-"""Largest pre-clip gradient norm over the finite rows (0 when there is none)."""
 ADJOINT_METRICS: Final = (
     ADJOINT_ROWS,
     ADJOINT_CLIPPED_FRACTION,

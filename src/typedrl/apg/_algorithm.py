@@ -27,6 +27,20 @@ from typedrl.apg._config import APGConfig
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, StateError
+from typedrl.metrics import (
+    ADJOINT_CLIPPED_FRACTION,
+    ADJOINT_NONFINITE_ROWS,
+    ADJOINT_NORM_MAX,
+    ADJOINT_NORM_MEAN,
+    ADJOINT_ROWS,
+    LOSS_POLICY,
+    TRAIN_ENTROPY,
+    TRAIN_GRAD_NORM,
+    TRAIN_LEARNING_RATE,
+    TRAIN_OBJECTIVE,
+    TRAIN_SKIPPED_LARGE,
+    TRAIN_SKIPPED_NONFINITE,
+)
 from typedrl.protocols import SupportsStateDict
 from typedrl.training import Counters
 from typedrl.training._update import (
@@ -550,13 +564,13 @@ class DifferentiableAlgorithm(ABC):
         segmented = pending.mode == "segmented"
         per_step = max(pending.steps, 1) if segmented else 1
         metrics = {
-            "loss/policy": totals["loss"] / world / (per_step if segmented else 1),
-            "train/objective": totals["objective"] / world / per_step,
-            "train/entropy": totals["entropy"] / world / per_step,
-            "train/grad_norm": grad_norm,
-            "train/skipped_nonfinite": float(not finite),
-            "train/skipped_large": float(large),
-            "train/learning_rate": learning_rate,
+            LOSS_POLICY: totals["loss"] / world / (per_step if segmented else 1),
+            TRAIN_OBJECTIVE: totals["objective"] / world / per_step,
+            TRAIN_ENTROPY: totals["entropy"] / world / per_step,
+            TRAIN_GRAD_NORM: grad_norm,
+            TRAIN_SKIPPED_NONFINITE: float(not finite),
+            TRAIN_SKIPPED_LARGE: float(large),
+            TRAIN_LEARNING_RATE: learning_rate,
         }
         if pending.norm_max is not None:
             rows = totals["adjoint_rows"]
@@ -565,11 +579,11 @@ class DifferentiableAlgorithm(ABC):
             if world > 1:
                 # The one statistic a sum cannot carry: gathered for its maximum.
                 norm_max = self.dist.all_gather(norm_max).max().reshape(1)
-            metrics["adjoint/rows"] = rows
-            metrics["adjoint/clipped_fraction"] = totals["adjoint_clipped"] / max(rows, 1.0)
-            metrics["adjoint/nonfinite_rows"] = totals["adjoint_nonfinite"]
-            metrics["adjoint/norm_mean"] = totals["adjoint_norm_sum"] / max(finite_rows, 1.0)
-            metrics["adjoint/norm_max"] = float(norm_max[0])
+            metrics[ADJOINT_ROWS] = rows
+            metrics[ADJOINT_CLIPPED_FRACTION] = totals["adjoint_clipped"] / max(rows, 1.0)
+            metrics[ADJOINT_NONFINITE_ROWS] = totals["adjoint_nonfinite"]
+            metrics[ADJOINT_NORM_MEAN] = totals["adjoint_norm_sum"] / max(finite_rows, 1.0)
+            metrics[ADJOINT_NORM_MAX] = float(norm_max[0])
         metrics.update(self._pooled_metrics(totals))
         return metrics
 

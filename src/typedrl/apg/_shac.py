@@ -24,6 +24,15 @@ from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.apg._shac_config import SHACConfig
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError
+from typedrl.metrics import (
+    CRITIC_EXPLAINED_VARIANCE,
+    CRITIC_TARGET_MEAN,
+    CRITIC_VALUE_MEAN,
+    LOSS_CRITIC,
+    TRAIN_CRITIC_GRAD_NORM,
+    TRAIN_CRITIC_LEARNING_RATE,
+    TRAIN_CUT_ROWS,
+)
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies import build_mlp
 from typedrl.training import GeneratorState
@@ -246,7 +255,7 @@ class SHAC(DifferentiableAlgorithm):
 
     def _pooled_metrics(self, totals: Mapping[str, float]) -> dict[str, float]:
         # Every update reports its cuts, a skipped one too.
-        return {"train/cut_rows": totals["cut_rows"]}
+        return {TRAIN_CUT_ROWS: totals["cut_rows"]}
 
     def _learn_from(self, data: UpdateData | None) -> dict[str, float]:
         """Regress the critic on the window's TD(lambda) targets; Polyak-update the target.
@@ -321,12 +330,12 @@ class SHAC(DifferentiableAlgorithm):
             1e-8,
         )
         return {
-            "loss/critic": losses,
-            "critic/value_mean": sums["value_sum"] / entries,
-            "critic/target_mean": sums["target_sum"] / entries,
-            "critic/explained_variance": 1.0 - residual_variance / target_variance,
-            "train/critic_grad_norm": norms,
-            "train/critic_learning_rate": critic_learning_rate,
+            LOSS_CRITIC: losses,
+            CRITIC_VALUE_MEAN: sums["value_sum"] / entries,
+            CRITIC_TARGET_MEAN: sums["target_sum"] / entries,
+            CRITIC_EXPLAINED_VARIANCE: 1.0 - residual_variance / target_variance,
+            TRAIN_CRITIC_GRAD_NORM: norms,
+            TRAIN_CRITIC_LEARNING_RATE: critic_learning_rate,
         }
 
     def _fit_critic(

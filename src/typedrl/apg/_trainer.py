@@ -23,6 +23,7 @@ from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
 from typedrl.errors import ConfigError, DistributedError, StateError, TypedRLError
 from typedrl.logging import MetricAggregator
+from typedrl.metrics import EPISODE_LENGTH, EPISODE_RETURN, TIME_SPS, TRAIN_APPLIED_UPDATES
 from typedrl.policies import DifferentiableMLPPolicy
 from typedrl.protocols import (
     DifferentiablePolicy,
@@ -45,7 +46,7 @@ from typedrl.training import (
 
 __all__ = ["DifferentiableTrainer"]
 
-_EPISODE_METRICS = ["episode/return", "episode/length"]
+_EPISODE_METRICS = [EPISODE_RETURN, EPISODE_LENGTH]
 _Collected = tuple[UpdateData, int, dict[str, float]]
 """One update's detached data, env steps per row and schedule metrics."""
 
@@ -387,8 +388,8 @@ class DifferentiableTrainer(AbstractTrainer):
         metrics.update(schedule)
         steps = local_steps * self.global_num_envs
         elapsed = time.perf_counter() - started
-        metrics["time/sps"] = steps / elapsed
-        metrics["train/applied_updates"] = float(algorithm.counters["applied"])
+        metrics[TIME_SPS] = steps / elapsed
+        metrics[TRAIN_APPLIED_UPDATES] = float(algorithm.counters["applied"])
         return IterationResult(metrics=metrics, env_steps=steps)
 
     def _segmented_update(self) -> _Collected:
@@ -462,8 +463,8 @@ class DifferentiableTrainer(AbstractTrainer):
     def _record_episodes(self, rollout: DifferentiableRollout) -> None:
         episodes = rollout.episodes
         ended = episodes.ended.reshape(-1)
-        self.metrics.add_many("episode/return", episodes.returns.reshape(-1), ended)
-        self.metrics.add_many("episode/length", episodes.lengths.reshape(-1), ended)
+        self.metrics.add_many(EPISODE_RETURN, episodes.returns.reshape(-1), ended)
+        self.metrics.add_many(EPISODE_LENGTH, episodes.lengths.reshape(-1), ended)
 
     def _episode_metrics(self) -> dict[str, float]:
         reduced = self.metrics.reduce(self.dist)

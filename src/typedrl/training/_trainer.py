@@ -40,6 +40,16 @@ from typedrl.distributed import (
 from typedrl.errors import CheckpointError, ConfigError, EnvError, TypedRLError
 from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
 from typedrl.logging import ProgressDisplay, build_loggers
+from typedrl.metrics import (
+    EVAL_EPISODES,
+    EVAL_RETURN_MEAN,
+    EVAL_RETURN_STD,
+    EVAL_SCORE,
+    TIME_COMPILE_SECONDS,
+    TIME_ENV_STEPS,
+    TIME_ITERATION,
+    TIME_ITERATION_SECONDS,
+)
 from typedrl.protocols import Evaluator, Policy, SupportsStateDict, VecEnv
 from typedrl.seeding import derive_seed
 from typedrl.training._fabric import default_fabric
@@ -379,7 +389,7 @@ class AbstractTrainer(ABC):
                 self.iteration += 1
                 self.env_steps += result.env_steps
                 metrics = dict(result.metrics)
-                metrics["time/iteration_seconds"] = time.perf_counter() - iteration_started
+                metrics[TIME_ITERATION_SECONDS] = time.perf_counter() - iteration_started
                 self._evaluate_on_schedule(metrics)
                 self._log(metrics)
                 self._warn_if_skipping()
@@ -435,15 +445,15 @@ class AbstractTrainer(ABC):
             skipped_updates=counts.skipped if counts is not None else None,
             wall_time_s=wall,
             env_steps_per_s=env_steps_taken / wall if wall > 0 else 0.0,
-            final_eval_return_mean=finite_or_none(metrics.get("eval/return_mean")),
-            final_eval_return_std=finite_or_none(metrics.get("eval/return_std")),
-            final_eval_score=finite_or_none(metrics.get("eval/score")),
+            final_eval_return_mean=finite_or_none(metrics.get(EVAL_RETURN_MEAN)),
+            final_eval_return_std=finite_or_none(metrics.get(EVAL_RETURN_STD)),
+            final_eval_score=finite_or_none(metrics.get(EVAL_SCORE)),
             best_eval_return_mean=finite_or_none(self._best_return_mean),
             best_score=finite_or_none(result.best_score),
             checkpoint_best=relative(paths.best if paths else None),
             checkpoint_last=relative(paths.last if paths else None),
             stopped_by_signal=result.stopped_by_signal,
-            compile_seconds=finite_or_none(metrics.get("time/compile_seconds")),
+            compile_seconds=finite_or_none(metrics.get(TIME_COMPILE_SECONDS)),
         )
 
     def _warn_if_skipping(self) -> None:
@@ -541,8 +551,8 @@ class AbstractTrainer(ABC):
         )
         self._evaluated_at = self.env_steps
         metrics = {f"eval/{name}": value for name, value in pooled.metrics.items()}
-        metrics["eval/score"] = pooled.score
-        metrics["eval/episodes"] = float(pooled.num_items)
+        metrics[EVAL_SCORE] = pooled.score
+        metrics[EVAL_EPISODES] = float(pooled.num_items)
         name = self.options.best_metric
         if name not in metrics:
             raise ConfigError(
@@ -556,7 +566,7 @@ class AbstractTrainer(ABC):
         if math.isfinite(value) and better:
             self.best_score = value
             self.save(self.paths.best if self.paths else None)
-        mean = metrics.get("eval/return_mean")
+        mean = metrics.get(EVAL_RETURN_MEAN)
         if (
             mean is not None
             and math.isfinite(mean)
@@ -570,7 +580,7 @@ class AbstractTrainer(ABC):
         """Whether ``best_score`` is the best evaluation return mean (default evaluator)."""
         return (
             isinstance(self.evaluator, EpisodeEvaluator)
-            and self.options.best_metric in ("eval/score", "eval/return_mean")
+            and self.options.best_metric in (EVAL_SCORE, EVAL_RETURN_MEAN)
             and self.options.best_mode == "max"
         )
 
@@ -601,8 +611,8 @@ class AbstractTrainer(ABC):
         self._last_saved_time = time.monotonic()
 
     def _log(self, metrics: dict[str, float]) -> None:
-        metrics["time/env_steps"] = float(self.env_steps)
-        metrics["time/iteration"] = float(self.iteration)
+        metrics[TIME_ENV_STEPS] = float(self.env_steps)
+        metrics[TIME_ITERATION] = float(self.iteration)
         self.last_metrics.update(metrics)
         if self.dist.is_main:
             for logger in self.loggers:
