@@ -2,7 +2,6 @@
 
 import math
 
-import jaxtyping
 import pytest
 import torch
 from jaxtyping import TypeCheckError
@@ -11,12 +10,6 @@ from typedrl.advantages import compute_gae, discount_weights
 from typedrl.errors import ConfigError, SpecError
 
 Tensor = torch.Tensor
-
-
-@pytest.fixture
-def without_runtime_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Switch jaxtyping's checks off, as in production: the functions' own checks answer."""
-    monkeypatch.setattr(jaxtyping.config, "jaxtyping_disable", True)
 
 
 def _column(*values: float) -> Tensor:

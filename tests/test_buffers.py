@@ -3,7 +3,6 @@
 import math
 from collections import Counter
 
-import jaxtyping
 import pytest
 import torch
 from jaxtyping import TypeCheckError
@@ -22,12 +21,6 @@ from typedrl.testing import CountingVecEnv, LinearActorCritic
 
 NUM_ENVS = 3
 NUM_STEPS = 4
-
-
-@pytest.fixture
-def without_runtime_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Switch jaxtyping's checks off, as in production: the buffer's own checks answer."""
-    monkeypatch.setattr(jaxtyping.config, "jaxtyping_disable", True)
 
 
 def _buffer(num_envs: int = NUM_ENVS, num_steps: int = NUM_STEPS) -> ExperienceBuffer:

@@ -102,7 +102,6 @@ class DifferentiableCollector:
         >>> next_obs = collector.detach_state()  # a truncated-backpropagation boundary
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         env: DifferentiableVecEnv,
@@ -117,9 +116,6 @@ class DifferentiableCollector:
                 f"{_OWNER} needs a typedrl DifferentiableVecEnv (a VecEnv whose step keeps the "
                 f"autograd graph, with detach_state), got {type(env).__name__}"
             )
-        for name, flag in (("clip_actions", clip_actions), ("measure_adjoint", measure_adjoint)):
-            if not isinstance(flag, bool):
-                raise ConfigError(f"{_OWNER}.{name} must be a bool, got {describe(flag)}")
         if adjoint_max_norm is not None:
             adjoint_max_norm = _validation.positive_float(
                 _OWNER, "adjoint_max_norm", adjoint_max_norm
@@ -198,7 +194,6 @@ class DifferentiableCollector:
             raise ConfigError(f"{_OWNER}: call reset() before collecting")
         return self._obs
 
-    @_validation.no_type_check
     def collect(
         self,
         policy: DifferentiablePolicy,
@@ -226,10 +221,6 @@ class DifferentiableCollector:
             EnvError: The env raised an exception of its own (chained).
         """
         non_negative_int(f"{_OWNER}.collect", "num_steps", num_steps)
-        if not isinstance(deterministic, bool):
-            raise ConfigError(
-                f"{_OWNER}.collect: deterministic must be a bool, got {describe(deterministic)}"
-            )
         _check_policy(policy)
         start = obs = self._require_obs()
         env = self.env
