@@ -82,7 +82,7 @@ def _agent(case: Case, *, compile_update: bool) -> PPOAgent:
 def _update_seconds(agent: PPOAgent, batch_size: int, updates: int) -> tuple[float, float]:
     """Seconds of the first update and median seconds of ``updates`` later ones."""
     rollout = agent.collector.collect(agent.model_unwrapped, num_steps=agent.config.num_steps)
-    advantages, returns = agent._advantages(rollout)
+    advantages, returns = agent.algorithm._advantages(rollout)
     from typedrl.agents._loss import EpochData  # noqa: PLC0415 - the update's own input
 
     flat = rollout.data.reshape(-1)
@@ -102,7 +102,7 @@ def _update_seconds(agent: PPOAgent, batch_size: int, updates: int) -> tuple[flo
     def step() -> float:
         indices = torch.randperm(num_samples, generator=generator)[:batch_size]
         start = time.perf_counter()
-        agent._minibatch_step(epoch.select(indices), row)
+        agent.algorithm._minibatch_step(epoch.select(indices), row, iteration=0)
         return time.perf_counter() - start
 
     first = step()

@@ -148,7 +148,7 @@ def test_auto_agent_decides_from_its_plan(monkeypatch: pytest.MonkeyPatch) -> No
     assert large.compile_decision.enabled
     _uncompiled(large, monkeypatch)  # built with a CompiledUpdate
     small.setup()
-    assert small._compiled_update is None
+    assert small.algorithm.compiled is None
     no_compiler = _agent(monkeypatch, total_timesteps=large_budget, compiler=None)
     assert not no_compiler.compile_decision.enabled
     assert "no C++ compiler found" in no_compiler.compile_decision.reason
@@ -224,7 +224,7 @@ def _uncompiled(agent: PPOAgent, monkeypatch: pytest.MonkeyPatch) -> CompiledUpd
     """
     monkeypatch.setattr(torch, "compile", lambda function: function)
     agent.setup()
-    update = agent._compiled_update
+    update = agent.algorithm.compiled
     assert isinstance(update, CompiledUpdate)
     return update
 
@@ -238,7 +238,7 @@ def test_compile_seconds_count_the_first_update_of_each_shape(
     assert update.compile_seconds == 0.0
     agent._prepare()
     rollout = agent.collector.collect(agent.model_unwrapped, num_steps=agent.config.num_steps)
-    advantages, returns = agent._advantages(rollout)
+    advantages, returns = agent.algorithm._advantages(rollout)
     flat = rollout.data.reshape(-1)
     epoch = EpochData(
         obs=flat["obs"],
@@ -266,7 +266,7 @@ def test_fit_reports_compile_seconds_only_when_compiled(monkeypatch: pytest.Monk
     _uncompiled(compiled, monkeypatch)
     seconds = compiled.fit().metrics["time/compile_seconds"]
     assert seconds > 0.0
-    assert seconds == compiled._compiled_update.compile_seconds  # type: ignore[union-attr]
+    assert seconds == compiled.algorithm.compile_seconds
     eager = _agent(monkeypatch, total_timesteps=128, compile_update=False)
     assert "time/compile_seconds" not in eager.fit().metrics
 

@@ -46,13 +46,14 @@ def count_optimizer_steps(agent: PPOAgent) -> list[float]:
     """Wrap the agent's optimizer step; return the list of learning rates it ran with."""
     agent.setup()
     rates: list[float] = []
-    step = agent.optimizer.step
+    optimizer = agent.algorithm.optimizer
+    step = optimizer.step
 
     def counting_step(*args: Any, **kwargs: Any) -> Any:
-        rates.append(float(agent.optimizer.param_groups[0]["lr"]))
+        rates.append(float(optimizer.param_groups[0]["lr"]))
         return step(*args, **kwargs)
 
-    agent.optimizer.step = counting_step  # type: ignore[method-assign]
+    optimizer.step = counting_step  # type: ignore[method-assign]
     return rates
 
 
@@ -168,7 +169,7 @@ def test_adaptive_learning_rate_stays_within_bounds() -> None:
     assert rates[0] == pytest.approx(1e-3)
     assert all(2e-4 <= rate <= 1e-3 for rate in rates)
     assert rates[-1] == pytest.approx(2e-4)
-    assert agent.learning_rate == pytest.approx(2e-4)
+    assert agent.algorithm.learning_rate == pytest.approx(2e-4)
 
     up = PPOConfig(
         total_timesteps=32,
@@ -302,14 +303,14 @@ def test_truncations_bootstrap_from_the_final_observation(exact: bool) -> None:
     # The critic itself computes the formula, so every path to V (collection, value()) uses it.
     agent.model_unwrapped.critic = _Formula(value)  # type: ignore[assignment]
     computed: list[tuple[Tensor, Tensor]] = []
-    advantages_of = agent._advantages
+    advantages_of = agent.algorithm._advantages
 
     def recording(rollout: OnPolicyRollout) -> tuple[Tensor, Tensor]:
         result = advantages_of(rollout)
         computed.append(result)
         return result
 
-    agent._advantages = recording  # type: ignore[method-assign]
+    agent.algorithm._advantages = recording  # type: ignore[method-assign]
     agent.fit()
     expected_advantages, expected_returns = hand_gae(
         env=make_env(), num_steps=8, value=value, gamma=0.9, lam=0.8, exact=exact
@@ -515,7 +516,7 @@ def test_gradient_scaler_backs_off_on_overflowing_updates() -> None:
         options=RunOptions(loggers=[logger], progress=False),
     )
     agent.setup()
-    scaler = agent._scaler
+    scaler = agent.algorithm._scaler
     assert scaler is not None
     initial_scale = scaler.get_scale()
     nan_value_during_updates(agent)
@@ -665,8 +666,8 @@ def test_checkpoint_files_and_load(tmp_path: Path) -> None:
     fresh.load(folder / "last.ckpt")
     assert (fresh.iteration, fresh.env_steps, fresh.best_score) == (3, 48, agent.best_score)
     assert_same_parameters(parameters(agent), parameters(fresh))
-    saved_state = agent.optimizer.state_dict()["state"]
-    loaded_state = fresh.optimizer.state_dict()["state"]
+    saved_state = agent.algorithm.optimizer.state_dict()["state"]
+    loaded_state = fresh.algorithm.optimizer.state_dict()["state"]
     assert saved_state.keys() == loaded_state.keys()
     for key, value in saved_state.items():
         for name, tensor in value.items():
@@ -1189,35 +1190,35 @@ def _check_compiled_minibatch(out: str) -> None:
         rollouts.append(_collect(agent))
         agents.append(agent)
     # Both collected the same data (same seeds); the eager agent's advantages serve both.
-    advantages, returns = agents[0]._advantages(rollouts[0])
+    advantages, returns = agents[0].algorithm._advantages(rollouts[0])
     results: dict[str, Any] = {}
     rows = []
     for agent in agents:
         epoch = _collected_epoch(agent, advantages, returns)
         row = torch.zeros(8)
         for _ in range(3):
-            agent._minibatch_step(epoch.select(torch.arange(32)), row)
+            agent.algorithm._minibatch_step(epoch.select(torch.arange(32)), row, iteration=0)
         rows.append(row)
     results["rows"] = rows
     results["parameters"] = [parameters(agent) for agent in agents]
-    results["optimizer"] = [agent.optimizer.state_dict() for agent in agents]
+    results["optimizer"] = [agent.algorithm.optimizer.state_dict() for agent in agents]
     # A non-finite minibatch changes nothing in the compiled update.
     compiled = agents[1]
     before = parameters(compiled)
-    state_before = copy.deepcopy(compiled.optimizer.state_dict())
+    state_before = copy.deepcopy(compiled.algorithm.optimizer.state_dict())
     poisoned = _collected_epoch(compiled, torch.full_like(advantages, math.nan), returns)
     row = torch.zeros(8)
-    compiled._minibatch_step(poisoned.select(torch.arange(32)), row)
+    compiled.algorithm._minibatch_step(poisoned.select(torch.arange(32)), row, iteration=0)
     results["skipped_row"] = row
     results["unchanged"] = all(
         torch.equal(before[name], value) for name, value in parameters(compiled).items()
     ) and all(
         torch.equal(state_before["state"][index][key], value)
-        for index, entry in compiled.optimizer.state_dict()["state"].items()
+        for index, entry in compiled.algorithm.optimizer.state_dict()["state"].items()
         for key, value in entry.items()
     )
     # The compiled update's optimizer state loads into an eager agent.
-    agents[0].optimizer.load_state_dict(compiled.optimizer.state_dict())
+    agents[0].algorithm.optimizer.load_state_dict(compiled.algorithm.optimizer.state_dict())
     torch.save(results, out)
 
 
@@ -1235,13 +1236,13 @@ def _check_compiled_resume(out: str, run_dir: str) -> None:
         env=make("CartPole-v1", num_envs=4, seed=0), config=config, options=RunOptions(loggers=[])
     )
     agent.load(Path(run_dir) / "checkpoints" / "last.ckpt")
-    advantages, returns = agent._advantages(_collect(agent))
+    advantages, returns = agent.algorithm._advantages(_collect(agent))
     batch = _collected_epoch(agent, advantages, returns).select(torch.arange(32))
     changes = []
     for learning_rate in (0.0, 1e-3):
-        agent.optimizer.param_groups[0]["lr"] = learning_rate
+        agent.algorithm.optimizer.param_groups[0]["lr"] = learning_rate
         before = parameters(agent)
-        agent._minibatch_step(batch, torch.zeros(8))
+        agent.algorithm._minibatch_step(batch, torch.zeros(8), iteration=0)
         after = parameters(agent)
         changes.append(
             max(float((after[k] - before[k]).abs().max()) for k in before if before[k].numel())

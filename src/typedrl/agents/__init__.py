@@ -1,4 +1,4 @@
-"""On-policy agents on the trainer core: PPO, its config and the on-policy collector."""
+"""On-policy agents on the trainer core: PPO's trainer, its algorithm, config and collector."""
 
 from typing import TYPE_CHECKING
 
@@ -7,6 +7,7 @@ from typedrl._lazy import lazy_exports
 # Submodules load on first use: reading PPOConfig (the command does, to parse a
 # config) imports neither torch nor Lightning.
 if TYPE_CHECKING:
+    from typedrl.agents._algorithm import PPO as PPO
     from typedrl.agents._collector import OnPolicyCollector as OnPolicyCollector
     from typedrl.agents._collector import OnPolicyRollout as OnPolicyRollout
     from typedrl.agents._compiled_update import (
@@ -19,6 +20,7 @@ else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
+            "PPO": "typedrl.agents._algorithm",
             "OnPolicyCollector": "typedrl.agents._collector",
             "OnPolicyRollout": "typedrl.agents._collector",
             "AUTO_COMPILE_MIN_UPDATES": "typedrl.agents._compiled_update",
@@ -30,6 +32,7 @@ else:
 
 __all__ = [
     "AUTO_COMPILE_MIN_UPDATES",
+    "PPO",
     "CompileDecision",
     "OnPolicyCollector",
     "OnPolicyRollout",

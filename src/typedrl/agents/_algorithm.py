@@ -1,0 +1,377 @@
+"""PPO's update: one epoch of on-policy experience in, the policy's minibatch updates out."""
+
+import math
+from dataclasses import dataclass, field
+from typing import cast, final
+
+import torch
+from lightning.fabric import Fabric
+from lightning.fabric.plugins.precision import MixedPrecision
+from torch import Tensor, nn
+from torch.optim import Optimizer
+
+from typedrl.advantages import compute_gae
+from typedrl.agents._collector import OBS_KEY, OnPolicyRollout
+from typedrl.agents._compiled_update import CompiledUpdate
+from typedrl.agents._config import PPOConfig
+from typedrl.agents._loss import LOSS_STATISTICS, EpochData, masked_mean, ppo_loss
+from typedrl.buffers import minibatch_indices
+from typedrl.distributed import Distributed
+from typedrl.errors import NonFiniteError, StateError
+from typedrl.logging import MetricAggregator
+from typedrl.normalization import RewardNormalizer
+from typedrl.policies import MLPActorCritic
+from typedrl.protocols import SupportsStateDict
+from typedrl.training import GeneratorState, GradientStep, UpdateOutcome
+
+__all__ = ["MINIBATCH_METRICS", "PPO", "UPDATE_METRICS", "PPOState"]
+
+MINIBATCH_METRICS = (*LOSS_STATISTICS, "train/grad_norm", "train/skipped_updates")
+"""The statistics of every minibatch update, averaged over the epoch's minibatches."""
+UPDATE_METRICS = (
+    *MINIBATCH_METRICS,
+    "train/explained_variance",
+    "train/approximate_bootstrap",
+    "train/learning_rate",
+)
+"""Every metric :meth:`PPO.update` may return (``train/approximate_bootstrap`` only
+for an env without terminal observations), in this order."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class PPOState:
+    """What :class:`PPO` checkpoints, by group (merged into the trainer's state)."""
+
+    optimizers: dict[str, SupportsStateDict] = field(default_factory=dict)
+    """The policy's optimizer, ``"policy"``."""
+    rank_local: dict[str, SupportsStateDict] = field(default_factory=dict)
+    """Per rank: the minibatch sampler, ``"sampler"``, and the reward normaliser,
+    ``"reward_normalizer"`` (when rewards are normalised)."""
+
+
+@final
+class PPO:
+    """Proximal policy optimisation's update (Schulman et al., 2017), on one rank of a run.
+
+    :meth:`update` turns one epoch of experience
+    (:class:`~typedrl.agents.OnPolicyRollout`) into exactly
+    ``num_minibatches`` minibatch updates of the policy (fewer only when
+    ``target_kl`` stops the epoch, on every rank alike) and returns their
+    rank-aggregated metrics. It owns what the update keeps between epochs: the
+    optimizer (whose parameter group holds the learning rate in force, so a
+    loaded checkpoint's rate is the one that continues), the reward normaliser
+    and the minibatch sampler.
+
+    The gradient of each minibatch goes through the shared update kernel
+    (:class:`~typedrl.training.GradientStep`): DDP has averaged it
+    during the backward, so the kernel measures, clips and applies it in
+    place, without a collective of its own.
+
+    Args:
+        policy: The actor-critic (unwrapped; on the run's device).
+        config: The hyper-parameters.
+        model: The policy as Fabric wrapped it (DDP with several ranks): put in
+            training mode for the update and, with several ranks, evaluated
+            through, so that DDP averages the gradients.
+        optimizer: The policy's optimizer as Fabric wrapped it (its step goes
+            through a gradient scaler where Fabric has one).
+        fabric: The run's Fabric (backward, autocast, unscaling).
+        dist: The ranks of the run.
+        num_minibatches: Minibatches per epoch, agreed by every rank
+            (``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``).
+        sampler_seed: Seed of this rank's minibatch sampler.
+        compiled: The compiled form of the minibatch update
+            (``PPOConfig.compile_update``), or ``None`` to run it eagerly.
+    """
+
+    def __init__(
+        self,
+        policy: MLPActorCritic,
+        config: PPOConfig,
+        *,
+        model: nn.Module,
+        optimizer: Optimizer,
+        fabric: Fabric,
+        dist: Distributed,
+        num_minibatches: int,
+        sampler_seed: int,
+        compiled: CompiledUpdate | None = None,
+    ) -> None:
+        self.policy = policy
+        self.config = config
+        self.model = model
+        self.optimizer = optimizer
+        self.fabric = fabric
+        self.dist = dist
+        self.num_minibatches = num_minibatches
+        self.compiled = compiled
+        """The compiled minibatch update, or ``None`` (eager)."""
+        device = fabric.device
+        self.reward_normalizer = (
+            RewardNormalizer(gamma=config.gamma, clip=config.reward_clip, device=device)
+            if config.normalize_rewards
+            else None
+        )
+        self.sampler = torch.Generator(device="cpu")
+        """Draws each epoch's minibatch indices."""
+        self.sampler.manual_seed(sampler_seed)
+        precision = fabric.strategy.precision
+        self._mixed = isinstance(precision, MixedPrecision)
+        # A gradient scaler (float16 mixed precision) scales the loss: the gradients are
+        # unscaled before they are measured and clipped, and the scaler's own step skips
+        # overflowing updates and backs its scale off.
+        self._scaler = getattr(precision, "scaler", None) if self._mixed else None
+        # DDP must see `evaluate` through its forward to synchronise gradients; a single
+        # process has nothing to synchronise and calls the policy directly (Fabric's
+        # wrapper forwards attribute access to the policy).
+        wrapped = cast("MLPActorCritic", model)
+        self._evaluate = (
+            wrapped.evaluate_tensors if dist.world_size > 1 else policy.evaluate_tensors
+        )
+        self.gradient_step = GradientStep(
+            [p for p in policy.parameters() if p.requires_grad],
+            optimizer,
+            dist=dist,
+            max_grad_norm=config.max_grad_norm,
+            synchronised=True,
+            in_place=True,
+        )
+        """The update kernel: DDP has averaged the gradients, so it runs no collective and
+        leaves them in place (measured per tensor, clipped in place: no packing copies)."""
+        self.metrics = MetricAggregator(list(UPDATE_METRICS[:-1]), device=device)
+        # One row of statistics per minibatch, recorded in one go after the loop.
+        self._stats = torch.zeros(
+            num_minibatches, len(MINIBATCH_METRICS), dtype=torch.float32, device=device
+        )
+
+    @property
+    def learning_rate(self) -> float:
+        """The learning rate in force: the optimizer's (a loaded checkpoint's continues)."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    @property
+    def compile_seconds(self) -> float:
+        """Wall time the compiled update spent compiling so far (``0.0`` when eager)."""
+        return self.compiled.compile_seconds if self.compiled is not None else 0.0
+
+    # ------------------------------------------------------------------ the update
+
+    def update(self, rollout: OnPolicyRollout, *, env_steps: int, iteration: int) -> UpdateOutcome:
+        """One PPO update on an epoch of experience; the outcome and its metrics.
+
+        Step by step:
+
+        1. The learning rate: the ``"linear"`` schedule sets
+           ``learning_rate * (1 - env_steps / total_timesteps)`` (``env_steps``:
+           the run's env steps before this epoch); ``"adaptive"`` keeps the rate
+           its last minibatch left (step 5).
+        2. Advantages (:meth:`_advantages`): rewards normalised (the normaliser
+           first updated with this epoch's rewards), then GAE in unnormalised
+           value space: termination zeroes the bootstrap, truncation
+           bootstraps from ``V(final_obs)`` (``V(obs_t)`` for an env without
+           terminal observations, logged as ``train/approximate_bootstrap``).
+        3. The explained variance of the collected values over this rank's valid samples.
+        4. ``num_minibatches`` minibatches of ``batch_size`` samples (shuffled
+           per mini-epoch by :attr:`sampler`); for each: the clipped PPO loss
+           (:func:`~typedrl.agents._loss.ppo_loss`), its backward (DDP averages
+           the gradients), the kernel's global gradient norm, then the
+           optimizer step with the gradient clipped to ``max_grad_norm``, or
+           nothing when the norm is not finite (``nonfinite_gradients="raise"``
+           raises instead). The compiled update does all of it in one call.
+        5. After each minibatch, the approximate KL averaged over the ranks
+           adapts the learning rate (``"adaptive"``) and, above ``target_kl``,
+           ends the epoch on every rank.
+        6. After the update, the observation normalisers take this epoch's
+           observations (so every log-probability of the epoch saw the same
+           normalisation).
+        7. The metrics (:data:`UPDATE_METRICS`), reduced over the ranks. The
+           update counts as applied when any minibatch stepped the optimizer.
+
+        Args:
+            rollout: The epoch, as :meth:`~typedrl.agents.OnPolicyCollector.collect` returns it.
+            env_steps: Env steps of the run before this epoch, over all ranks.
+            iteration: The epoch's index (named in errors).
+
+        Raises:
+            StateError: The rollout does not split into ``num_minibatches`` minibatches.
+            NonFiniteError: A non-finite gradient norm with ``nonfinite_gradients="raise"``.
+        """
+        config = self.config
+        # 1. lr_k = lr_0 * (1 - steps_k / total) (cleanrl's annealing, per env step)
+        if config.learning_rate_schedule == "linear":
+            remaining = max(0.0, 1.0 - env_steps / config.total_timesteps)
+            self._set_learning_rate(config.learning_rate * remaining)
+        # 2. Advantages and value targets.
+        advantages, returns = self._advantages(rollout)
+        if rollout.approximate_bootstrap:
+            self.metrics.add("train/approximate_bootstrap", 1.0)
+        flat = rollout.data.reshape(-1)
+        valid: Tensor = flat["valid"]
+        epoch = EpochData(
+            obs=flat[OBS_KEY],
+            action=flat["action"],
+            log_prob=flat["log_prob"],
+            value=flat["value"],
+            # One host read per epoch: without ghost samples the loss skips its masks.
+            valid=None if bool(valid.all()) else valid,
+            advantage=advantages.reshape(-1),
+            returns=returns.reshape(-1),
+        )
+        # 3. EV = 1 - Var[R - V] / Var[R] over this rank's valid samples
+        residual_var = _masked_var(epoch.returns - epoch.value, valid)
+        return_var = _masked_var(epoch.returns, valid)
+        self.metrics.add(
+            "train/explained_variance", 1.0 - residual_var / return_var.clamp(min=1e-8)
+        )
+        # 4-5. The minibatch updates.
+        self.model.train()
+        batches = minibatch_indices(
+            num_samples=flat.batch_size[0],
+            batch_size=config.batch_size,
+            num_mini_epochs=config.num_mini_epochs,
+            generator=self.sampler,
+        )
+        if len(batches) != self.num_minibatches:
+            raise StateError(
+                f"PPO.update: the epoch of {flat.batch_size[0]} samples splits into "
+                f"{len(batches)} minibatches of {config.batch_size}, expected the "
+                f"{self.num_minibatches} every rank agreed on; pass rollouts of the "
+                "collector PPO was built for"
+            )
+        stats = self._stats
+        done = 0
+        for indices in batches:
+            stop = self._minibatch_step(epoch.select(indices), stats[done], iteration=iteration)
+            done += 1
+            if stop:
+                break
+        self.metrics.add_rows(MINIBATCH_METRICS, stats[:done])
+        # 6. What follows the update.
+        self._after_update(epoch, valid)
+        # 7. The outcome.
+        metrics = self.metrics.reduce(self.dist)
+        metrics["train/learning_rate"] = self.learning_rate
+        return UpdateOutcome(applied=metrics["train/skipped_updates"] < 1.0, metrics=metrics)
+
+    def _advantages(self, rollout: OnPolicyRollout) -> tuple[Tensor, Tensor]:
+        """GAE over the epoch, ``[num_steps, num_envs]``, in unnormalised value space."""
+        config, data = self.config, rollout.data
+        values = data["value"]
+        # V(obs_{t+1}): the next step's value, and after the last step V(obs_T).
+        values_next = torch.cat((values[1:], rollout.last_value.unsqueeze(0)), dim=0)
+        has_final = rollout.has_final_value.unsqueeze(1)
+        # Truncated rows bootstrap from V(final_obs) (exact) or V(obs_t) (approximate).
+        next_values = torch.where(data["truncated"] & has_final, data["final_value"], values_next)
+        rewards = data["reward"]
+        if self.reward_normalizer is not None:
+            # r_t / sqrt(Var[G] + eps), G_t = gamma G_{t-1} + r_t (SB3's VecNormalize)
+            self.reward_normalizer.update(
+                rewards, data["terminated"], data["truncated"], dist=self.dist, mask=data["valid"]
+            )
+            rewards = self.reward_normalizer.normalize(rewards)
+        # A_t = delta_t + gamma lambda (1 - done_t) A_{t+1} (Schulman et al., 2016, eq. 16)
+        return compute_gae(
+            rewards=rewards,
+            values=values,
+            next_values=next_values,
+            terminated=data["terminated"],
+            truncated=data["truncated"],
+            valid=data["valid"],
+            gamma=config.gamma,
+            gae_lambda=config.gae_lambda,
+        )
+
+    def _minibatch_step(self, batch: EpochData, stats_row: Tensor, *, iteration: int) -> bool:
+        """One PPO update on a minibatch; returns whether to stop the epoch (target KL).
+
+        Writes the minibatch's statistics (:data:`MINIBATCH_METRICS`) into ``stats_row``.
+        """
+        raise_on_nonfinite = self.config.nonfinite_gradients == "raise"
+        if self.compiled is not None:
+            # It skips a non-finite update by itself: the norm is read only to raise.
+            grad_norm, stats = self.compiled(batch)
+            finite = not raise_on_nonfinite or math.isfinite(float(grad_norm))
+        else:
+            kernel = self.gradient_step
+            loss, stats = self._loss(batch)
+            kernel.clear()
+            self.fabric.backward(loss)
+            if self._scaler is not None:
+                # Measure and clip the true gradients, not the loss-scaled ones.
+                self.fabric.strategy.precision.unscale_gradients(self.optimizer)
+            reduced = kernel.reduce()
+            grad_norm = reduced.norm
+            # The finiteness decision syncs once per minibatch; every rank sees the same
+            # averaged gradient, so every rank decides alike.
+            finite = math.isfinite(float(grad_norm))
+            # With a scaler, its step skips a non-finite update itself and lowers the scale.
+            if finite or self._scaler is not None:
+                kernel.apply(reduced)
+            else:
+                kernel.skip()
+        if not finite and raise_on_nonfinite:
+            raise NonFiniteError(
+                f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch "
+                f"{iteration}; this minibatch updated nothing"
+            )
+        with torch.no_grad():
+            stats_row[:-2].copy_(stats)
+            stats_row[-2].copy_(grad_norm)
+            stats_row[-1].copy_(~torch.isfinite(grad_norm))
+        return self._adapt(stats[4])
+
+    def _loss(self, batch: EpochData) -> tuple[Tensor, Tensor]:
+        """The PPO loss of a minibatch and its statistics (:func:`ppo_loss`).
+
+        Under mixed precision the loss runs in Fabric's autocast (a single process
+        calls the policy directly, past the wrapper's forward that would apply it).
+        """
+        if self._mixed:
+            with self.fabric.autocast():
+                return ppo_loss(self.config, batch, self._evaluate)
+        return ppo_loss(self.config, batch, self._evaluate)
+
+    def _adapt(self, approx_kl: Tensor) -> bool:
+        """Adaptive learning rate and target-KL stop, on the KL averaged over ranks."""
+        config = self.config
+        if config.learning_rate_schedule != "adaptive" and config.target_kl is None:
+            return False
+        kl = (
+            float(self.dist.all_reduce_sum(approx_kl.reshape(1).double())[0]) / self.dist.world_size
+        )
+        if config.learning_rate_schedule == "adaptive":
+            # rsl_rl's rule: shrink the step when KL overshoots, grow it when it undershoots
+            rate = self.learning_rate
+            if kl > 2.0 * config.desired_kl:
+                rate = max(config.min_learning_rate, rate / 1.5)
+            elif 0.0 < kl < config.desired_kl / 2.0:
+                rate = min(config.max_learning_rate, rate * 1.5)
+            self._set_learning_rate(rate)
+        return config.target_kl is not None and kl > config.target_kl
+
+    def _set_learning_rate(self, rate: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = rate
+
+    def _after_update(self, epoch: EpochData, valid: Tensor) -> None:
+        """The observation normalisers take the epoch's valid observations.
+
+        Only after the update, so that every log-probability of this epoch
+        (collection and update alike) saw the same normalisation.
+        """
+        self.policy.update_normalizers(epoch.obs, dist=self.dist, mask=valid)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state(self) -> PPOState:
+        """The optimizer, the sampler and the reward normaliser, under their checkpoint names."""
+        rank_local: dict[str, SupportsStateDict] = {"sampler": GeneratorState(self.sampler)}
+        if self.reward_normalizer is not None:
+            rank_local["reward_normalizer"] = self.reward_normalizer
+        return PPOState(optimizers={"policy": self.optimizer}, rank_local=rank_local)
+
+
+def _masked_var(x: Tensor, mask: Tensor) -> Tensor:
+    mean = masked_mean(x, mask)
+    return masked_mean((x - mean).square(), mask)
