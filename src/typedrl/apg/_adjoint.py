@@ -78,13 +78,12 @@ class ActionAdjointClipper:
         0.5
     """
 
-    @_validation.no_type_check
     def __init__(self, *, max_norm: float | None, device: torch.device | str) -> None:
         if max_norm is not None:
             max_norm = _validation.positive_float("ActionAdjointClipper", "max_norm", max_norm)
         try:
             self._device = torch.device(device)
-        except (RuntimeError, TypeError) as err:
+        except RuntimeError as err:
             raise ConfigError(
                 f"ActionAdjointClipper.device must name a torch device, got {describe(device)}"
             ) from err
@@ -127,7 +126,6 @@ class ActionAdjointClipper:
         """Largest finite row's pre-clip norm, 0 before any (a float64 device scalar)."""
         return self._norm_max
 
-    @_validation.no_type_check
     def attach(self, action: Action) -> Action:
         """Return an alias of ``action`` whose gradient this clipper rewrites and measures.
 
@@ -140,16 +138,11 @@ class ActionAdjointClipper:
             SpecError: ``action`` is not a floating-point tensor with at least
                 one dimension that requires grad.
         """
-        if (
-            not isinstance(action, Tensor)
-            or action.ndim == 0
-            or not action.is_floating_point()
-            or not action.requires_grad
-        ):
-            grad = f", requires_grad={action.requires_grad}" if isinstance(action, Tensor) else ""
+        if action.ndim == 0 or not action.is_floating_point() or not action.requires_grad:
             raise SpecError(
                 "ActionAdjointClipper.attach: expected a floating-point action tensor "
-                f"[num_envs, *action_shape] that requires grad, got {describe(action)}{grad}"
+                f"[num_envs, *action_shape] that requires grad, got {describe(action)}, "
+                f"requires_grad={action.requires_grad}"
             )
         hooked = action.view_as(action)
         # torch leaves Tensor.register_hook unannotated.
