@@ -1,10 +1,11 @@
 """Throughput of typedrl.envs.newton against Gymnasium's C MuJoCo, in one run.
 
-Forward (no graph) and forward + backward (the summed reward of ``--steps`` steps
-differentiated w.r.t. every action) env steps per second of ``typedrl/NewtonAnt-v0``
-at each ``--batch``, and Gymnasium's ``Ant-v5`` in a SyncVectorEnv of 8 envs
-(MuJoCo's C engine, forward only). One torch thread; rates are env steps
-(rows x steps) per wall-clock second, the median of ``--rounds`` rounds.
+For each task, forward (no graph) and forward + backward (the summed reward of
+``--steps`` steps differentiated w.r.t. every action) env steps per second of the
+Newton env at each ``--batch``, and the same Gymnasium task (``Ant-v5``,
+``HalfCheetah-v5``, ``Hopper-v5``) in a SyncVectorEnv of 8 envs (MuJoCo's C engine,
+forward only). One torch thread; rates are env steps (rows x steps) per wall-clock
+second, the median of ``--rounds`` rounds.
 
     python benchmarks/newton_throughput.py --batch 64 --batch 256 --batch 1024
 """
@@ -17,14 +18,22 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from typedrl.envs.newton import AntTask, NewtonVecEnv
+from typedrl.envs.newton import AntTask, HalfCheetahTask, HopperTask, NewtonTask, NewtonVecEnv
+
+TASKS: dict[str, tuple[type[NewtonTask], str]] = {
+    "ant": (AntTask, "Ant-v5"),
+    "half_cheetah": (HalfCheetahTask, "HalfCheetah-v5"),
+    "hopper": (HopperTask, "Hopper-v5"),
+}
+"""Newton task and the Gymnasium env it is compared with."""
 
 
-def _newton_rate(num_envs: int, steps: int, *, backward: bool) -> float:
-    env = NewtonVecEnv(task=AntTask(), num_envs=num_envs, seed=0)
+def _newton_rate(task: type[NewtonTask], num_envs: int, steps: int, *, backward: bool) -> float:
+    env = NewtonVecEnv(task=task(), num_envs=num_envs, seed=0)
     env.reset(seed=0)
     generator = torch.Generator().manual_seed(0)
-    plan = torch.rand(steps, num_envs, 8, generator=generator) - 0.5
+    act_dim = len(env.task.spec.actuated_dofs)
+    plan = torch.rand(steps, num_envs, act_dim, generator=generator) - 0.5
     start = time.perf_counter()
     if backward:
         actions = plan.clone().requires_grad_()
@@ -55,24 +64,29 @@ def _gymnasium_rate(env_id: str, steps: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=sorted(TASKS), action="append", help="(repeatable)")
     parser.add_argument("--batch", type=int, action="append", help="rows (repeatable)")
     parser.add_argument("--steps", type=int, default=8, help="env steps per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the median is shown")
     args = parser.parse_args()
     torch.set_num_threads(1)
     batches = args.batch or [64, 256, 1024]
-    # Warm-up: Warp compiles (or loads) its kernels on first use.
-    _newton_rate(2, 2, backward=True)
-    base = statistics.median(_gymnasium_rate("Ant-v5", 200) for _ in range(args.rounds))
-    print(f"{'setup':<40} {'env steps/s':>12} {'over Gymnasium':>15}")
-    print(f"{'Gymnasium Ant-v5 x 8 (C MuJoCo)':<40} {base:>12,.0f} {1.0:>15.3f}")
-    for num_envs in batches:
-        for backward in (False, True):
-            rate = statistics.median(
-                _newton_rate(num_envs, args.steps, backward=backward) for _ in range(args.rounds)
-            )
-            label = f"NewtonAnt x {num_envs}, {'forward + backward' if backward else 'forward'}"
-            print(f"{label:<40} {rate:>12,.0f} {rate / base:>15.3f}", flush=True)
+    print(f"{'setup':<46} {'env steps/s':>12} {'over Gymnasium':>15}")
+    for name in args.task or ["ant", "half_cheetah"]:
+        task, gym_id = TASKS[name]
+        # Warm-up: Warp compiles (or loads) its kernels on first use.
+        _newton_rate(task, 2, 2, backward=True)
+        base = statistics.median(_gymnasium_rate(gym_id, 200) for _ in range(args.rounds))
+        print(f"{f'Gymnasium {gym_id} x 8 (C MuJoCo)':<46} {base:>12,.0f} {1.0:>15.3f}")
+        for num_envs in batches:
+            for backward in (False, True):
+                rate = statistics.median(
+                    _newton_rate(task, num_envs, args.steps, backward=backward)
+                    for _ in range(args.rounds)
+                )
+                mode = "forward + backward" if backward else "forward"
+                label = f"Newton {task.__name__[:-4]} x {num_envs}, {mode}"
+                print(f"{label:<46} {rate:>12,.0f} {rate / base:>15.3f}", flush=True)
 
 
 if __name__ == "__main__":

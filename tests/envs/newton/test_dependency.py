@@ -1,12 +1,13 @@
 """typedrl.envs.newton without the newton extra: imports, refuses float64, names the extra."""
 
+import dataclasses
 import sys
 
 import pytest
 
 from typedrl.envs import make
 from typedrl.envs.builtin._registration import NEWTON_ENV_IDS
-from typedrl.envs.newton import EXTRA, AntTask, NewtonVecEnv
+from typedrl.envs.newton import EXTRA, AntTask, HalfCheetahTask, HopperTask, NewtonVecEnv
 from typedrl.errors import ConfigError, MissingDependencyError
 
 
@@ -50,3 +51,32 @@ def test_task_options_are_validated() -> None:
         AntTask(ctrl_cost_weight=-1.0)
     with pytest.raises(ConfigError, match="gear"):
         AntTask(gear=0.0)
+
+
+def test_half_cheetah_task_spec() -> None:
+    """The HalfCheetah drives its six hinges with Gymnasium's gears and has 17 observations."""
+    spec = HalfCheetahTask().spec
+    assert spec.actuated_dofs == tuple(range(3, 9))
+    assert spec.gear == (120.0, 90.0, 60.0, 120.0, 60.0, 30.0)
+    assert spec.per_dof("joint_stiffness") == (240.0, 180.0, 120.0, 180.0, 120.0, 60.0)
+    assert spec.per_dof("joint_damping") == (6.0, 4.5, 3.0, 4.5, 3.0, 1.5)
+    assert len(spec.observation_high) == 17
+    assert spec.model_path.is_file()
+
+
+def test_hopper_task_spec() -> None:
+    """The Hopper drives its three hinges at 200 N m and has 11 observations."""
+    spec = HopperTask().spec
+    assert spec.actuated_dofs == (3, 4, 5)
+    assert spec.gear == (200.0, 200.0, 200.0)
+    assert len(spec.observation_high) == 11
+    assert spec.model_path.is_file()
+
+
+def test_spec_rejects_a_wrong_number_of_per_dof_values() -> None:
+    """A per-dof tuple of the wrong length is a ConfigError naming the field."""
+    spec = AntTask().spec
+    with pytest.raises(ConfigError, match="joint_damping"):
+        dataclasses.replace(spec, joint_damping=(1.0, 2.0))
+    with pytest.raises(ConfigError, match="actuated_dofs"):
+        dataclasses.replace(spec, actuated_dofs=(6, 6, 7, 8, 9, 10, 11, 12))

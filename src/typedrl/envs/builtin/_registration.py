@@ -52,7 +52,10 @@ BUILTIN_ENV_IDS: tuple[str, ...] = tuple(
 )
 """Gymnasium ids of the built-in envs."""
 
-NEWTON_ENV_IDS: tuple[str, ...] = (f"{_NAMESPACE}/NewtonAnt-v{_VERSION}",)
+NEWTON_ENV_IDS: tuple[str, ...] = tuple(
+    f"{_NAMESPACE}/{name}-v{_VERSION}"
+    for name in ("NewtonAnt", "NewtonHalfCheetah", "NewtonHopper")
+)
 """Gymnasium ids of the :mod:`typedrl.envs.newton` envs (they need the ``newton`` extra)."""
 
 _MAX_EPISODE_STEPS: Mapping[str, int] = {
@@ -65,6 +68,8 @@ _MAX_EPISODE_STEPS: Mapping[str, int] = {
     "MujocoCartPoleSwingUp": 500,
     "MujocoHalfCheetah": 1000,
     "NewtonAnt": 1000,
+    "NewtonHalfCheetah": 1000,
+    "NewtonHopper": 1000,
 }
 
 
@@ -104,6 +109,8 @@ _CONSTRUCTORS: Mapping[str, Callable[..., BaseTorchVecEnv]] = {
     "MujocoCartPoleSwingUp": _mujoco_env("CartPoleSwingUpTask"),
     "MujocoHalfCheetah": _mujoco_env("HalfCheetahTask"),
     "NewtonAnt": _newton_env("AntTask"),
+    "NewtonHalfCheetah": _newton_env("HalfCheetahTask"),
+    "NewtonHopper": _newton_env("HopperTask"),
 }
 
 

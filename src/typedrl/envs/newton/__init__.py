@@ -9,13 +9,19 @@ package works without it, and building an env without it raises
   Warp's tape;
 - :class:`NewtonTask`, :class:`NewtonTaskSpec`, :class:`NewtonState`: the task
   hooks (physics settings, reset distribution, observation, reward, termination);
-- :class:`AntTask` (``typedrl/NewtonAnt-v0``): the shipped task.
+- :class:`AntTask` (``typedrl/NewtonAnt-v0``), :class:`HalfCheetahTask`
+  (``typedrl/NewtonHalfCheetah-v0``) and :class:`HopperTask`
+  (``typedrl/NewtonHopper-v0``): the shipped tasks, after the SHAC paper.
 """
 
 from typedrl.envs.newton._ant import AntTask as AntTask
 from typedrl.envs.newton._ant import ant_xml as ant_xml
 from typedrl.envs.newton._dependency import EXTRA as EXTRA
 from typedrl.envs.newton._env import NewtonVecEnv as NewtonVecEnv
+from typedrl.envs.newton._half_cheetah import HalfCheetahTask as HalfCheetahTask
+from typedrl.envs.newton._half_cheetah import half_cheetah_xml as half_cheetah_xml
+from typedrl.envs.newton._hopper import HopperTask as HopperTask
+from typedrl.envs.newton._hopper import hopper_xml as hopper_xml
 from typedrl.envs.newton._task import NewtonState as NewtonState
 from typedrl.envs.newton._task import NewtonTask as NewtonTask
 from typedrl.envs.newton._task import NewtonTaskSpec as NewtonTaskSpec
@@ -23,9 +29,13 @@ from typedrl.envs.newton._task import NewtonTaskSpec as NewtonTaskSpec
 __all__ = [
     "EXTRA",
     "AntTask",
+    "HalfCheetahTask",
+    "HopperTask",
     "NewtonState",
     "NewtonTask",
     "NewtonTaskSpec",
     "NewtonVecEnv",
     "ant_xml",
+    "half_cheetah_xml",
+    "hopper_xml",
 ]

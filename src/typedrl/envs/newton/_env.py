@@ -204,8 +204,11 @@ def _build_model(owner: str, task: NewtonTask, num_envs: int, newton: Any, devic
             f"{owner}: actuated_dofs {spec.actuated_dofs} must index the model's "
             f"{num_dofs} generalised velocities ({str(spec.model_path)!r})"
         )
-    for dof in spec.actuated_dofs:
-        robot.joint_target_kd[dof] = spec.joint_damping
+    damping, stiffness = spec.per_dof("joint_damping"), spec.per_dof("joint_stiffness")
+    for dof, kd, ke in zip(spec.actuated_dofs, damping, stiffness, strict=True):
+        # A drive toward the zero target: a passive spring (ke) and damper (kd).
+        robot.joint_target_kd[dof] = kd
+        robot.joint_target_ke[dof] = ke
         robot.joint_limit_ke[dof] = spec.joint_limit_ke
         robot.joint_limit_kd[dof] = spec.joint_limit_kd
     scene = newton.ModelBuilder()

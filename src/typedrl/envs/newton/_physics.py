@@ -1,12 +1,15 @@
 """Newton's articulated-body step as a pure, differentiable torch function.
 
 One env step maps ``(joint_q, joint_qd, joint_f)`` of every world to the next
-``(joint_q, joint_qd)``: the contact set is found once (Newton's
-differentiable collision pipeline), then ``substeps`` Featherstone steps run.
+``(joint_q, joint_qd)``: the contact set is found once (Newton's collision
+pipeline), then ``substeps`` Featherstone steps run.
 :class:`_NewtonStep` bridges it into torch's autograd through ``wp.Tape``:
 its backward copies torch's output gradients *into* the Warp ``.grad``
 buffers (never aliasing torch memory, NVIDIA/warp#1732), runs the tapes
 backward and clones the input gradients *out* before zeroing the tapes.
+Newton's narrow phase is not differentiable, so a contact point is a constant
+in its body's frame within an env step; its depth, so the penalty force,
+follows the poses differentiably.
 
 The solver overwrites one set of system matrices at every substep, so a tape
 recorded in the forward pass would differentiate every substep with the last
@@ -102,7 +105,9 @@ class NewtonPhysics:
         self._substeps = substeps
         self._dt = substep_dt
         self._solver = newton_module.solvers.SolverFeatherstone(model)
-        self._pipeline = newton_module.CollisionPipeline(model, requires_grad=True)
+        # Newton's narrow phase is not differentiable: the contact points are constants
+        # in each body's frame, their depth a differentiable function of the poses.
+        self._pipeline = newton_module.CollisionPipeline(model, requires_grad=False)
         self._free: list[_Workspace] = []
         self._allocated = 0
         self._device = device
@@ -179,22 +184,19 @@ class NewtonPhysics:
         wp.copy(last.joint_q.grad, wp.from_torch(grad_q.contiguous()))
         wp.copy(last.joint_qd.grad, wp.from_torch(grad_qd.contiguous()))
         # The solver keeps one set of system matrices (mass matrix, Jacobian, their
-        # factorisation) that every substep overwrites, and the collision pipeline its
-        # own scratch buffers: a tape recorded in the forward pass would differentiate
-        # with the last values written. Each piece is therefore recomputed on a tape
-        # of its own just before its backward pass, in reverse order (checkpointing:
-        # one extra forward pass), which makes the gradient exact.
-        collide_tape = wp.Tape()
-        with collide_tape:
-            self._collide(workspace)
-        tapes = [collide_tape]
+        # factorisation) that every substep overwrites: a tape recorded in the forward
+        # pass would differentiate every substep with the last values written. Each
+        # substep is therefore recomputed on a tape of its own just before its backward
+        # pass, in reverse order (checkpointing: one extra forward pass), which makes
+        # the gradient of the step exact. The contacts, found before the substeps,
+        # stay in this step's own buffers.
+        tapes = []
         for k in reversed(range(self._substeps)):
             tape = wp.Tape()
             with tape:
                 self._substep(workspace, k)
             tape.backward()
             tapes.append(tape)
-        collide_tape.backward()
         # Clone out before zeroing: zero() clears these very buffers.
         grads = tuple(
             wp.to_torch(array.grad, requires_grad=False).clone()
@@ -219,9 +221,8 @@ class NewtonPhysics:
 
     def _collide(self, workspace: _Workspace) -> None:
         # The contact set of this env step, from the bodies' poses at its start (on a
-        # state of its own: the solver rewrites the first state's poses). The contact
-        # points depend on those poses differentiably; the penalty forces recompute
-        # each contact's depth from the poses at every substep.
+        # state of its own: the solver rewrites the first state's poses). The penalty
+        # forces recompute each contact's depth from the poses at every substep.
         first = workspace.states[0]
         self._newton.eval_fk(self._model, first.joint_q, first.joint_qd, workspace.pose)
         self._pipeline.collide(workspace.pose, workspace.contacts)

@@ -77,8 +77,11 @@ class NewtonTaskSpec:
     where the contact force is zero.
     """
 
-    joint_damping: float = 1.0
-    """Viscous damping of the actuated joints (N m s/rad)."""
+    joint_damping: float | tuple[float, ...] = 1.0
+    """Viscous damping of the actuated joints (N m s/rad): one value, or one per actuated dof."""
+
+    joint_stiffness: float | tuple[float, ...] = 0.0
+    """Passive springs of the actuated joints toward angle 0 (N m/rad): one, or one per dof."""
 
     joint_limit_ke: float = 1.0e3
     """Stiffness of the joint-limit springs."""
@@ -106,24 +109,7 @@ class NewtonTaskSpec:
             )
         if not self.model_path.is_file():
             raise ConfigError(f"{owner}.model_path: no MJCF file at {str(self.model_path)!r}")
-        if not self.actuated_dofs or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.actuated_dofs
-        ):
-            raise ConfigError(
-                f"{owner}.actuated_dofs must be a non-empty tuple of non-negative ints, "
-                f"got {describe(self.actuated_dofs)}"
-            )
-        if len(set(self.actuated_dofs)) != len(self.actuated_dofs):
-            raise ConfigError(
-                f"{owner}.actuated_dofs must not repeat a dof, got {self.actuated_dofs}"
-            )
-        if len(self.gear) != len(self.actuated_dofs):
-            raise ConfigError(
-                f"{owner}.gear must hold one value per actuated dof "
-                f"({len(self.actuated_dofs)}), got {describe(self.gear)}"
-            )
-        for value in self.gear:
-            positive_float(owner, "gear", value)
+        self._validate_actuation(owner)
         for name in ("substeps", "max_episode_steps", "num_initial_draws"):
             positive_int(owner, name, getattr(self, name))
         positive_float(owner, "substep_dt", self.substep_dt)
@@ -133,7 +119,6 @@ class NewtonTaskSpec:
             "contact_kf",
             "contact_mu",
             "contact_gap",
-            "joint_damping",
             "joint_limit_ke",
             "joint_limit_kd",
         ):
@@ -152,6 +137,41 @@ class NewtonTaskSpec:
                 f"{owner}.observation_normalize_mask must hold one bool per observation feature "
                 f"({len(self.observation_high)}), got {describe(self.observation_normalize_mask)}"
             )
+
+    def _validate_actuation(self, owner: str) -> None:
+        if not self.actuated_dofs or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.actuated_dofs
+        ):
+            raise ConfigError(
+                f"{owner}.actuated_dofs must be a non-empty tuple of non-negative ints, "
+                f"got {describe(self.actuated_dofs)}"
+            )
+        if len(set(self.actuated_dofs)) != len(self.actuated_dofs):
+            raise ConfigError(
+                f"{owner}.actuated_dofs must not repeat a dof, got {self.actuated_dofs}"
+            )
+        if len(self.gear) != len(self.actuated_dofs):
+            raise ConfigError(
+                f"{owner}.gear must hold one value per actuated dof "
+                f"({len(self.actuated_dofs)}), got {describe(self.gear)}"
+            )
+        for value in self.gear:
+            positive_float(owner, "gear", value)
+        for name in ("joint_damping", "joint_stiffness"):
+            value = getattr(self, name)
+            values = value if isinstance(value, tuple) else (value,)
+            if isinstance(value, tuple) and len(value) != len(self.actuated_dofs):
+                raise ConfigError(
+                    f"{owner}.{name} must be one float or one per actuated dof "
+                    f"({len(self.actuated_dofs)}), got {describe(value)}"
+                )
+            for item in values:
+                non_negative_float(owner, name, item)
+
+    def per_dof(self, name: str) -> tuple[float, ...]:
+        """``joint_damping`` or ``joint_stiffness``, one value per actuated dof."""
+        value = getattr(self, name)
+        return value if isinstance(value, tuple) else (value,) * len(self.actuated_dofs)
 
     @property
     def control_dt(self) -> float:
