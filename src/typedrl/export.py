@@ -48,6 +48,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 
+from typedrl import _validation
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.normalization import RunningMeanStd
@@ -183,6 +184,7 @@ class DeterministicPolicy(nn.Module):
         self.eval()
 
     # Traced by torch.jit.trace and torch.export: no runtime checks inside.
+    @_validation.no_type_check
     def forward(self, obs: Float[Tensor, "batch obs_dim"]) -> Tensor:
         """The action for each row of ``obs``.
 
