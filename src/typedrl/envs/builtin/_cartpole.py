@@ -8,19 +8,16 @@ import torch
 from jaxtyping import Float, Float64
 from torch import Tensor
 
-from typedrl._validation import describe
 from typedrl.envs.builtin import _cartpole_physics as physics
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._cartpole_render import VIEW, draw_cart_pole
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
-from typedrl.errors import ConfigError
 from typedrl.types import Action, Done, ObsVector, Reward
 
 __all__ = ["CartPole"]
 
 _State = Float[Tensor, "num_envs 4"]
-_ACTION_MODES = ("discrete", "continuous")
 # Integer dtypes index_select takes as indices.
 _INDEX_DTYPES = (torch.int32, torch.int64)
 
@@ -91,11 +88,6 @@ class CartPole(BaseTorchVecEnv):
         dtype: Literal["float32", "float64"] = "float32",
         device: torch.device | str = "cpu",
     ) -> None:
-        if action_mode not in _ACTION_MODES:
-            raise ConfigError(
-                f"CartPole.action_mode must be one of {list(_ACTION_MODES)}, "
-                f"got {describe(action_mode)}"
-            )
         self._continuous = action_mode == "continuous"
         high = (physics.X_THRESHOLD * 2, math.inf, physics.THETA_THRESHOLD * 2, math.inf)
         super().__init__(
