@@ -56,6 +56,7 @@ def test_the_policy_is_required() -> None:
         TrainerState(modules={})
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize("group", _GROUPS)
 @pytest.mark.parametrize("value", [3, "weights", object(), {"weight": 1.0}, torch.zeros(2)])
 def test_values_without_state_dict_are_refused(group: str, value: object) -> None:
@@ -67,21 +68,12 @@ def test_values_without_state_dict_are_refused(group: str, value: object) -> Non
 
 
 @pytest.mark.parametrize("group", _GROUPS)
-@pytest.mark.parametrize("key", ["", "policy.rank0", "a.b", 3, None, ("policy",)])
-def test_bad_keys_are_refused(group: str, key: object) -> None:
+@pytest.mark.parametrize("key", ["", "policy.rank0", "a.b"])
+def test_bad_keys_are_refused(group: str, key: str) -> None:
     """Keys must be non-empty str without '.' (the rank suffix separator)."""
     groups: dict[str, Any] = {"modules": {"policy": _policy()}}
     groups[group] = {**groups.get(group, {}), key: CounterState()}
     with pytest.raises(ConfigError, match=rf"TrainerState\.{group} keys must be non-empty str"):
-        TrainerState(**groups)
-
-
-@pytest.mark.parametrize("group", _GROUPS)
-@pytest.mark.parametrize("entries", [[("policy", CounterState())], None, CounterState()])
-def test_groups_must_be_mappings(group: str, entries: object) -> None:
-    """A group that is not a mapping raises ConfigError naming it."""
-    groups: dict[str, Any] = {"modules": {"policy": _policy()}, group: entries}
-    with pytest.raises(ConfigError, match=rf"TrainerState\.{group} must be a mapping"):
         TrainerState(**groups)
 
 

@@ -231,12 +231,11 @@ def test_eval_env_and_evaluator_together_raise_config_error() -> None:
         )
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 def test_construction_refuses_bad_arguments() -> None:
-    """A non-VecEnv env, a non-RunOptions options or a non-Evaluator raises ConfigError."""
+    """A user's object that is no VecEnv or no Evaluator raises ConfigError (production path)."""
     with pytest.raises(ConfigError, match="env must be a typedrl VecEnv, got int"):
         TinyTrainer(budget=Budget(iterations=1), env=3)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="options must be a RunOptions"):
-        TinyTrainer(budget=Budget(iterations=1), options={"progress": False})
     with pytest.raises(
         ConfigError, match=r"evaluator must implement typedrl\.protocols\.Evaluator"
     ):

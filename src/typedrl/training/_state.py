@@ -7,7 +7,6 @@ from typing import Any, Protocol, final, runtime_checkable
 
 import torch
 
-from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
 from typedrl.protocols import SupportsStateDict
@@ -18,7 +17,6 @@ _GROUPS = ("modules", "optimizers", "schedulers", "rank_local")
 
 
 @final
-@_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class TrainerState:
     """The objects a trainer's checkpoint holds, by name, grouped by how they are saved.
@@ -59,13 +57,9 @@ class TrainerState:
 
     def __post_init__(self) -> None:
         for group in _GROUPS:
-            entries: object = getattr(self, group)
-            if not isinstance(entries, Mapping):
-                raise ConfigError(
-                    f"TrainerState.{group} must be a mapping, got {describe(entries)}"
-                )
+            entries: Mapping[str, SupportsStateDict] = getattr(self, group)
             for name, value in entries.items():
-                if type(name) is not str or not name or "." in name:
+                if not name or "." in name:
                     raise ConfigError(
                         f"TrainerState.{group} keys must be non-empty str without '.', "
                         f"got {describe(name)}"

@@ -14,7 +14,6 @@ from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
 from torch.optim.lr_scheduler import LambdaLR
 
-from typedrl import _validation
 from typedrl._results import EvaluationResult
 from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, positive_int
@@ -80,7 +79,6 @@ SKIPPED_WARNING_MIN_UPDATES: Final = 10
 
 
 @final
-@_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Budget:
     """How long a run trains: exactly one of a number of env steps or of iterations.
@@ -114,7 +112,6 @@ class Budget:
 
 
 @final
-@_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IterationResult:
     """What one training iteration returns to the trainer core."""
@@ -125,10 +122,6 @@ class IterationResult:
     """Env steps the iteration took, summed over every env row of every rank."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.env_steps, bool) or not isinstance(self.env_steps, int):
-            raise ConfigError(
-                f"IterationResult.env_steps must be an int, got {describe(self.env_steps)}"
-            )
         if self.env_steps < 0:
             raise ConfigError(f"IterationResult.env_steps must be >= 0, got {self.env_steps}")
 
@@ -203,7 +196,6 @@ class AbstractTrainer(ABC):
     resumable_changes: ClassVar[frozenset[str]] = frozenset()
     """Config fields that may differ between a checkpoint and the trainer resuming it."""
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,
@@ -223,8 +215,6 @@ class AbstractTrainer(ABC):
             raise ConfigError(f"env must be a typedrl VecEnv, got {type(env).__name__}")
         if options is None:
             options = RunOptions()
-        if not isinstance(options, RunOptions):
-            raise ConfigError(f"options must be a RunOptions, got {describe(options)}")
         if eval_env is not None and evaluator is not None:
             raise ConfigError(
                 "pass eval_env (scored by the default EpisodeEvaluator) or evaluator, not both"
