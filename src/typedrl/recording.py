@@ -318,9 +318,9 @@ def record_video(
         raise ConfigError(
             f"record_video writes an MP4 file; expected a path ending in .mp4, got {target}"
         )
-    if type(episodes) is not int or episodes < 1:
+    if episodes < 1:
         raise ConfigError(f"record_video episodes must be a positive int, got {episodes!r}")
-    if fps is not None and not (isinstance(fps, int | float) and math.isfinite(fps) and fps > 0):
+    if fps is not None and not (math.isfinite(fps) and fps > 0):
         raise ConfigError(f"record_video fps must be a positive number, got {fps!r}")
     require_video_writer()
     builtin = env_id.startswith(BUILTIN_PREFIX)

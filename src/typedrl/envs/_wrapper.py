@@ -13,7 +13,6 @@ import gymnasium as gym
 import torch
 
 from typedrl._results import StepResult
-from typedrl.errors import ConfigError
 from typedrl.protocols import (
     DifferentiableVecEnv,
     VecEnv,
@@ -69,8 +68,6 @@ class VecEnvWrapper:
     """
 
     def __init__(self, env: VecEnv) -> None:
-        if not isinstance(env, VecEnv):
-            raise ConfigError(f"VecEnvWrapper wraps a typedrl VecEnv, got {type(env).__name__}")
         self.env = env
 
     @property
@@ -137,11 +134,6 @@ class DifferentiableVecEnvWrapper(VecEnvWrapper):
     """
 
     def __init__(self, env: DifferentiableVecEnv) -> None:
-        if not isinstance(env, DifferentiableVecEnv):
-            raise ConfigError(
-                f"DifferentiableVecEnvWrapper wraps a DifferentiableVecEnv, got "
-                f"{type(env).__name__}"
-            )
         super().__init__(env)
         self.differentiable_env = env
 
