@@ -157,8 +157,7 @@ def _folder(algo: str) -> Any:
     return importlib.resources.files(__name__).joinpath(algo)
 
 
-@_validation.no_type_check
-def available(algo: Algorithm | None = None) -> list[tuple[Algorithm, str]]:
+def available(algo: str | None = None) -> list[tuple[Algorithm, str]]:
     """Every shipped (algorithm, env id), sorted; only ``algo``'s when given.
 
     Reads each file's ``env_id`` (a file name cannot tell ``"/"`` from ``"-"``).
@@ -180,14 +179,14 @@ def available(algo: Algorithm | None = None) -> list[tuple[Algorithm, str]]:
     return sorted(found)
 
 
-@_validation.no_type_check
-def find(algo: Algorithm, env_id: str) -> TunedConfig | None:
+def find(algo: str, env_id: str) -> TunedConfig | None:
     """The shipped tuned file for (``algo``, ``env_id``), or ``None`` when there is none.
 
     Raises:
         ConfigError: ``algo`` is unknown, or the file is invalid.
     """
-    entry = _folder(_checked_algo(algo)).joinpath(file_name(env_id))
+    checked = _checked_algo(algo)
+    entry = _folder(checked).joinpath(file_name(env_id))
     if not entry.is_file():
         return None
     tuned = _parse(entry.read_text(), Path(str(entry)))
@@ -196,12 +195,11 @@ def find(algo: Algorithm, env_id: str) -> TunedConfig | None:
             f"{tuned.path}: holds algo {tuned.algo!r} and env_id {tuned.env_id!r}, but its "
             f"folder and name say {algo!r} and {env_id!r}"
         )
-    build_config(algo, dict(tuned.config), where=str(tuned.path))
+    build_config(checked, dict(tuned.config), where=str(tuned.path))
     return tuned
 
 
-@_validation.no_type_check
-def load(algo: Algorithm, env_id: str) -> TunedConfig:
+def load(algo: str, env_id: str) -> TunedConfig:
     """The shipped tuned file for (``algo``, ``env_id``), validated.
 
     Raises:
@@ -266,8 +264,7 @@ def _parse(text: str, path: Path) -> TunedConfig:
     )
 
 
-@_validation.no_type_check
-def build_config(algo: Algorithm, values: Mapping[str, Any], *, where: str = "") -> TrainerConfig:
+def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> TrainerConfig:
     """Build ``algo``'s config dataclass from plain values (a tuned file's, a run's, flags').
 
     Fields the values leave out keep the dataclass defaults; APG and SHAC train
