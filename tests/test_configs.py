@@ -76,7 +76,7 @@ def test_find_and_load_without_a_file() -> None:
     with pytest.raises(ConfigError, match=r"no tuned ppo config for 'NoSuchEnv-v0'.*CartPole-v1"):
         configs.load("ppo", "NoSuchEnv-v0")
     with pytest.raises(ConfigError, match="algo must be one of"):
-        configs.find("sac", "CartPole-v1")  # type: ignore[arg-type]
+        configs.find("sac", "CartPole-v1")
     assert {env for _, env in configs.available("apg")} >= {"typedrl/Reacher-v0"}
 
 
