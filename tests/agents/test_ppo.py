@@ -530,6 +530,23 @@ def test_gradient_scaler_backs_off_on_overflowing_updates() -> None:
 # ---------------------------------------------------------------- construction errors
 
 
+def test_agent_exposes_the_algorithms_optimizer_normaliser_and_rate() -> None:
+    """agent.optimizer, reward_normalizer and learning_rate are agent.algorithm's."""
+    config = PPOConfig(
+        num_steps=8, batch_size=8, learning_rate=2e-3, normalize_rewards=True, **SMALL
+    )
+    agent = PPOAgent(
+        env=RandomWalkEnv(num_envs=2), config=config, options=RunOptions(progress=False)
+    )
+    agent.setup()
+    algorithm = agent.algorithm
+    assert agent.optimizer is algorithm.optimizer
+    assert agent.reward_normalizer is algorithm.reward_normalizer is not None
+    assert agent.learning_rate == algorithm.learning_rate == 2e-3
+    algorithm.optimizer.param_groups[0]["lr"] = 1e-4
+    assert agent.learning_rate == 1e-4
+
+
 def test_construction_errors() -> None:
     """Bad arguments raise ConfigError with the offending value."""
     config = PPOConfig(num_steps=4, batch_size=64, **SMALL)

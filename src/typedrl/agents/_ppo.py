@@ -7,6 +7,7 @@ import gymnasium as gym
 import torch
 from lightning.fabric import Fabric
 from lightning.fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
+from torch.optim import Optimizer
 
 from typedrl import _validation
 from typedrl.agents._algorithm import PPO
@@ -22,6 +23,7 @@ from typedrl.agents._compiled_update import (
 from typedrl.agents._config import PPOConfig
 from typedrl.errors import ConfigError
 from typedrl.logging import MetricAggregator
+from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Evaluator, Policy, VecEnv
 from typedrl.seeding import derive_seed
@@ -167,6 +169,21 @@ class PPOAgent(AbstractTrainer):
     def policy(self) -> Policy:
         """The actor-critic, unwrapped from Fabric (its observation normalisers inside it)."""
         return self.model_unwrapped
+
+    @property
+    def optimizer(self) -> Optimizer:
+        """The policy's optimizer, Fabric-wrapped (:attr:`algorithm`'s; after :meth:`setup`)."""
+        return self.algorithm.optimizer
+
+    @property
+    def reward_normalizer(self) -> RewardNormalizer | None:
+        """The reward normaliser, ``None`` without ``normalize_rewards`` (:attr:`algorithm`'s)."""
+        return self.algorithm.reward_normalizer
+
+    @property
+    def learning_rate(self) -> float:
+        """The learning rate in force, the optimizer's (:attr:`algorithm`'s)."""
+        return self.algorithm.learning_rate
 
     @property
     def planned_updates(self) -> int:
