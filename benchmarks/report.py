@@ -43,6 +43,12 @@ BENCHMARKS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCHMARKS_DIR.parent
 DEFAULT_OUTPUT = REPO_ROOT / "docs" / "benchmark_report.rst"
 DEFAULT_IMAGES = REPO_ROOT / "docs" / "_static" / "benchmarks"
+REFACTORING_CHECKS = frozenset({"pinned_weights.py", "checkout_speed.py", "iteration_walk.py"})
+"""Scripts here that check a refactor (two checkouts compared, the files an iteration walks),
+not benchmarks of the package: the report does not run them."""
+NEEDS_OWN_ENV = frozenset({"newton_throughput.py"})
+"""Benchmarks of an optional backend that the benchmark environment does not install (Newton:
+run it in the environment ``nox -s newton`` builds); the report does not run them."""
 QUICK_TIMEOUT_S = 150.0
 FULL_TIMEOUT_S = 6 * 3600.0
 VERSIONED = (
