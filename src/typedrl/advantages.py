@@ -115,7 +115,7 @@ def compute_gae(
         rewards: ``r_t``, float ``[num_steps, num_envs]`` (unnormalised).
         values: ``V(s_t)``, float, same shape.
         next_values: ``V`` of the observation each step reached before any
-            reset, float, same shape (see :func:`next_values_from`).
+            reset, float, same shape.
         terminated: ``torch.bool``, same shape: no bootstrap.
         truncated: ``torch.bool``, same shape: bootstrap from ``next_values``.
         valid: ``torch.bool``, same shape; ``False`` marks ghost steps.

@@ -166,7 +166,7 @@ class PPO:
            ``learning_rate * (1 - env_steps / total_timesteps)`` (``env_steps``:
            the run's env steps before this epoch); ``"adaptive"`` keeps the rate
            its last minibatch left (step 5).
-        2. Advantages (:meth:`_advantages`): rewards normalised (the normaliser
+        2. Advantages (``_advantages``): rewards normalised (the normaliser
            first updated with this epoch's rewards), then GAE in unnormalised
            value space: termination zeroes the bootstrap, truncation
            bootstraps from ``V(final_obs)`` (``V(obs_t)`` for an env without
@@ -174,7 +174,7 @@ class PPO:
         3. The explained variance of the collected values over this rank's valid samples.
         4. ``num_minibatches`` minibatches of ``batch_size`` samples (shuffled
            per mini-epoch by :attr:`sampler`); for each: the clipped PPO loss
-           (:func:`~typedrl.agents._loss.ppo_loss`), its backward (DDP averages
+           (``ppo_loss``), its backward (DDP averages
            the gradients), the kernel's global gradient norm, then the
            optimizer step with the gradient clipped to ``max_grad_norm``, or
            nothing when the norm is not finite (``nonfinite_gradients="raise"``
@@ -185,7 +185,7 @@ class PPO:
         6. After the update, the observation normalisers take this epoch's
            observations (so every log-probability of the epoch saw the same
            normalisation).
-        7. The metrics (:data:`UPDATE_METRICS`), reduced over the ranks. The
+        7. The metrics (``UPDATE_METRICS``), reduced over the ranks. The
            update counts as applied when any minibatch stepped the optimizer.
 
         Args:
@@ -322,7 +322,7 @@ class PPO:
         return self._adapt(stats[4])
 
     def _loss(self, batch: EpochData) -> tuple[Tensor, Tensor]:
-        """The PPO loss of a minibatch and its statistics (:func:`ppo_loss`).
+        """The PPO loss of a minibatch and its statistics (``ppo_loss``).
 
         Under mixed precision the loss runs in Fabric's autocast (a single process
         calls the policy directly, past the wrapper's forward that would apply it).

@@ -86,8 +86,9 @@ class PPOAgent(AbstractTrainer):
     minibatch updates (fewer only when ``target_kl`` stops an epoch early, on
     every rank alike). That count is checked to be identical on every rank at
     start-up, because a mismatch would deadlock DDP's gradient all-reduce.
-    After :meth:`setup`, the update is :attr:`algorithm` (its optimizer, reward
-    normaliser and learning rate in force live there).
+    After :meth:`~typedrl.training.AbstractTrainer.setup`, the update is
+    ``algorithm`` (its optimizer, reward normaliser and learning rate in force
+    live there).
 
     Envs that cannot provide terminal observations (``provides_final_obs ==
     False``) are bootstrapped at truncation with ``V(obs_t)``, the value of the
@@ -172,17 +173,17 @@ class PPOAgent(AbstractTrainer):
 
     @property
     def optimizer(self) -> Optimizer:
-        """The policy's optimizer, Fabric-wrapped (:attr:`algorithm`'s; after :meth:`setup`)."""
+        """The policy's optimizer, Fabric-wrapped (``algorithm``'s; after ``setup()``)."""
         return self.algorithm.optimizer
 
     @property
     def reward_normalizer(self) -> RewardNormalizer | None:
-        """The reward normaliser, ``None`` without ``normalize_rewards`` (:attr:`algorithm`'s)."""
+        """The reward normaliser, ``None`` without ``normalize_rewards`` (``algorithm``'s)."""
         return self.algorithm.reward_normalizer
 
     @property
     def learning_rate(self) -> float:
-        """The learning rate in force, the optimizer's (:attr:`algorithm`'s)."""
+        """The learning rate in force, the optimizer's (``algorithm``'s)."""
         return self.algorithm.learning_rate
 
     @property
