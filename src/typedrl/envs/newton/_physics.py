@@ -124,7 +124,7 @@ class NewtonPhysics:
         ):
             q, qd = _NewtonStep.apply(joint_q, joint_qd, joint_f, self)  # type: ignore[no-untyped-call]
             return q, qd
-        lease = self._acquire()
+        lease = self.acquire()
         try:
             return self.forward(lease, joint_q, joint_qd, joint_f)
         finally:
@@ -206,7 +206,8 @@ class NewtonPhysics:
             tape.zero()
         return grads[0], grads[1], grads[2]
 
-    def _acquire(self) -> _Lease:
+    def acquire(self) -> _Lease:
+        """Lend one step's buffers (from the pool, or newly allocated)."""
         if self._free:
             return _Lease(self._free.pop(), self._free)
         model = self._model
@@ -241,7 +242,7 @@ class _NewtonStep(torch.autograd.Function):
     def forward(
         ctx: Any, joint_q: Tensor, joint_qd: Tensor, joint_f: Tensor, physics: NewtonPhysics
     ) -> tuple[Tensor, Tensor]:
-        lease = physics._acquire()
+        lease = physics.acquire()
         ctx.physics = physics
         ctx.lease = lease
         return physics.forward(lease, joint_q, joint_qd, joint_f)
