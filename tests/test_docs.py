@@ -52,6 +52,7 @@ NOT_RUN: dict[str, str] = {
     "docs/guides/check_env.rst": "MyVecEnv and MyDifferentiableEnv stand for the reader's own env",
     "docs/guides/checkpoints.rst": "fragments: the policy, optimizer and counters are the reader's",
     "docs/guides/isaaclab.rst": "needs Isaac Lab (the isaaclab nox session)",
+    "docs/guides/differentiable_locomotion.rst": "needs Newton (the newton nox session)",
     "docs/guides/multiprocess.rst": "a script that launches its DDP processes (fabric.launch)",
     "docs/guides/cluster.rst": "a script that torchrun or srun starts on every node",
     "docs/guides/multiprocess_apg.rst": "a script that launches its DDP processes (fabric.launch)",
