@@ -8,6 +8,7 @@ of its own.
 """
 
 from collections.abc import Callable
+from typing import Any
 
 from torch import nn
 
@@ -55,40 +56,36 @@ def ppo_pendulum() -> AbstractTrainer:
     return agent
 
 
-def ppo_cartpole_adaptive() -> AbstractTrainer:
+def _fitted(trainer: AbstractTrainer) -> AbstractTrainer:
+    trainer.fit()
+    return trainer
+
+
+def _ppo_cartpole(**changes: Any) -> AbstractTrainer:
+    """Built-in discrete CartPole, 3 epochs; ``changes`` override config fields."""
+    fields: dict[str, Any] = {
+        "total_timesteps": 8 * 16 * 3,
+        "num_steps": 16,
+        "batch_size": 64,
+        "num_mini_epochs": 2,
+        "learning_rate": 3e-3,
+        "actor_hidden": (16,),
+        "critic_hidden": (16,),
+        "seed": 2,
+        **changes,
+    }
     env = make("typedrl/CartPole-v0", num_envs=8, seed=1)
-    config = PPOConfig(
-        total_timesteps=8 * 16 * 3,
-        num_steps=16,
-        batch_size=64,
-        num_mini_epochs=2,
-        learning_rate=3e-3,
-        learning_rate_schedule="adaptive",
-        target_kl=0.05,
-        actor_hidden=(16,),
-        critic_hidden=(16,),
-        seed=2,
+    return _fitted(
+        PPOAgent(env=env, config=PPOConfig(**fields), options=RunOptions(progress=False))
     )
-    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
-    agent.fit()
-    return agent
+
+
+def ppo_cartpole_adaptive() -> AbstractTrainer:
+    return _ppo_cartpole(learning_rate_schedule="adaptive", target_kl=0.05)
 
 
 def ppo_cartpole() -> AbstractTrainer:
-    env = make("typedrl/CartPole-v0", num_envs=8, seed=1)
-    config = PPOConfig(
-        total_timesteps=8 * 16 * 3,
-        num_steps=16,
-        batch_size=64,
-        num_mini_epochs=2,
-        learning_rate=3e-3,
-        actor_hidden=(16,),
-        critic_hidden=(16,),
-        seed=2,
-    )
-    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
-    agent.fit()
-    return agent
+    return _ppo_cartpole()
 
 
 def apg_segmented() -> AbstractTrainer:
