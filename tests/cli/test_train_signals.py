@@ -89,7 +89,12 @@ def test_a_killed_run_keeps_its_metrics_and_a_loadable_last_checkpoint(tmp_path:
     process = _start(run_dir)
     last = run_dir / "checkpoints" / "last.ckpt"
     _wait_until(process, last.is_file)
-    time.sleep(1.0)  # a few iterations past the checkpoint, which the kill leaves logged
+    checkpointed = int(load_checkpoint(last).counters["env_steps"])
+    # Iterations past the checkpoint, which the kill leaves logged (however loaded the machine).
+    _wait_until(
+        process,
+        lambda: any(int(row["step"]) > checkpointed for row in _rows(run_dir / "metrics.csv")),
+    )
     os.killpg(process.pid, signal.SIGKILL)
     process.communicate(timeout=60)
     assert process.returncode == -signal.SIGKILL
