@@ -9,7 +9,6 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import finite_float, non_negative_float
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.newton._task import NewtonState, NewtonTask, NewtonTaskSpec
@@ -32,7 +31,6 @@ def ant_xml() -> Path:
     return Path(str(resources.files("typedrl.envs.newton") / "assets" / "ant.xml"))
 
 
-@_validation.no_type_check
 @final
 class AntTask(NewtonTask):
     """Run forward along ``+x``: the Ant of SHAC (Xu et al., ICLR 2022) and of DiffRL.

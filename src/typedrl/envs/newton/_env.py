@@ -6,7 +6,6 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.newton._dependency import require
@@ -65,7 +64,6 @@ class NewtonVecEnv(BaseTorchVecEnv):
             env cannot drive.
     """
 
-    @_validation.no_type_check
     def __init__(
         self,
         *,

@@ -9,7 +9,6 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import non_negative_float
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.mujoco._sampling import normals
@@ -30,7 +29,6 @@ def half_cheetah_xml() -> Path:
     return Path(str(resources.files("typedrl.envs.newton") / "assets" / "half_cheetah.xml"))
 
 
-@_validation.no_type_check
 @final
 class HalfCheetahTask(NewtonTask):
     """Run forward along ``+x``: the HalfCheetah of SHAC (Xu et al., ICLR 2022).

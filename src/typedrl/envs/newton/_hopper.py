@@ -9,7 +9,6 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import non_negative_float
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.newton._task import NewtonState, NewtonTask, NewtonTaskSpec
@@ -29,7 +28,6 @@ def hopper_xml() -> Path:
     return Path(str(resources.files("typedrl.envs.newton") / "assets" / "hopper.xml"))
 
 
-@_validation.no_type_check
 @final
 class HopperTask(NewtonTask):
     """Hop forward along ``+x`` without falling: the Hopper of SHAC (Xu et al., ICLR 2022).

@@ -8,7 +8,6 @@ from pathlib import Path
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl import _validation
 from typedrl._validation import describe, non_negative_float, positive_float, positive_int
 from typedrl.errors import ConfigError
 from typedrl.types import Done, ObsVector, Reward
@@ -36,7 +35,6 @@ class NewtonState:
     action: Float[Tensor, "num_envs act_dim"]
 
 
-@_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewtonTaskSpec:
     """The static description of a task: its model, its physics settings, its observations."""
