@@ -1,7 +1,7 @@
 """A deterministic counting vector env with configurable episode ends."""
 
 from collections.abc import Sequence
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import gymnasium as gym
 import numpy as np
@@ -77,55 +77,37 @@ class CountingVecEnv:
     ) -> None:
         if num_envs <= 0:
             raise ConfigError(f"CountingVecEnv.num_envs must be positive, got {num_envs!r}")
-        self._num_envs = num_envs
-        self._device = torch.device(device)
-        self._terminate_after = _per_row("terminate_after", terminate_after, num_envs).to(
-            self._device
+        self.num_envs: Final = num_envs
+        """Number of rows."""
+        self.device: Final = torch.device(device)
+        """Device of every tensor."""
+        self.provides_final_obs: Final = provides_final_obs
+        """As configured."""
+        self.single_observation_space: Final[gym.Space[Any]] = gym.spaces.Box(
+            -np.inf, np.inf, (3,), np.float32
         )
-        self._truncate_after = _per_row("truncate_after", truncate_after, num_envs).to(self._device)
-        self._provides_final_obs = provides_final_obs
-        self._observation_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
-        self._action_space: gym.Space[Any] = (
+        """``Box(-inf, inf, (3,), float32)``."""
+        self.single_action_space: Final[gym.Space[Any]] = (
             gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
             if action_space == "box"
             else gym.spaces.Discrete(2)
         )
-        self._t = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
-        self._episode = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
-        self._rows = torch.arange(num_envs, dtype=torch.int64, device=self._device)
+        """``Box(-1, 1, (1,))`` or ``Discrete(2)``."""
+        self._terminate_after = _per_row("terminate_after", terminate_after, num_envs).to(
+            self.device
+        )
+        self._truncate_after = _per_row("truncate_after", truncate_after, num_envs).to(self.device)
+        self._t = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self._episode = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self._rows = torch.arange(num_envs, dtype=torch.int64, device=self.device)
         self.closed = False
         """Whether :meth:`close` has been called."""
         self.last_action: Action | None = None
         """The most recent action passed to :meth:`step`."""
 
-    @property
-    def num_envs(self) -> int:
-        """Number of rows."""
-        return self._num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """Device of every tensor."""
-        return self._device
-
-    @property
-    def single_observation_space(self) -> gym.Space[Any]:
-        """``Box(-inf, inf, (3,), float32)``."""
-        return self._observation_space
-
-    @property
-    def single_action_space(self) -> gym.Space[Any]:
-        """``Box(-1, 1, (1,))`` or ``Discrete(2)``."""
-        return self._action_space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """As configured."""
-        return self._provides_final_obs
-
     def _observe(self, t: torch.Tensor, episode: torch.Tensor) -> Obs:
         features = torch.stack((t, episode, self._rows), dim=-1).to(torch.float32)
-        return TensorDict({"obs": features}, batch_size=[self._num_envs], device=self._device)
+        return TensorDict({"obs": features}, batch_size=[self.num_envs], device=self.device)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -140,9 +122,9 @@ class CountingVecEnv:
         """Count one step in every row, ending and resetting rows at their limits."""
         check_action(
             action,
-            num_envs=self._num_envs,
-            space=self._action_space,
-            device=self._device,
+            num_envs=self.num_envs,
+            space=self.single_action_space,
+            device=self.device,
             where="CountingVecEnv.step",
         )
         self.last_action = action
@@ -150,7 +132,7 @@ class CountingVecEnv:
         terminated = (self._terminate_after > 0) & (t == self._terminate_after)
         truncated = (self._truncate_after > 0) & (t == self._truncate_after)
         done = terminated | truncated
-        final_obs = self._observe(t, self._episode) if self._provides_final_obs else None
+        final_obs = self._observe(t, self._episode) if self.provides_final_obs else None
         self._t = torch.where(done, torch.zeros_like(t), t)
         self._episode = self._episode + done.to(torch.int64)
         reward = t.to(torch.float32)

@@ -1,7 +1,7 @@
 """A one-dimensional differentiable env with a quadratic cost, and a scheduled variant."""
 
 from collections.abc import Sequence
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import gymnasium as gym
 import numpy as np
@@ -11,6 +11,7 @@ from tensordict import TensorDict
 from typedrl._results import DifferentiableRolloutSpec, StepResult
 from typedrl._tensor_checks import check_action
 from typedrl._validation import non_negative_int, positive_int
+from typedrl.envs._wrapper import DifferentiableVecEnvWrapper
 from typedrl.errors import ConfigError
 from typedrl.types import Action, Obs, ObsMask
 
@@ -57,56 +58,41 @@ class QuadraticEnv:
     ) -> None:
         positive_int("QuadraticEnv", "num_envs", num_envs)
         positive_int("QuadraticEnv", "horizon", horizon)
-        self._num_envs = num_envs
+        self.num_envs: Final = num_envs
+        """Number of rows."""
+        self.device: Final = torch.device(device)
+        """Device of every tensor."""
+        self.provides_final_obs: Final = True
+        """Always ``True``."""
+        self.single_observation_space: Final[gym.Space[Any]] = gym.spaces.Box(
+            -np.inf, np.inf, (1,), np.dtype(dtype)
+        )
+        """``Box(-inf, inf, (1,))``."""
+        self.single_action_space: Final[gym.Space[Any]] = gym.spaces.Box(
+            -10.0, 10.0, (1,), np.dtype(dtype)
+        )
+        """``Box(-10, 10, (1,))``."""
         self.horizon = horizon
         """Current episode length; a scheduled wrapper may change it between rollouts."""
         self._init_scale = float(init_scale)
         self._dtype = getattr(torch, dtype)
-        self._device = torch.device(device)
-        self._generator = torch.Generator(device=self._device)
-        self._observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.dtype(dtype))
-        self._action_space = gym.spaces.Box(-10.0, 10.0, (1,), np.dtype(dtype))
-        self._x = torch.zeros(num_envs, 1, dtype=self._dtype, device=self._device)
-        self._t = torch.zeros(num_envs, dtype=torch.int64, device=self._device)
-
-    @property
-    def num_envs(self) -> int:
-        """Number of rows."""
-        return self._num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """Device of every tensor."""
-        return self._device
-
-    @property
-    def single_observation_space(self) -> gym.Space[Any]:
-        """``Box(-inf, inf, (1,))``."""
-        return self._observation_space
-
-    @property
-    def single_action_space(self) -> gym.Space[Any]:
-        """``Box(-10, 10, (1,))``."""
-        return self._action_space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """Always ``True``."""
-        return True
+        self._generator = torch.Generator(device=self.device)
+        self._x = torch.zeros(num_envs, 1, dtype=self._dtype, device=self.device)
+        self._t = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
 
     @property
     def observation_normalize_mask(self) -> ObsMask:
         """The single feature may be normalised."""
-        return torch.ones(1, dtype=torch.bool, device=self._device)
+        return torch.ones(1, dtype=torch.bool, device=self.device)
 
     def _sample_initial(self, count: int) -> torch.Tensor:
         unit = torch.rand(
-            count, 1, generator=self._generator, dtype=self._dtype, device=self._device
+            count, 1, generator=self._generator, dtype=self._dtype, device=self.device
         )
         return (2.0 * unit - 1.0) * self._init_scale
 
     def _observe(self, x: torch.Tensor) -> Obs:
-        return TensorDict({"obs": x}, batch_size=[self._num_envs], device=self._device)
+        return TensorDict({"obs": x}, batch_size=[self.num_envs], device=self.device)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -115,7 +101,7 @@ class QuadraticEnv:
         del options
         if seed is not None:
             self._generator.manual_seed(seed)
-        self._x = self._sample_initial(self._num_envs)
+        self._x = self._sample_initial(self.num_envs)
         self._t = torch.zeros_like(self._t)
         return self._observe(self._x), {}
 
@@ -123,9 +109,9 @@ class QuadraticEnv:
         """Apply ``x' = x + a``; reward ``-x'^2``; rows at the horizon restart detached."""
         check_action(
             action,
-            num_envs=self._num_envs,
-            space=self._action_space,
-            device=self._device,
+            num_envs=self.num_envs,
+            space=self.single_action_space,
+            device=self.device,
             where="QuadraticEnv.step",
         )
         next_x = self._x + action.to(self._dtype)
@@ -136,7 +122,7 @@ class QuadraticEnv:
         # Rows that end restart from a graph-free initial state (same-step autoreset);
         # a fresh draw for every row keeps the generator's stream independent of
         # which rows ended.
-        fresh = self._sample_initial(self._num_envs)
+        fresh = self._sample_initial(self.num_envs)
         self._x = torch.where(truncated.unsqueeze(-1), fresh, next_x)
         self._t = torch.where(truncated, torch.zeros_like(t), t)
         return StepResult(
@@ -158,10 +144,11 @@ class QuadraticEnv:
 
 
 @final
-class ScheduledQuadraticEnv:
+class ScheduledQuadraticEnv(DifferentiableVecEnvWrapper):
     """:class:`QuadraticEnv` with a curriculum: rollout ``k`` lasts ``horizons[k % len]`` steps.
 
-    Implements :class:`~typedrl.protocols.ScheduledDifferentiableVecEnv`.
+    Implements :class:`~typedrl.protocols.ScheduledDifferentiableVecEnv`; every
+    other member is the wrapped :class:`QuadraticEnv`'s.
 
     Example:
         >>> env = ScheduledQuadraticEnv(num_envs=2, horizons=[3, 6])
@@ -185,31 +172,7 @@ class ScheduledQuadraticEnv:
         self._env = QuadraticEnv(
             num_envs=num_envs, horizon=checked[0], init_scale=init_scale, dtype=dtype, device=device
         )
-
-    @property
-    def num_envs(self) -> int:
-        """Number of rows."""
-        return self._env.num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """Device of every tensor."""
-        return self._env.device
-
-    @property
-    def single_observation_space(self) -> gym.Space[Any]:
-        """As :class:`QuadraticEnv`."""
-        return self._env.single_observation_space
-
-    @property
-    def single_action_space(self) -> gym.Space[Any]:
-        """As :class:`QuadraticEnv`."""
-        return self._env.single_action_space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """Always ``True``."""
-        return True
+        super().__init__(self._env)
 
     def prepare_differentiable_rollout(self, rollout_index: int) -> DifferentiableRolloutSpec:
         """Set the next rollout's horizon from the schedule and return its spec."""
@@ -219,21 +182,3 @@ class ScheduledQuadraticEnv:
         return DifferentiableRolloutSpec(
             num_steps=horizon, metadata={"horizon": float(horizon), "stage": float(rollout_index)}
         )
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Obs, dict[str, Any]]:
-        """As :meth:`QuadraticEnv.reset`."""
-        return self._env.reset(seed=seed, options=options)
-
-    def step(self, action: Action) -> StepResult:
-        """As :meth:`QuadraticEnv.step`."""
-        return self._env.step(action)
-
-    def detach_state(self) -> Obs:
-        """As :meth:`QuadraticEnv.detach_state`."""
-        return self._env.detach_state()
-
-    def close(self) -> None:
-        """As :meth:`QuadraticEnv.close`."""
-        self._env.close()
