@@ -18,6 +18,7 @@ from torch import Tensor
 
 from typedrl.distributed import Distributed
 from typedrl.errors import MissingDependencyError
+from typedrl.metrics import EPISODE_RETURN_MEAN, EVAL_SCORE, TIME_SPS
 
 __all__ = [
     "CSVMetricsLogger",
@@ -342,13 +343,13 @@ class ProgressDisplay:
 
     def update(self, *, steps: int, metrics: Mapping[str, float]) -> None:
         """Move the bar to ``steps`` and show the latest SPS and mean episode return."""
-        sps = metrics.get("time/sps")
-        ret = metrics.get("episode/return_mean")
+        sps = metrics.get(TIME_SPS)
+        ret = metrics.get(EPISODE_RETURN_MEAN)
         if self._lines:
             now = time.monotonic()
             if now - self._last_line >= self._line_every or steps >= self._total:
                 self._last_line = now
-                score = metrics.get("eval/score")
+                score = metrics.get(EVAL_SCORE)
                 parts = [
                     f"train {steps:,}/{self._total:,} {self._unit}",
                     f"{sps:,.0f} sps" if sps is not None else "",

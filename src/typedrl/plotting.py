@@ -29,6 +29,7 @@ import yaml
 
 from typedrl.checkpoint import StrPath
 from typedrl.errors import ConfigError, MissingDependencyError
+from typedrl.metrics import EPISODE_RETURN_MEAN, EVAL_RETURN_MEAN, TIME_ITERATION_SECONDS
 
 __all__ = [
     "EVAL_RETURN_METRIC",
@@ -41,16 +42,16 @@ __all__ = [
     "seed_groups",
 ]
 
-EVAL_RETURN_METRIC: Final = "eval/return_mean"
+EVAL_RETURN_METRIC: Final = EVAL_RETURN_MEAN
 """The mean deterministic evaluation return, logged when the trainer evaluates."""
 
-TRAIN_RETURN_METRIC: Final = "episode/return_mean"
+TRAIN_RETURN_METRIC: Final = EPISODE_RETURN_MEAN
 """The mean return of the training episodes that ended in an iteration."""
 
 XAxis: TypeAlias = Literal["env_steps", "wall_time"]
 """What the x axis shows: env steps over all ranks, or seconds of training."""
 
-_WALL_TIME_COLUMN: Final = "time/iteration_seconds"
+_WALL_TIME_COLUMN: Final = TIME_ITERATION_SECONDS
 _X_LABELS: Final[Mapping[XAxis, str]] = {"env_steps": "env steps", "wall_time": "wall time (s)"}
 _MARKED_POINTS: Final = 20
 _IGNORED_KEYS: Final = frozenset({"seed", "command"})

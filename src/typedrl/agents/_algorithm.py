@@ -19,6 +19,13 @@ from typedrl.buffers import minibatch_indices
 from typedrl.distributed import Distributed
 from typedrl.errors import NonFiniteError, StateError
 from typedrl.logging import MetricAggregator
+from typedrl.metrics import (
+    TRAIN_APPROXIMATE_BOOTSTRAP,
+    TRAIN_EXPLAINED_VARIANCE,
+    TRAIN_GRAD_NORM,
+    TRAIN_LEARNING_RATE,
+    TRAIN_SKIPPED_UPDATES,
+)
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import SupportsStateDict
@@ -26,13 +33,13 @@ from typedrl.training import GeneratorState, GradientStep, UpdateOutcome
 
 __all__ = ["MINIBATCH_METRICS", "PPO", "UPDATE_METRICS", "PPOState"]
 
-MINIBATCH_METRICS = (*LOSS_STATISTICS, "train/grad_norm", "train/skipped_updates")
+MINIBATCH_METRICS = (*LOSS_STATISTICS, TRAIN_GRAD_NORM, TRAIN_SKIPPED_UPDATES)
 """The statistics of every minibatch update, averaged over the epoch's minibatches."""
 UPDATE_METRICS = (
     *MINIBATCH_METRICS,
-    "train/explained_variance",
-    "train/approximate_bootstrap",
-    "train/learning_rate",
+    TRAIN_EXPLAINED_VARIANCE,
+    TRAIN_APPROXIMATE_BOOTSTRAP,
+    TRAIN_LEARNING_RATE,
 )
 """Every metric :meth:`PPO.update` may return (``train/approximate_bootstrap`` only
 for an env without terminal observations), in this order."""
@@ -205,7 +212,7 @@ class PPO:
         # 2. Advantages and value targets.
         advantages, returns = self._advantages(rollout)
         if rollout.approximate_bootstrap:
-            self.metrics.add("train/approximate_bootstrap", 1.0)
+            self.metrics.add(TRAIN_APPROXIMATE_BOOTSTRAP, 1.0)
         flat = rollout.data.reshape(-1)
         valid: Tensor = flat["valid"]
         epoch = EpochData(
@@ -221,9 +228,7 @@ class PPO:
         # 3. EV = 1 - Var[R - V] / Var[R] over this rank's valid samples
         residual_var = _masked_var(epoch.returns - epoch.value, valid)
         return_var = _masked_var(epoch.returns, valid)
-        self.metrics.add(
-            "train/explained_variance", 1.0 - residual_var / return_var.clamp(min=1e-8)
-        )
+        self.metrics.add(TRAIN_EXPLAINED_VARIANCE, 1.0 - residual_var / return_var.clamp(min=1e-8))
         # 4-5. The minibatch updates.
         self.model.train()
         batches = minibatch_indices(
@@ -251,8 +256,8 @@ class PPO:
         self._after_update(epoch, valid)
         # 7. The outcome.
         metrics = self.metrics.reduce(self.dist)
-        metrics["train/learning_rate"] = self.learning_rate
-        return UpdateOutcome(applied=metrics["train/skipped_updates"] < 1.0, metrics=metrics)
+        metrics[TRAIN_LEARNING_RATE] = self.learning_rate
+        return UpdateOutcome(applied=metrics[TRAIN_SKIPPED_UPDATES] < 1.0, metrics=metrics)
 
     def _advantages(self, rollout: OnPolicyRollout) -> tuple[Tensor, Tensor]:
         """GAE over the epoch, ``[num_steps, num_envs]``, in unnormalised value space."""

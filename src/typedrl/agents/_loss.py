@@ -8,16 +8,24 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl.agents._config import PPOConfig
+from typedrl.metrics import (
+    LOSS_ENTROPY,
+    LOSS_POLICY,
+    LOSS_TOTAL,
+    LOSS_VALUE,
+    TRAIN_APPROX_KL,
+    TRAIN_CLIP_FRACTION,
+)
 
 __all__ = ["LOSS_STATISTICS", "EpochData", "Evaluate", "masked_mean", "ppo_loss"]
 
 LOSS_STATISTICS = (
-    "loss/policy",
-    "loss/value",
-    "loss/entropy",
-    "loss/total",
-    "train/approx_kl",
-    "train/clip_fraction",
+    LOSS_POLICY,
+    LOSS_VALUE,
+    LOSS_ENTROPY,
+    LOSS_TOTAL,
+    TRAIN_APPROX_KL,
+    TRAIN_CLIP_FRACTION,
 )
 """The names of the statistics :func:`ppo_loss` returns, in order."""
 

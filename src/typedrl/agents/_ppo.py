@@ -23,6 +23,13 @@ from typedrl.agents._compiled_update import (
 from typedrl.agents._config import PPOConfig
 from typedrl.errors import ConfigError
 from typedrl.logging import MetricAggregator
+from typedrl.metrics import (
+    EPISODE_LENGTH,
+    EPISODE_RETURN,
+    TIME_COLLECT_FRACTION,
+    TIME_COMPILE_SECONDS,
+    TIME_SPS,
+)
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Evaluator, Policy, VecEnv
@@ -39,7 +46,7 @@ from typedrl.training import (
 
 __all__ = ["PPOAgent"]
 
-_EPISODE_METRICS = ("episode/return", "episode/length")
+_EPISODE_METRICS = (EPISODE_RETURN, EPISODE_LENGTH)
 
 
 def _console(line: str) -> None:
@@ -310,8 +317,8 @@ class PPOAgent(AbstractTrainer):
         )
         episodes = rollout.episodes
         ended = episodes.ended.reshape(-1)
-        self.metrics.add_many("episode/return", episodes.returns.reshape(-1), ended)
-        self.metrics.add_many("episode/length", episodes.lengths.reshape(-1), ended)
+        self.metrics.add_many(EPISODE_RETURN, episodes.returns.reshape(-1), ended)
+        self.metrics.add_many(EPISODE_LENGTH, episodes.lengths.reshape(-1), ended)
         collect_seconds = time.perf_counter() - started
         # 3. Update.
         compile_before = algorithm.compile_seconds
@@ -321,11 +328,11 @@ class PPOAgent(AbstractTrainer):
         steps = self.config.num_steps * self.global_num_envs
         # Training speed leaves out compiling (the first update of each minibatch size).
         elapsed = time.perf_counter() - started - (algorithm.compile_seconds - compile_before)
-        metrics["time/sps"] = steps / elapsed
-        metrics["time/collect_fraction"] = collect_seconds / elapsed
+        metrics[TIME_SPS] = steps / elapsed
+        metrics[TIME_COLLECT_FRACTION] = collect_seconds / elapsed
         if algorithm.compiled is not None:
             # Cumulative over this fit: the first update of each minibatch shape compiles.
-            metrics["time/compile_seconds"] = algorithm.compile_seconds
+            metrics[TIME_COMPILE_SECONDS] = algorithm.compile_seconds
         for name, value in self.metrics.reduce(self.dist).items():
             metrics[f"{name}_mean"] = value
         return IterationResult(metrics=metrics, env_steps=steps)

@@ -23,7 +23,13 @@ from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
 from typedrl.errors import ConfigError, DistributedError, StateError, TypedRLError
 from typedrl.logging import MetricAggregator
-from typedrl.metrics import EPISODE_LENGTH, EPISODE_RETURN, TIME_SPS, TRAIN_APPLIED_UPDATES
+from typedrl.metrics import (
+    EPISODE_LENGTH,
+    EPISODE_RETURN,
+    SCHEDULE_PREFIX,
+    TIME_SPS,
+    TRAIN_APPLIED_UPDATES,
+)
 from typedrl.policies import DifferentiableMLPPolicy
 from typedrl.protocols import (
     DifferentiablePolicy,
@@ -437,7 +443,7 @@ class DifferentiableTrainer(AbstractTrainer):
             local_steps += spec.num_steps
             for key, value in spec.metadata.items():
                 metadata.setdefault(key, []).append(float(value))
-        schedule = {f"schedule/{key}": sum(v) / len(v) for key, v in metadata.items()}
+        schedule = {SCHEDULE_PREFIX + key: sum(v) / len(v) for key, v in metadata.items()}
         masks = [rollout.alive_mask & rollout.valid for rollout in rollouts]
         return UpdateData.of(rollouts, masks), local_steps, schedule
 

@@ -18,6 +18,7 @@ from typedrl.cli._config import (
     resolve,
 )
 from typedrl.errors import ConfigError, MissingDependencyError
+from typedrl.metrics import TIME_COMPILE_SECONDS
 from typedrl.runs import CONFIG_FILE, dump_run_config, write_run_config
 
 if TYPE_CHECKING:
@@ -691,7 +692,7 @@ def _print_summary(run_dir: Path, metrics: dict[str, float], summary: "RunSummar
         print(f"updates         {applied:,} applied, {skipped:,} skipped")
     rate = _number(summary["env_steps_per_s"], 0)
     print(f"wall time       {summary['wall_time_s']:,.1f} s ({rate} env steps/s)")
-    compile_seconds = metrics.get("time/compile_seconds")
+    compile_seconds = metrics.get(TIME_COMPILE_SECONDS)
     if compile_seconds is not None:
         print(f"compile time    {compile_seconds:,.1f} s")
     if summary["final_eval_score"] is not None:

@@ -11,6 +11,7 @@ from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, optional
 from typedrl._validation import describe, positive_float, positive_int
 from typedrl.errors import ConfigError
+from typedrl.metrics import EVAL_PREFIX, EVAL_SCORE
 
 __all__ = ["RunOptions"]
 
@@ -41,9 +42,10 @@ def _loggers(owner: str, name: str, value: object) -> tuple[Logger, ...] | None:
 
 
 def _evaluation_metric(owner: str, name: str, value: object) -> str:
-    if type(value) is not str or not value.startswith("eval/"):
+    if type(value) is not str or not value.startswith(EVAL_PREFIX):
         raise ConfigError(
-            f"{owner}.{name} must name an evaluation metric ('eval/...'), got {describe(value)}"
+            f"{owner}.{name} must name an evaluation metric ('{EVAL_PREFIX}...'), "
+            f"got {describe(value)}"
         )
     return value
 
@@ -108,7 +110,7 @@ class RunOptions:
     there is a ``run_dir``, and none otherwise. A list is converted to a tuple."""
     progress: bool = True
     """Show a progress bar on rank 0 when standard output is a terminal."""
-    best_metric: str = field(default="eval/score", metadata=check(_evaluation_metric))
+    best_metric: str = field(default=EVAL_SCORE, metadata=check(_evaluation_metric))
     """The evaluation metric ``best.ckpt`` follows (any ``eval/*`` metric the evaluator
     reports, pooled over ranks)."""
     best_mode: Literal["max", "min"] = "max"

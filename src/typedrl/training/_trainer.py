@@ -41,6 +41,7 @@ from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
 from typedrl.logging import ProgressDisplay, build_loggers
 from typedrl.metrics import (
     EVAL_EPISODES,
+    EVAL_PREFIX,
     EVAL_RETURN_MEAN,
     EVAL_RETURN_STD,
     EVAL_SCORE,
@@ -540,7 +541,7 @@ class AbstractTrainer(ABC):
             ]
         )
         self._evaluated_at = self.env_steps
-        metrics = {f"eval/{name}": value for name, value in pooled.metrics.items()}
+        metrics = {EVAL_PREFIX + name: value for name, value in pooled.metrics.items()}
         metrics[EVAL_SCORE] = pooled.score
         metrics[EVAL_EPISODES] = float(pooled.num_items)
         name = self.options.best_metric
