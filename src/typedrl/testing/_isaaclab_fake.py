@@ -20,6 +20,7 @@ length reaches ``max_episode_length``. The reward is ``-|position|^2``.
 import math
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, final
 
@@ -236,6 +237,30 @@ class _BaseFakeRLEnv(ABC):
     def step(self, action: Action) -> _StepReturn:
         """Step every row and reset the rows that ended."""
 
+    @abstractmethod
+    def _reset_idx(self, env_ids: Tensor) -> None:
+        """Reset the rows ``env_ids`` and log their episodes (each fake as its upstream)."""
+
+    def _reset_ended_and_observe(self, observe: Callable[[], IsaacLabObs]) -> _StepReturn:
+        """The end of upstream's ``step``: reset the rows that ended, then observe every row.
+
+        With ``cfg.compute_final_obs``, a step where some row ended first writes
+        every row's observation to ``extras["final_obs"]``.
+        """
+        reset_env_ids = self.reset_buf.nonzero(as_tuple=False).squeeze(-1)
+        if len(reset_env_ids) > 0:
+            if self.cfg.compute_final_obs:
+                self.extras["final_obs"] = observe()
+            self._reset_idx(reset_env_ids)
+        self.obs_buf = observe()
+        return (
+            self.obs_buf,
+            self.reward_buf,
+            self.reset_terminated,
+            self.reset_time_outs,
+            self.extras,
+        )
+
     def _sample_positions(self, count: int) -> Tensor:
         noise = torch.rand(
             count,
@@ -390,21 +415,8 @@ class FakeManagerBasedRLEnv(_BaseFakeRLEnv):
         self.reset_buf = self.reset_terminated | self.reset_time_outs
         # -- rewards, likewise in place
         self.reward_buf[:] = self._compute_rewards()
-        # -- reset the rows that ended
-        reset_env_ids = self.reset_buf.nonzero(as_tuple=False).squeeze(-1)
-        if len(reset_env_ids) > 0:
-            if self.cfg.compute_final_obs:
-                self.extras["final_obs"] = self._compute_observations()
-            self._reset_idx(reset_env_ids)
-        # -- observations of every row, after the reset
-        self.obs_buf = self._compute_observations()
-        return (
-            self.obs_buf,
-            self.reward_buf,
-            self.reset_terminated,
-            self.reset_time_outs,
-            self.extras,
-        )
+        # -- reset the rows that ended, then observations of every row
+        return self._reset_ended_and_observe(self._compute_observations)
 
     def _reset_idx(self, env_ids: Tensor) -> None:
         self.extras["log"] = self._episode_log(env_ids)
@@ -468,19 +480,7 @@ class FakeDirectRLEnv(_BaseFakeRLEnv):
         self.reset_terminated[:], self.reset_time_outs[:] = self._get_dones()
         self.reset_buf = self.reset_terminated | self.reset_time_outs
         self.reward_buf = self._get_rewards()
-        reset_env_ids = self.reset_buf.nonzero(as_tuple=False).squeeze(-1)
-        if len(reset_env_ids) > 0:
-            if self.cfg.compute_final_obs:
-                self.extras["final_obs"] = self._get_observations()
-            self._reset_idx(reset_env_ids)
-        self.obs_buf = self._get_observations()
-        return (
-            self.obs_buf,
-            self.reward_buf,
-            self.reset_terminated,
-            self.reset_time_outs,
-            self.extras,
-        )
+        return self._reset_ended_and_observe(self._get_observations)
 
     def _pre_physics_step(self, actions: Tensor) -> None:
         self.last_action = actions.to(torch.float32).clone()
