@@ -10,7 +10,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from typedrl._results import StepResult
 from typedrl._tensor_checks import ActionChecker, action_dtype_for
 from typedrl._validation import describe
-from typedrl.envs._spaces import ObservationConverter, new_tensordict
+from typedrl.envs._spaces import ObservationConverter, as_numpy, new_tensordict
 from typedrl.errors import ConfigError, EnvContractError, SpecError
 from typedrl.types import Action, Obs, Valid
 
@@ -451,16 +451,6 @@ class GymnasiumVecEnv:
 _BOOL = np.dtype(np.bool_)
 
 
-def _array(value: object, name: str, step: int) -> np.ndarray:
-    try:
-        return np.asarray(value)
-    except (TypeError, ValueError, RuntimeError) as error:
-        raise EnvContractError(
-            f"{_STEP} (step {step}): {name} must be a NumPy array, as Gymnasium's vector API "
-            f"returns, got {describe(value)} ({error})"
-        ) from error
-
-
 def _owned_flags(
     flags: Any, row_shape: tuple[int], name: str, step: int, *, fresh: bool
 ) -> np.ndarray:
@@ -470,7 +460,7 @@ def _owned_flags(
     """
     if type(flags) is np.ndarray and flags.dtype is _BOOL and flags.shape == row_shape:
         return flags if fresh else flags.copy()
-    array = _array(flags, name, step)
+    array = as_numpy(flags, (_STEP, step, name))
     if array.dtype != _BOOL:
         raise EnvContractError(
             f"{_STEP} (step {step}): {name} has dtype {array.dtype}, expected bool "
@@ -486,7 +476,7 @@ def _owned_flags(
 
 def _reward(reward: object, row_shape: tuple[int], step: int) -> np.ndarray:
     """``reward`` as an array, checked: real ``[num_envs]``."""
-    array = _array(reward, "reward", step)
+    array = as_numpy(reward, (_STEP, step, "reward"))
     if array.dtype.kind not in "fiu":
         raise EnvContractError(
             f"{_STEP} (step {step}): reward has dtype {array.dtype}, expected a real "

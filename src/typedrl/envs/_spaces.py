@@ -35,7 +35,13 @@ from typedrl._validation import describe
 from typedrl.errors import EnvContractError, SpecError
 from typedrl.types import Obs
 
-__all__ = ["LeafSpec", "ObservationConverter", "converted_space", "new_tensordict"]
+__all__ = [
+    "LeafSpec",
+    "ObservationConverter",
+    "as_numpy",
+    "converted_space",
+    "new_tensordict",
+]
 
 # NumPy dtype kinds a leaf accepts, by the kind of the dtype it is converted to:
 # floats take any real number; integers (and MultiBinary's int8) take integers
@@ -208,6 +214,23 @@ def _prefix(context: _Context) -> str:
     return where if step is None else f"{where} (step {step})"
 
 
+def as_numpy(value: Any, context: _Context, *names: str) -> np.ndarray:
+    """``np.asarray(value)`` of a wrapped env's output ``context`` (``names`` say which part).
+
+    Raises:
+        EnvContractError: If NumPy cannot convert ``value``; the message names
+            the call, the step and the output.
+    """
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, RuntimeError) as error:
+        name = " ".join((context[2], *names))
+        raise EnvContractError(
+            f"{_prefix(context)}: {name} must be a NumPy array, as Gymnasium's vector API "
+            f"returns, got {describe(value)} ({error})"
+        ) from error
+
+
 @final
 class ObservationConverter:
     """Checks batched NumPy observations of one space and turns them into TensorDicts.
@@ -361,7 +384,7 @@ class ObservationConverter:
 
     def _array(self, data: Any, leaf: LeafSpec, context: _Context, *, copy: bool) -> np.ndarray:
         """``data`` checked against ``leaf``, as an array of the leaf's dtype."""
-        array = data if type(data) is np.ndarray else self._as_array(data, leaf, context)
+        array = data if type(data) is np.ndarray else as_numpy(data, context, leaf.name)
         if array.shape != leaf.batch_shape:
             raise self._shape_error(leaf, array.shape, context)
         dtype = array.dtype
@@ -434,21 +457,12 @@ class ObservationConverter:
 
     def _row(self, item: Any, leaf: LeafSpec, row: int, context: _Context) -> np.ndarray:
         """One row's observation ``item`` checked against ``leaf``."""
-        value = item if type(item) is np.ndarray else self._as_array(item, leaf, context)
+        value = item if type(item) is np.ndarray else as_numpy(item, context, leaf.name)
         if value.shape != leaf.row_shape:
             raise self._shape_error(leaf, value.shape, context, row=row)
         if value.dtype.kind not in leaf.kinds:
             raise self._dtype_error(leaf, value.dtype, context, row=row)
         return value
-
-    def _as_array(self, data: Any, leaf: LeafSpec, context: _Context) -> np.ndarray:
-        try:
-            return np.asarray(data)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise EnvContractError(
-                f"{_prefix(context)}: {context[2]} {leaf.name} must be a NumPy array, as "
-                f"Gymnasium's vector API returns, got {describe(data)} ({error})"
-            ) from error
 
     def _shape_error(
         self, leaf: LeafSpec, got: tuple[int, ...], context: _Context, *, row: int | None = None
