@@ -76,6 +76,7 @@ __all__ = [
     "check",
     "from_dict",
     "optional",
+    "plain",
     "sequence_of",
     "text",
     "to_dict",
@@ -239,16 +240,21 @@ def validate(config: object, *, owner: str | None = None) -> None:
 def to_dict(config: object) -> dict[str, Any]:
     """``config`` as JSON-like values: nested configs as dicts, tuples as lists, in field order."""
     fields = dataclasses.fields(cast("DataclassInstance", config))
-    return {field.name: _plain(getattr(config, field.name)) for field in fields}
+    return {field.name: plain(getattr(config, field.name)) for field in fields}
 
 
-def _plain(value: object) -> object:
+def plain(value: object) -> object:
+    """``value`` as JSON-like values: configs as dicts, tuples as lists, recursively.
+
+    What :func:`to_dict` writes, and what makes a config, a YAML document and a
+    checkpoint's saved config compare equal by content.
+    """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_dict(value)
     if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return [plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
     return value
 
 

@@ -2,7 +2,7 @@
 
 import csv
 import importlib.util
-import os
+import io
 import sys
 import time
 from collections.abc import Mapping
@@ -16,6 +16,7 @@ from lightning.fabric.loggers.tensorboard import TensorBoardLogger
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import Tensor
 
+from typedrl._atomic import write_text_atomically
 from typedrl.distributed import Distributed
 from typedrl.errors import MissingDependencyError
 from typedrl.metrics import EPISODE_RETURN_MEAN, EVAL_SCORE, TIME_SPS
@@ -179,18 +180,14 @@ class CSVMetricsLogger(Logger):
         old = rows[0]
         index = {column: position for position, column in enumerate(old)}
         header = ["step", *self._columns]
-        temp = self.path.with_name(f".{self.path.name}.tmp")
-        with temp.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(header)
-            for row in rows[1:]:
-                writer.writerow(
-                    [
-                        row[index[column]] if column in index and index[column] < len(row) else ""
-                        for column in header
-                    ]
-                )
-        temp.replace(self.path)
+        widened = [
+            [
+                row[index[column]] if column in index and index[column] < len(row) else ""
+                for column in header
+            ]
+            for row in rows[1:]
+        ]
+        write_text_atomically(self.path, _csv_text([header, *widened]), newline="")
 
 
 def _cell(value: float | None) -> str:
@@ -228,13 +225,15 @@ def drop_rows_after(path: str | Path, step: int) -> int:
     dropped = len(rows) - len(kept)
     if dropped == 0:
         return 0
-    temp = file.with_name(f".{file.name}.tmp")
-    with temp.open("w", newline="") as handle:
-        csv.writer(handle).writerows(kept)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temp.replace(file)
+    write_text_atomically(file, _csv_text(kept), newline="")
     return dropped
+
+
+def _csv_text(rows: list[list[str]]) -> str:
+    """``rows`` as the text :mod:`csv` writes."""
+    text = io.StringIO()
+    csv.writer(text).writerows(rows)
+    return text.getvalue()
 
 
 def _after(row: list[str], column: int, step: int) -> bool:

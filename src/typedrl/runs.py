@@ -23,7 +23,6 @@ Example:
     ('CartPole-v1', 500)
 """
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 import yaml
 
 from typedrl import _config_fields
+from typedrl._atomic import write_text_atomically
 from typedrl._config_fields import check, optional, sequence_of, text
 from typedrl._validation import describe, positive_int
 from typedrl.errors import ConfigError
@@ -176,14 +176,8 @@ def write_run_config(run_dir: Path, document: Mapping[str, Any]) -> Path:
         ConfigError: The file cannot be written.
     """
     path = run_dir / CONFIG_FILE
-    temp = path.with_name(f".{CONFIG_FILE}.tmp")
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with temp.open("w") as handle:
-            handle.write(dump_run_config(document))
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.replace(path)
+        write_text_atomically(path, dump_run_config(document))
     except OSError as error:
         raise ConfigError(f"{path}: cannot write the run's config ({error.strerror})") from None
     return path

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Final, final
 
 from typedrl import configs
+from typedrl._config_fields import plain
 from typedrl._validation import describe, positive_int
 from typedrl.configs import Algorithm, TrainerConfig
 from typedrl.errors import ConfigError
@@ -26,7 +27,6 @@ __all__ = [
     "ResolvedRun",
     "parse_env_kwargs",
     "parse_override",
-    "plain",
     "resolve",
 ]
 
@@ -378,12 +378,3 @@ def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: P
             "checkpoint and device settings, devices and num_nodes among them); start a new "
             "run to change it"
         )
-
-
-def plain(value: Any) -> Any:
-    """``value`` with tuples as lists, so a YAML document and a config compare equal."""
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
-    return value

@@ -16,8 +16,9 @@ from typing import Any, Final, final
 
 from lightning.fabric import Fabric
 
+from typedrl._config_fields import plain
 from typedrl.checkpoint import Checkpoint, CheckpointPaths, load_checkpoint
-from typedrl.cli._config import ResolvedRun, plain
+from typedrl.cli._config import ResolvedRun
 from typedrl.distributed import FabricDistributed
 from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.logging import drop_rows_after

@@ -2,10 +2,10 @@
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Final, TypedDict
 
+from typedrl._atomic import write_text_atomically
 from typedrl.errors import CheckpointError
 
 __all__ = ["SUMMARY_FILE", "RunSummary", "write_summary"]
@@ -73,15 +73,8 @@ def write_summary(run_dir: Path, summary: RunSummary) -> Path:
         CheckpointError: The file cannot be written (the message names it).
     """
     path = run_dir / SUMMARY_FILE
-    temp = path.with_name(f".{SUMMARY_FILE}.tmp")
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with temp.open("w") as handle:
-            json.dump(summary, handle, indent=2, allow_nan=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.replace(path)
+        write_text_atomically(path, json.dumps(summary, indent=2, allow_nan=False) + "\n")
     except OSError as error:
         raise CheckpointError(f"{path}: cannot write the run summary ({error.strerror})") from None
     return path

@@ -14,6 +14,7 @@ from lightning.fabric import Fabric
 from lightning.fabric.loggers.logger import Logger
 from torch.optim.lr_scheduler import LambdaLR
 
+from typedrl._config_fields import plain
 from typedrl._results import EvaluationResult
 from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, positive_int
@@ -795,7 +796,7 @@ class AbstractTrainer(ABC):
             f"{name}: saved {saved[name]!r}, now {current.get(name, '(absent)')!r}"
             for name in sorted(saved)
             if name not in self.resumable_changes
-            and _plain(saved[name]) != _plain(current.get(name, missing))
+            and plain(saved[name]) != plain(current.get(name, missing))
         ]
         if not changed:
             return None
@@ -812,15 +813,6 @@ def _put_on_curve(state: TrainerState, *, restart: bool) -> None:
     for scheduler in state.schedulers.values():
         if isinstance(scheduler, LambdaLR):
             (restart_lr_schedule if restart else resync_schedule)(scheduler)
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with tuples as lists, recursively (configs compare by content)."""
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
 
 
 def _to_cpu(value: Any) -> Any:
