@@ -1,6 +1,6 @@
 """Adapter from any Gymnasium vector env to the typedrl vector-env contract."""
 
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import gymnasium as gym
 import numpy as np
@@ -110,38 +110,47 @@ class GymnasiumVecEnv:
         partial_reset: bool | None = None,
         default_seed: int | None = None,
     ) -> None:
-        self._env = env
-        self._device = torch.device(device)
-        self._on_cpu = self._device.type == "cpu"
-        self._num_envs = int(env.num_envs)
+        self.env: Final = env
+        """The wrapped Gymnasium vector env."""
+        self.device: Final = torch.device(device)
+        """Device of every returned tensor."""
+        self.num_envs: Final = int(env.num_envs)
+        """Number of rows of the wrapped env."""
+        self.autoreset_mode: Final = _autoreset_mode(env)
+        """The wrapped env's own autoreset mode."""
+        self.provides_final_obs: Final = True
+        """Always ``True``: terminal observations are exact in every mode."""
+        self._on_cpu = self.device.type == "cpu"
         self._float_dtype = _FLOAT_DTYPES[float_dtype]
-        self._mode = _autoreset_mode(env)
         if partial_reset is None:
             partial_reset = isinstance(env.unwrapped, SyncVectorEnv | AsyncVectorEnv)
         self._partial_reset = bool(partial_reset)
-        if self._mode is AutoresetMode.DISABLED and not self._partial_reset:
+        if self.autoreset_mode is AutoresetMode.DISABLED and not self._partial_reset:
             raise ConfigError(
                 "an env with autoreset disabled must accept reset(options={'reset_mask': ...}); "
                 "pass partial_reset=True if it does"
             )
-        self._ghosts = self._mode is AutoresetMode.NEXT_STEP and not self._partial_reset
+        self.emits_ghost_steps: Final = (
+            self.autoreset_mode is AutoresetMode.NEXT_STEP and not self._partial_reset
+        )
+        """``True`` when resets happen inside the next step (see the class docstring)."""
         self._observations = ObservationConverter(
             env.single_observation_space,
             num_envs=env.num_envs,
-            device=self._device,
+            device=self.device,
             float_dtype=self._float_dtype,
         )
         self._obs_leaf = self._observations.single_leaf
-        self._batch_size = torch.Size((self._num_envs,))
+        self._batch_size = torch.Size((self.num_envs,))
         self._action_space = env.single_action_space
         self._action_dtype = action_dtype_for(self._action_space, self._float_dtype)
         self._check_action = ActionChecker(
-            num_envs=self._num_envs,
+            num_envs=self.num_envs,
             space=self._action_space,
-            device=self._device,
+            device=self.device,
             where="GymnasiumVecEnv.step",
         )
-        self._action_shape = torch.Size((self._num_envs, *(self._action_space.shape or ())))
+        self._action_shape = torch.Size((self.num_envs, *(self._action_space.shape or ())))
         self._accepted_action_dtype: torch.dtype | None = None
         self._clip: tuple[torch.Tensor, torch.Tensor] | None = None
         if clip_actions:
@@ -150,8 +159,8 @@ class GymnasiumVecEnv:
                     f"clip_actions needs a Box action space, got {self._action_space!r}"
                 )
             self._clip = (
-                torch.as_tensor(self._action_space.low, device=self._device),
-                torch.as_tensor(self._action_space.high, device=self._device),
+                torch.as_tensor(self._action_space.low, device=self.device),
+                torch.as_tensor(self._action_space.high, device=self.device),
             )
         self._numpy_action_dtype = np.dtype(
             self._action_space.dtype if self._action_space.dtype is not None else np.int64
@@ -162,24 +171,14 @@ class GymnasiumVecEnv:
         self._known_env: SyncVectorEnv | AsyncVectorEnv | None = None
         if type(env) is SyncVectorEnv or type(env) is AsyncVectorEnv:
             self._known_env = env
-        self._same_step = self._mode is AutoresetMode.SAME_STEP
+        self._same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         self._default_seed = default_seed
         self._pending_ghosts = np.zeros(env.num_envs, dtype=np.bool_)
-        self._all_valid = torch.ones(env.num_envs, dtype=torch.bool, device=self._device)
-        self._row_shape = (self._num_envs,)
+        self._all_valid = torch.ones(env.num_envs, dtype=torch.bool, device=self.device)
+        self._row_shape = (self.num_envs,)
         # Steps since the last reset, for messages.
         self._steps = 0
         self._closed = False
-
-    @property
-    def num_envs(self) -> int:
-        """Number of rows of the wrapped env."""
-        return self._num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """Device of every returned tensor."""
-        return self._device
 
     @property
     def single_observation_space(self) -> gym.Space[Any]:
@@ -197,28 +196,8 @@ class GymnasiumVecEnv:
     @property
     def single_action_space(self) -> gym.Space[Any]:
         """The wrapped env's single action space."""
-        space: gym.Space[Any] = self._env.single_action_space
+        space: gym.Space[Any] = self.env.single_action_space
         return space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """Always ``True``: terminal observations are exact in every mode."""
-        return True
-
-    @property
-    def autoreset_mode(self) -> AutoresetMode:
-        """The wrapped env's own autoreset mode."""
-        return self._mode
-
-    @property
-    def emits_ghost_steps(self) -> bool:
-        """``True`` when resets happen inside the next step (see the class docstring)."""
-        return self._ghosts
-
-    @property
-    def env(self) -> gym.vector.VectorEnv[Any, Any, Any]:
-        """The wrapped Gymnasium vector env."""
-        return self._env
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -233,7 +212,7 @@ class GymnasiumVecEnv:
             seed, self._default_seed = self._default_seed, None
         else:
             self._default_seed = None
-        raw_obs, info = _reset_outputs(self._env.reset(seed=seed, options=options), _RESET, None)
+        raw_obs, info = _reset_outputs(self.env.reset(seed=seed, options=options), _RESET, None)
         self._pending_ghosts[:] = False
         self._steps = 0
         return self._observations.batch(raw_obs, where=_RESET), info
@@ -255,12 +234,12 @@ class GymnasiumVecEnv:
             type(action) is torch.Tensor
             and action.dtype is self._accepted_action_dtype
             and action.shape == self._action_shape
-            and action.device == self._device
+            and action.device == self.device
         ):
             self._accept_action(action)
 
         # 1. The env's step on the action as NumPy; its outputs checked on metadata alone.
-        outputs = self._env.step(self._numpy_action(action))
+        outputs = self.env.step(self._numpy_action(action))
         self._steps = step = self._steps + 1
         if not (type(outputs) is tuple and len(outputs) == 5):
             outputs = _outputs(outputs, 5, _STEP, step)
@@ -294,7 +273,11 @@ class GymnasiumVecEnv:
             and truncated.shape == row_shape
         ):
             truncated = _owned_flags(raw_truncated, row_shape, "truncated", step, fresh=fresh)
-        valid = self._ghost_validity(terminated, truncated) if self._ghosts else self._all_valid
+        valid = (
+            self._ghost_validity(terminated, truncated)
+            if self.emits_ghost_steps
+            else self._all_valid
+        )
 
         # 2. The observation.
         obs = self._observation(raw_obs, fresh, step)
@@ -351,8 +334,8 @@ class GymnasiumVecEnv:
                 array = raw_obs.astype(leaf.dtype)  # NumPy's cast, a fraction of torch's
             obs_tensor = torch.from_numpy(array)
             if not self._on_cpu:
-                obs_tensor = obs_tensor.to(self._device, non_blocking=True)
-            return new_tensordict({"obs": obs_tensor}, self._batch_size, self._device)
+                obs_tensor = obs_tensor.to(self.device, non_blocking=True)
+            return new_tensordict({"obs": obs_tensor}, self._batch_size, self.device)
         return self._observations.batch(raw_obs, copy=not fresh, where=_STEP, step=step)
 
     def _accept_action(self, action: Action) -> None:
@@ -388,7 +371,7 @@ class GymnasiumVecEnv:
             return obs, obs, info
         # Reset just the rows that ended, so their next step is a real step.
         reset_obs, reset_info = _reset_outputs(
-            self._env.reset(options={"reset_mask": done}), _STEP, step
+            self.env.reset(options={"reset_mask": done}), _STEP, step
         )
         new_obs = self._observations.batch(
             reset_obs,
@@ -414,7 +397,7 @@ class GymnasiumVecEnv:
         return known is not None and known.copy is True
 
     def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
-        return tensor if self._on_cpu else tensor.to(self._device, non_blocking=True)
+        return tensor if self._on_cpu else tensor.to(self.device, non_blocking=True)
 
     def _same_step_final_obs(
         self, raw_obs: Any, info: dict[str, Any], done: np.ndarray, step: int
@@ -433,7 +416,7 @@ class GymnasiumVecEnv:
         except (TypeError, IndexError, KeyError) as error:
             raise EnvContractError(
                 f"{_STEP} (step {step}): info['final_obs'] must hold one observation per row "
-                f"({self._num_envs} rows; rows {rows} ended), got {describe(terminal)}"
+                f"({self.num_envs} rows; rows {rows} ended), got {describe(terminal)}"
             ) from error
         return self._observations.batch_with_rows(
             raw_obs, rows, items, where=_STEP, step=step, what="info['final_obs'] observation"
@@ -442,7 +425,7 @@ class GymnasiumVecEnv:
     def close(self) -> None:
         """Close the wrapped env (idempotent)."""
         if not self._closed:
-            self._env.close()
+            self.env.close()
             self._closed = True
 
 
