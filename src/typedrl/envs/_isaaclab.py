@@ -11,7 +11,7 @@ import math
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, final, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, final, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -345,22 +345,28 @@ class IsaacLabVecEnv:
                 "in this Isaac Lab version); set env_cfg.compute_final_obs = True before creating "
                 "the env, or use final_obs='auto' to accept approximate bootstrapping"
             )
-        self._env = env
-        self._num_envs = num_envs
-        self._device = _as_device(env.device, where)
-        self._is_finite_horizon = is_finite_horizon
-        self._provides_final_obs = compute_final_obs and final_obs != "ignore"
+        self.env: Final = env
+        """The wrapped Isaac Lab env."""
+        self.num_envs: Final = num_envs
+        """Number of parallel environments."""
+        self.device: Final = _as_device(env.device, where)
+        """The simulation device; every tensor in and out lives there."""
+        self.is_finite_horizon: Final = is_finite_horizon
+        """``env.cfg.is_finite_horizon`` as read at construction."""
+        self.provides_final_obs: Final = compute_final_obs and final_obs != "ignore"
+        """``True`` when ``cfg.compute_final_obs`` is on and ``final_obs`` is not ``"ignore"``."""
         observation_space = env.single_observation_space
         if not isinstance(observation_space, gym.spaces.Dict) or not observation_space.spaces:
             raise SpecError(
                 f"{where}: env.single_observation_space must be a non-empty gymnasium Dict of "
                 f"observation groups, got {describe(observation_space)}"
             )
-        self._observation_space = observation_space
+        self.single_observation_space: Final[gym.spaces.Dict] = observation_space
+        """The env's observation groups as a gymnasium ``Dict`` (nested for term dicts)."""
         self._layout = _observation_layout(observation_space.spaces, where)
         self._nested_terms = {
             group: frozenset(sub.spaces)
-            for group, sub in self._observation_space.spaces.items()
+            for group, sub in observation_space.spaces.items()
             if isinstance(sub, gym.spaces.Dict)
         }
         env_action_space = env.single_action_space
@@ -368,51 +374,17 @@ class IsaacLabVecEnv:
             raise SpecError(
                 f"{where}: env.single_action_space must be a Box, got {describe(env_action_space)}"
             )
-        clip = _clip_bounds(clip_actions, env_action_space, self._device)
+        clip = _clip_bounds(clip_actions, env_action_space, self.device)
         self._clip_low: Tensor | None = None
         self._clip_high: Tensor | None = None
-        self._action_space: gym.spaces.Box = env_action_space
+        action_space = env_action_space
         if clip is not None:
-            self._clip_low, self._clip_high, self._action_space = clip
+            self._clip_low, self._clip_high, action_space = clip
+        self.single_action_space: Final[gym.spaces.Box] = action_space
+        """The env's action space, with the clipped bounds when ``clip_actions`` is set."""
         self._last_log: object = None
         self._last_log_values: tuple[tuple[object, object], ...] = ()
         self._closed = False
-
-    @property
-    def env(self) -> IsaacLabEnvLike:
-        """The wrapped Isaac Lab env."""
-        return self._env
-
-    @property
-    def num_envs(self) -> int:
-        """Number of parallel environments."""
-        return self._num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """The simulation device; every tensor in and out lives there."""
-        return self._device
-
-    @property
-    @_validation.no_type_check  # beartype warns on gymnasium's Dict (a typing.Mapping subclass)
-    def single_observation_space(self) -> gym.spaces.Dict:
-        """The env's observation groups as a gymnasium ``Dict`` (nested for term dicts)."""
-        return self._observation_space
-
-    @property
-    def single_action_space(self) -> gym.spaces.Box:
-        """The env's action space, with the clipped bounds when ``clip_actions`` is set."""
-        return self._action_space
-
-    @property
-    def provides_final_obs(self) -> bool:
-        """``True`` when ``cfg.compute_final_obs`` is on and ``final_obs`` is not ``"ignore"``."""
-        return self._provides_final_obs
-
-    @property
-    def is_finite_horizon(self) -> bool:
-        """``env.cfg.is_finite_horizon`` as read at construction."""
-        return self._is_finite_horizon
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -427,7 +399,7 @@ class IsaacLabVecEnv:
             produced a fresh episode log (manager-based envs log the interrupted
             episodes).
         """
-        raw_obs, extras = self._env.reset(seed=_isaaclab_seed(seed), options=options)
+        raw_obs, extras = self.env.reset(seed=_isaaclab_seed(seed), options=options)
         obs = self._to_tensordict(raw_obs, "IsaacLabVecEnv.reset")
         return obs, self._info(extras, "IsaacLabVecEnv.reset")
 
@@ -441,23 +413,23 @@ class IsaacLabVecEnv:
         where = "IsaacLabVecEnv.step"
         check_action(
             action,
-            num_envs=self._num_envs,
-            space=self._action_space,
-            device=self._device,
+            num_envs=self.num_envs,
+            space=self.single_action_space,
+            device=self.device,
             where=where,
         )
         if self._clip_low is not None and self._clip_high is not None:
             action = torch.clamp(
                 action, self._clip_low.to(action.dtype), self._clip_high.to(action.dtype)
             )
-        raw_obs, reward, terminated, time_outs, extras = self._env.step(action)
+        raw_obs, reward, terminated, time_outs, extras = self.env.step(action)
         self._check_row("reward", reward, floating=True)
         self._check_row("terminated", terminated, floating=False)
         self._check_row("time_outs", time_outs, floating=False)
         if not isinstance(extras, dict):
             raise SpecError(f"{where}: extras must be a dict, got {describe(extras)}")
         obs = self._to_tensordict(raw_obs, where)
-        if self._is_finite_horizon:
+        if self.is_finite_horizon:
             # The horizon is part of the MDP: a time-out is a true termination.
             new_terminated = terminated | time_outs
             truncated = torch.zeros_like(time_outs)
@@ -465,7 +437,7 @@ class IsaacLabVecEnv:
             new_terminated = terminated.clone()
             truncated = time_outs.clone()
         final_obs = None
-        if self._provides_final_obs:
+        if self.provides_final_obs:
             final_obs = self._final_obs(obs, new_terminated | truncated, extras)
         return StepResult(
             obs,
@@ -480,7 +452,7 @@ class IsaacLabVecEnv:
         """Close the wrapped env; calling it twice is harmless."""
         if not self._closed:
             self._closed = True
-            self._env.close()
+            self.env.close()
 
     def _check_row(self, name: str, value: object, *, floating: bool) -> None:
         expected = "a floating-point" if floating else "a torch.bool"
@@ -490,10 +462,10 @@ class IsaacLabVecEnv:
                 f"got {describe(value)}"
             )
         ok_dtype = value.is_floating_point() if floating else value.dtype == torch.bool
-        if not ok_dtype or value.shape != (self._num_envs,) or value.device != self._device:
+        if not ok_dtype or value.shape != (self.num_envs,) or value.device != self.device:
             raise SpecError(
                 f"IsaacLabVecEnv.step: {name} from the env must be {expected} tensor of shape "
-                f"[{self._num_envs}] (num_envs) on {self._device}, got dtype {value.dtype}, "
+                f"[{self.num_envs}] (num_envs) on {self.device}, got dtype {value.dtype}, "
                 f"shape {list(value.shape)} on {value.device}"
             )
 
@@ -502,8 +474,8 @@ class IsaacLabVecEnv:
     ) -> object:
         if group not in raw:
             raise SpecError(
-                f"{where}: {what} lacks the observation group {group!r} "
-                f"(expected groups {sorted(self._observation_space.spaces)}, got {sorted(raw)})"
+                f"{where}: {what} lacks the observation group {group!r} (expected groups "
+                f"{sorted(self.single_observation_space.spaces)}, got {sorted(raw)})"
             )
         value = raw[group]
         if term is None:
@@ -518,9 +490,10 @@ class IsaacLabVecEnv:
     def _to_tensordict(self, raw: object, where: str) -> Obs:
         if not isinstance(raw, Mapping):
             raise SpecError(f"{where}: observations must be a dict of groups, got {describe(raw)}")
-        if set(raw) != set(self._observation_space.spaces):
+        if set(raw) != set(self.single_observation_space.spaces):
             raise SpecError(
-                f"{where}: observation groups must be {sorted(self._observation_space.spaces)} "
+                f"{where}: observation groups must be "
+                f"{sorted(self.single_observation_space.spaces)} "
                 f"(env.single_observation_space), got {sorted(raw)}"
             )
         for group, terms in self._nested_terms.items():
@@ -535,15 +508,15 @@ class IsaacLabVecEnv:
         for group, term, shape in self._layout:
             leaf = self._leaf(raw, group, term, "the observation", where)
             name = group if term is None else f"{group}/{term}"
-            expected = (self._num_envs, *shape)
+            expected = (self.num_envs, *shape)
             if not isinstance(leaf, Tensor):
                 raise SpecError(
                     f"{where}: observation {name!r} must be a torch.Tensor, got {describe(leaf)}"
                 )
-            if tuple(leaf.shape) != expected or leaf.device != self._device:
+            if tuple(leaf.shape) != expected or leaf.device != self.device:
                 raise SpecError(
                     f"{where}: observation {name!r} must have shape {list(expected)} "
-                    f"([num_envs, *space.shape]) on {self._device}, "
+                    f"([num_envs, *space.shape]) on {self.device}, "
                     f"got {list(leaf.shape)} on {leaf.device}"
                 )
             if term is None:
@@ -607,9 +580,9 @@ class IsaacLabVecEnv:
         """One TensorDict with the groups in the space's order."""
         groups: dict[str, Tensor | dict[str, Tensor]] = {
             group: flat[group] if group in flat else nested[group]
-            for group in self._observation_space.spaces
+            for group in self.single_observation_space.spaces
         }
-        return TensorDict(groups, batch_size=[self._num_envs], device=self._device)
+        return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
 
     def _info(self, extras: object, where: str) -> dict[str, Any]:
         if not isinstance(extras, Mapping):
