@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDict
 
 from typedrl._results import StepResult
-from typedrl._tensor_checks import check_action
+from typedrl._tensor_checks import ActionChecker
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
 from typedrl.types import Action, Obs
@@ -93,6 +93,12 @@ class CountingVecEnv:
             else gym.spaces.Discrete(2)
         )
         """``Box(-1, 1, (1,))`` or ``Discrete(2)``."""
+        self._check_action = ActionChecker(
+            num_envs=num_envs,
+            space=self.single_action_space,
+            device=self.device,
+            where="CountingVecEnv.step",
+        )
         self._terminate_after = _per_row("terminate_after", terminate_after, num_envs).to(
             self.device
         )
@@ -120,13 +126,7 @@ class CountingVecEnv:
 
     def step(self, action: Action) -> StepResult:
         """Count one step in every row, ending and resetting rows at their limits."""
-        check_action(
-            action,
-            num_envs=self.num_envs,
-            space=self.single_action_space,
-            device=self.device,
-            where="CountingVecEnv.step",
-        )
+        self._check_action(action)
         self.last_action = action
         t = self._t + 1
         terminated = (self._terminate_after > 0) & (t == self._terminate_after)

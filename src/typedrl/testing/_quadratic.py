@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDict
 
 from typedrl._results import DifferentiableRolloutSpec, StepResult
-from typedrl._tensor_checks import check_action
+from typedrl._tensor_checks import ActionChecker
 from typedrl._validation import non_negative_int, positive_int
 from typedrl.envs._wrapper import DifferentiableVecEnvWrapper
 from typedrl.errors import ConfigError
@@ -72,6 +72,12 @@ class QuadraticEnv:
             -10.0, 10.0, (1,), np.dtype(dtype)
         )
         """``Box(-10, 10, (1,))``."""
+        self._check_action = ActionChecker(
+            num_envs=num_envs,
+            space=self.single_action_space,
+            device=self.device,
+            where="QuadraticEnv.step",
+        )
         self.horizon = horizon
         """Current episode length; a scheduled wrapper may change it between rollouts."""
         self._init_scale = float(init_scale)
@@ -107,13 +113,7 @@ class QuadraticEnv:
 
     def step(self, action: Action) -> StepResult:
         """Apply ``x' = x + a``; reward ``-x'^2``; rows at the horizon restart detached."""
-        check_action(
-            action,
-            num_envs=self.num_envs,
-            space=self.single_action_space,
-            device=self.device,
-            where="QuadraticEnv.step",
-        )
+        self._check_action(action)
         next_x = self._x + action.to(self._dtype)
         reward = -(next_x**2).squeeze(-1)
         t = self._t + 1
