@@ -37,7 +37,6 @@ import copy
 import importlib
 import importlib.util
 import logging
-import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +52,7 @@ from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
+from typedrl.policies._features import flat_size
 from typedrl.restore import (
     CheckpointLocation,
     RestoredPolicy,
@@ -78,20 +78,6 @@ EXPORT_FORMATS: Final[tuple[ExportFormat, ...]] = ("onnx", "torchscript")
 
 _SUFFIXES: Final[dict[ExportFormat, str]] = {"onnx": ".onnx", "torchscript": ".pt"}
 _ONNX_MODULES: Final = ("onnx", "onnxscript")
-
-
-def _space_widths(space: gym.Space[Any], keys: tuple[str, ...]) -> list[int]:
-    spaces = dict(space.spaces) if isinstance(space, gym.spaces.Dict) else {"obs": space}
-    widths = []
-    for key in keys:
-        sub = spaces.get(key)
-        if not isinstance(sub, gym.spaces.Box):
-            raise ConfigError(
-                f"DeterministicPolicy: observation key {key!r} must be a Box space, got "
-                f"{type(sub).__name__}; available keys: {sorted(spaces)}"
-            )
-        widths.append(math.prod(sub.shape))
-    return widths
 
 
 def _normalization_stats(
@@ -157,7 +143,7 @@ class DeterministicPolicy(nn.Module):
             self.discrete = False
             self.action_start = 0
             self.squash = policy.squash
-        self.obs_dim = sum(_space_widths(observation_space, keys))
+        self.obs_dim = flat_size(observation_space, keys, "DeterministicPolicy")
         self.action_shape = tuple(policy.action_shape)
         self.net_dtype = next(iter(self.net.parameters())).dtype
         self.normalizes = normalizers is not None

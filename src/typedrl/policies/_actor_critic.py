@@ -14,34 +14,11 @@ from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
+from typedrl.policies._features import default_keys, flat_size
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import BatchAction, BatchScalar, EnvScalar, Obs
 
 __all__ = ["MLPActorCritic"]
-
-
-def _default_keys(space: gym.Space[Any], preferred: Sequence[str]) -> tuple[str, ...]:
-    """Pick the observation keys a network reads when the user names none."""
-    if not isinstance(space, gym.spaces.Dict):
-        return ("obs",)
-    for key in preferred:
-        if key in space.spaces:
-            return (key,)
-    return tuple(space.spaces)
-
-
-def _flat_size(space: gym.Space[Any], keys: Sequence[str], where: str) -> int:
-    spaces = dict(space.spaces) if isinstance(space, gym.spaces.Dict) else {"obs": space}
-    total = 0
-    for key in keys:
-        sub = spaces.get(key)
-        if not isinstance(sub, gym.spaces.Box):
-            raise ConfigError(
-                f"{where}: observation key {key!r} must be a Box space, got {describe(sub)}; "
-                f"available keys: {sorted(spaces)}"
-            )
-        total += math.prod(sub.shape)
-    return total
 
 
 @final
@@ -109,15 +86,15 @@ class MLPActorCritic(nn.Module):
     ) -> None:
         super().__init__()
         where = "MLPActorCritic"
-        self.actor_keys = tuple(actor_keys or _default_keys(observation_space, ("obs", "policy")))
+        self.actor_keys = tuple(actor_keys or default_keys(observation_space, ("obs", "policy")))
         has_critic_group = (
             isinstance(observation_space, gym.spaces.Dict) and "critic" in observation_space.spaces
         )
         self.critic_keys = tuple(
             critic_keys or (("critic",) if has_critic_group else self.actor_keys)
         )
-        actor_in = _flat_size(observation_space, self.actor_keys, where)
-        critic_in = _flat_size(observation_space, self.critic_keys, where)
+        actor_in = flat_size(observation_space, self.actor_keys, where)
+        critic_in = flat_size(observation_space, self.critic_keys, where)
         self.action_shape: tuple[int, ...]
         self.action_start = 0
         if isinstance(action_space, gym.spaces.Box):

@@ -16,8 +16,8 @@ from typedrl._validation import describe
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
-from typedrl.policies._actor_critic import _default_keys, _flat_size
 from typedrl.policies._distributions import DiagonalGaussian
+from typedrl.policies._features import default_keys, flat_size
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import Obs, ObsMask, ObsVector
 
@@ -159,8 +159,8 @@ class DifferentiableMLPPolicy(nn.Module):
             if isinstance(observation_space, gym.spaces.Dict)
             else {"obs": observation_space}
         )
-        obs_dim = _flat_size(observation_space, self.obs_keys, _OWNER)
-        # _flat_size checked that every key is a Box, whose shape is a tuple.
+        obs_dim = flat_size(observation_space, self.obs_keys, _OWNER)
+        # flat_size checked that every key is a Box, whose shape is a tuple.
         shapes = {key: tuple(spaces[key].shape or ()) for key in self.obs_keys}
         self._key_shapes = shapes
         self._key_widths = {key: math.prod(shape) for key, shape in shapes.items()}
@@ -212,7 +212,7 @@ class DifferentiableMLPPolicy(nn.Module):
     @staticmethod
     def _validate_keys(space: gym.Space[Any], obs_keys: Sequence[str] | None) -> tuple[str, ...]:
         if obs_keys is None:
-            return _default_keys(space, ("obs", "policy"))
+            return default_keys(space, ("obs", "policy"))
         if isinstance(obs_keys, str):  # a str is a Sequence[str] of its characters
             raise ConfigError(
                 f"{_OWNER}.obs_keys must be a sequence of str such as ['obs'], "
