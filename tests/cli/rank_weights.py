@@ -4,7 +4,9 @@ The launch tests start it through ``torchrun``, SLURM's variables or
 ``--devices``: ``python rank_weights.py train ...`` runs the command, and
 every rank writes ``rank<global rank>.pt`` (its policy's state dict) into
 the folder named by ``TYPEDRL_TEST_WEIGHTS_DIR``, so that the test can check
-that all ranks ended with the same weights.
+that all ranks ended with the same weights. Under ``torchrun`` each worker
+also writes its process id there first, as
+``pid_rank<global rank>_attempt<restart count>``, for the tests that kill one.
 """
 
 import os
@@ -24,6 +26,9 @@ WEIGHTS_DIR_VARIABLE = "TYPEDRL_TEST_WEIGHTS_DIR"
 def run(argv: list[str]) -> int:
     """Run ``typedrl argv``; each rank's fitted policy is saved as ``rank<r>.pt``."""
     out = Path(os.environ[WEIGHTS_DIR_VARIABLE])
+    if "TORCHELASTIC_RESTART_COUNT" in os.environ:
+        attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
+        (out / f"pid_rank{os.environ['RANK']}_attempt{attempt}").write_text(str(os.getpid()))
     fit = AbstractTrainer.fit
 
     def fit_and_save(trainer: AbstractTrainer) -> FitResult:

@@ -3,8 +3,10 @@
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
@@ -16,6 +18,7 @@ import yaml
 from tests.cli.factories import SMALL_RUN
 from tests.cli.rank_weights import WEIGHTS_DIR_VARIABLE
 from tests.multiprocess import free_port
+from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 
 pytestmark = pytest.mark.distributed
@@ -300,3 +303,70 @@ def test_num_nodes_without_a_launcher_is_one_line(
         "typedrl: ConfigError: --num-nodes 2: no torchrun or srun launch found (no torchrun or "
         "srun variables); start the command on every node through torchrun --nnodes 2 or srun"
     )
+
+
+def _wait_for(process: "subprocess.Popen[str]", ready: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + _TIMEOUT_S
+    while not ready():
+        if process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"torchrun ended early ({process.returncode}):\n{out}\n{err[-3000:]}")
+        if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            pytest.fail(f"torchrun did not get there within {_TIMEOUT_S} s")
+        time.sleep(0.2)
+
+
+def test_torchrun_max_restarts_resumes_after_a_worker_is_killed(tmp_path: Path) -> None:
+    """kill -9 of one worker: torchrun restarts both, which resume from last.ckpt and finish.
+
+    The restarted gloo group must not read the killed attempt's connection
+    details from the agent's shared store (it connected to the dead worker's
+    port, or hung, before each attempt got keys of its own).
+    """
+    weights = tmp_path / "weights"
+    run_dir = tmp_path / "run"
+    total = 160 * 128  # 2 ranks x 4 envs x 16 steps an iteration; last.ckpt at iteration 100
+    argv = [*_RUNS["ppo"], "--num-envs", "4", "--eval-episodes", "2", "--no-progress"]
+    command = [
+        *_torchrun(1, 2, free_port(), 0, max_restarts=1),
+        "train",
+        *argv,
+        *["--total-timesteps", str(total), "--run-dir", str(run_dir), "--resume", "auto"],
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=_environment(weights),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        last = run_dir / "checkpoints" / "last.ckpt"
+        _wait_for(process, last.is_file)
+        saved = int(load_checkpoint(last).counters["env_steps"])
+        _wait_for(
+            process,
+            lambda: any(
+                row["step"].isdigit() and int(row["step"]) > saved for row in _rows(run_dir)
+            ),
+        )
+        victim = int((weights / "pid_rank1_attempt0").read_text())
+        os.kill(victim, signal.SIGKILL)
+        out, err = process.communicate(timeout=_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 0, f"{out}\n{err[-3000:]}"
+    assert (weights / "pid_rank0_attempt1").is_file()
+    assert (weights / "pid_rank1_attempt1").is_file()
+    assert f"after the checkpoint (env step {saved:,})" in out
+    steps = [int(row["step"]) for row in _rows(run_dir)]
+    # One series: every iteration once, then the final evaluation's row.
+    assert steps == [*range(128, total + 1, 128), total]
+    assert json.loads((run_dir / "summary.json").read_text())["global_step"] == total
+    assert _same_weights(_weights(tmp_path, 0), _weights(tmp_path, 1))

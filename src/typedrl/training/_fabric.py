@@ -6,6 +6,7 @@ builds a Fabric that joins it, or (without a launcher) one that starts its
 own processes on this machine.
 """
 
+import atexit
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -211,8 +212,65 @@ def fabric_from_environment(
         # A lost rank ends every rank after at most the collective timeout.
         strategy=DDPStrategy(timeout=collective_timeout()) if per_node * nodes > 1 else "auto",
     )
+    if launch.launcher == "torchrun" and launch.world_size > 1:
+        _join_this_attempt(fabric, launch)
     fabric.launch()
     return fabric
+
+
+def _join_this_attempt(fabric: Fabric, launch: Launch) -> None:
+    """Start the process group on this torchrun attempt's own keys of the agent's store.
+
+    Under ``torchrun``'s c10d rendezvous the workers of every attempt share
+    the agent's TCP store, and torch keys the process group's connection
+    details by group and rank only. Workers restarted after a failure
+    (``--max-restarts``) can then read the details the killed attempt left
+    and connect to a dead worker's port (gloo: ``connectFullMesh failed``),
+    or hang. Prefixing the store with the attempt number
+    (``TORCHELASTIC_RESTART_COUNT``) gives each attempt its own keys;
+    Lightning then finds the group started and joins it. Nothing changes
+    when the agent does not share its store
+    (``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``): each attempt gets a store
+    of its own.
+    """
+    from torch import distributed as torch_dist  # noqa: PLC0415 - keep the module import light
+    from torch._C._distributed_c10d import PrefixStore, TCPStore  # noqa: PLC0415
+
+    from typedrl.distributed import collective_timeout  # noqa: PLC0415
+
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or torch_dist.is_initialized():
+        return
+    attempt = _launch_int(os.environ, "TORCHELASTIC_RESTART_COUNT", "torchrun")
+    timeout = collective_timeout()
+    store = TCPStore(
+        host_name=_launch_text(os.environ, "MASTER_ADDR"),
+        port=_launch_int(os.environ, "MASTER_PORT", "torchrun"),
+        world_size=launch.world_size,
+        is_master=False,
+        timeout=timeout,
+    )
+    device = fabric.device
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    torch_dist.init_process_group(
+        backend,
+        store=PrefixStore(f"typedrl/attempt_{attempt}", store),
+        rank=launch.global_rank,
+        world_size=launch.world_size,
+        timeout=timeout,
+        device_id=device if device.type == "cuda" else None,
+    )
+    if backend == "nccl":
+        atexit.register(torch_dist.destroy_process_group)
+
+
+def _launch_text(env: Mapping[str, str], name: str) -> str:
+    text = env.get(name)
+    if not text:
+        raise ConfigError(
+            f"torchrun: expected {name} to be set, got {text!r}; start the command through "
+            "torchrun itself, which sets it"
+        )
+    return text
 
 
 def _checked_against_launch(
