@@ -52,6 +52,9 @@ nitpick_ignore_regex = [
     # together (setup_module_and_optimizer's module type): it appears in the
     # signature by its private path and has nothing of its own to document.
     ("py:class", r"typedrl\.training\._fabric\.ModuleT"),
+    # The state type of the task hooks the MJCF backends share (MujocoState, NewtonState):
+    # MujocoTask and NewtonTask inherit observe, reward and terminated with it.
+    ("py:class", r"typedrl\.envs\._mjcf_task\.StateT"),
     # PPO's internal pieces that appear in its signatures by their private paths:
     # the compiled update and the state value its trainer merges into a checkpoint.
     ("py:class", r"typedrl\.agents\._(compiled_update\.CompiledUpdate|algorithm\.PPOState)"),

@@ -77,6 +77,7 @@ def test_spec_rejects_bad_fields(tmp_path: Path) -> None:
         ("frame_skip", 0, "frame_skip"),
         ("observation_high", (), "observation_high"),
         ("observation_high", (-1.0,), "observation_high"),
+        ("observation_high", (-math.inf,), "observation_high"),
         ("observation_normalize_mask", (True, False), "one bool per observation feature"),
     ]:
         with pytest.raises(ConfigError, match=message):

@@ -6,12 +6,13 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from typedrl._optional import require_extra
 from typedrl._validation import positive_int
-from typedrl.envs.builtin._base import BaseTorchVecEnv
-from typedrl.envs.mujoco._dependency import require
+from typedrl.envs._mjcf_env import BaseMjcfVecEnv
+from typedrl.envs.mujoco._dependency import EXTRA
 from typedrl.envs.mujoco._task import MujocoState, MujocoTask
 from typedrl.errors import ConfigError
-from typedrl.types import ContinuousAction, Done, ObsVector, Reward
+from typedrl.types import ContinuousAction
 
 if TYPE_CHECKING:
     import mujoco_torch
@@ -24,7 +25,7 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 @final
-class MujocoVecEnv(BaseTorchVecEnv):
+class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
     """A batched, differentiable env: an MJCF model stepped with torch ops, and a task.
 
     ``mujoco-torch`` (MuJoCo's MJX physics ported to PyTorch) computes each
@@ -92,8 +93,8 @@ class MujocoVecEnv(BaseTorchVecEnv):
         spec = task.spec
         iterations = spec.solver_iterations if solver_iterations is None else solver_iterations
         positive_int(owner, "solver_iterations", iterations)
-        require("mujoco", where=owner)
-        require("mujoco_torch", where=owner)
+        require_extra("mujoco", extra=EXTRA, where=owner)
+        require_extra("mujoco_torch", extra=EXTRA, where=owner)
         # Imported here: typedrl.envs.mujoco imports without the extra installed.
         import mujoco  # noqa: PLC0415
         import mujoco_torch  # noqa: PLC0415
@@ -116,23 +117,18 @@ class MujocoVecEnv(BaseTorchVecEnv):
         model.opt.iterations = iterations
         model.opt.ls_iterations = iterations
         super().__init__(
+            task=task,
+            control_dt=float(model.opt.timestep) * spec.frame_skip,
+            action_high=tuple(float(h) for h in high),
             num_envs=num_envs,
-            max_episode_steps=(
-                spec.max_episode_steps if max_episode_steps is None else max_episode_steps
-            ),
-            observation_high=spec.observation_high,
-            observation_normalize_mask=spec.observation_normalize_mask,
-            action_space=tuple(float(h) for h in high),
-            num_initial_draws=spec.num_initial_draws,
+            max_episode_steps=max_episode_steps,
             clip_actions=clip_actions,
             seed=seed,
             dtype=dtype,
             device=device,
         )
-        self._task = task
         self._frame_skip = spec.frame_skip
         self._solver_iterations = iterations
-        self._control_dt = float(model.opt.timestep) * spec.frame_skip
         self._nq, self._nv, self._na = model.nq, model.nv, model.na
         float_dtype = _DTYPES[dtype]
         try:
@@ -190,17 +186,6 @@ class MujocoVecEnv(BaseTorchVecEnv):
         for _ in range(self._frame_skip):
             data = self._batched_step(data)
         return torch.cat((data.qpos, data.qvel, data.act, data.qacc_warmstart), dim=-1)
-
-    def _reward(self, state: _State, action: ContinuousAction, next_state: _State) -> Reward:
-        return self._task.reward(
-            self._view(state), action, self._view(next_state), dt=self._control_dt
-        )
-
-    def _terminated(self, next_state: _State) -> Done:
-        return self._task.terminated(self._view(next_state))
-
-    def _observe(self, state: _State) -> ObsVector:
-        return self._task.observe(self._view(state))
 
     # --------------------------------------------------------------- helpers
 

@@ -2,14 +2,12 @@
 
 import abc
 from dataclasses import dataclass
-from pathlib import Path
 
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl._validation import describe, positive_int
-from typedrl.errors import ConfigError
-from typedrl.types import Done, ObsVector, Reward
+from typedrl._validation import positive_int
+from typedrl.envs._mjcf_task import BaseMjcfTaskSpec, MjcfTask
 
 __all__ = ["MujocoState", "MujocoTask", "MujocoTaskSpec"]
 
@@ -32,11 +30,8 @@ class MujocoState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MujocoTaskSpec:
+class MujocoTaskSpec(BaseMjcfTaskSpec):
     """The static description of a task: its model and the shape of its observations."""
-
-    model_path: Path
-    """The MJCF file (read once, when the env is built; nothing is downloaded)."""
 
     frame_skip: int = 1
     """Physics steps per env step; the control interval is ``frame_skip * timestep``."""
@@ -49,37 +44,14 @@ class MujocoTaskSpec:
     smooth, accurate step (an ant-like model needs about 16).
     """
 
-    max_episode_steps: int
-    """Default time limit of the task."""
-
-    observation_high: tuple[float, ...]
-    """Symmetric bounds of each observation feature (``math.inf`` for unbounded)."""
-
-    observation_normalize_mask: tuple[bool, ...]
-    """Per feature, whether a trainer may normalise it (``False`` for cosines, sines)."""
-
-    num_initial_draws: int
-    """Uniforms in ``(0, 1]`` that :meth:`MujocoTask.initial_state` takes per episode."""
-
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        if not self.model_path.is_file():
-            raise ConfigError(f"{owner}.model_path: no MJCF file at {str(self.model_path)!r}")
-        for name in ("frame_skip", "solver_iterations", "max_episode_steps", "num_initial_draws"):
+        self._check_layout(owner)
+        for name in ("frame_skip", "solver_iterations"):
             positive_int(owner, name, getattr(self, name))
-        if not self.observation_high or not all(h > 0 for h in self.observation_high):
-            raise ConfigError(
-                f"{owner}.observation_high must be a non-empty tuple of positive floats, "
-                f"got {describe(self.observation_high)}"
-            )
-        if len(self.observation_normalize_mask) != len(self.observation_high):
-            raise ConfigError(
-                f"{owner}.observation_normalize_mask must hold one bool per observation feature "
-                f"({len(self.observation_high)}), got {describe(self.observation_normalize_mask)}"
-            )
 
 
-class MujocoTask(abc.ABC):
+class MujocoTask(MjcfTask[MujocoState]):
     """The task hooks of a :class:`~typedrl.envs.mujoco.MujocoVecEnv`, batched over rows.
 
     A task names its MJCF model in :attr:`spec` and maps the model's state to
@@ -87,7 +59,8 @@ class MujocoTask(abc.ABC):
     torch ops; :meth:`observe`, :meth:`reward` and :meth:`terminated` are
     called with states that carry the autograd graph, so keep them
     differentiable (smooth, no in-place changes to the inputs).
-    :meth:`initial_state` runs without a graph.
+    :meth:`initial_state` runs without a graph. The hooks' ``StateT`` is
+    :class:`MujocoState`.
     """
 
     @property
@@ -107,22 +80,3 @@ class MujocoTask(abc.ABC):
             qpos0: The model's reference configuration.
             na: Number of actuator activations.
         """
-
-    @abc.abstractmethod
-    def observe(self, state: MujocoState) -> ObsVector:
-        """The observation vector ``[num_envs, obs_dim]`` of ``state``."""
-
-    @abc.abstractmethod
-    def reward(
-        self,
-        state: MujocoState,
-        action: Float[Tensor, "num_envs act_dim"],
-        next_state: MujocoState,
-        *,
-        dt: float,
-    ) -> Reward:
-        """The reward of ``state -> next_state`` under ``action``; ``dt``: the control interval."""
-
-    @abc.abstractmethod
-    def terminated(self, next_state: MujocoState) -> Done:
-        """Rows whose ``next_state`` ends the episode."""

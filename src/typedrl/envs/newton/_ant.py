@@ -11,7 +11,14 @@ from torch import Tensor
 
 from typedrl._validation import finite_float, non_negative_float
 from typedrl.envs.builtin._math import uniform_between
-from typedrl.envs.newton._task import NewtonState, NewtonTask, NewtonTaskSpec
+from typedrl.envs.newton._task import (
+    Draws,
+    Joints,
+    NewtonState,
+    NewtonTask,
+    NewtonTaskSpec,
+    ReferenceQ,
+)
 from typedrl.types import Done, ObsVector, Reward
 
 __all__ = ["AntTask", "ant_xml"]
@@ -89,9 +96,7 @@ class AntTask(NewtonTask):
         """The shipped ant model, DiffRL's timing and contacts, 37 observation features."""
         return self._spec
 
-    def initial_state(
-        self, uniform: Float[Tensor, "num_envs num_draws"], *, joint_q0: Float[Tensor, " nq"]
-    ) -> tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]:
+    def initial_state(self, uniform: Draws, *, joint_q0: ReferenceQ) -> Joints:
         """The torso's start pose and the bent ankles, with SHAC's uniform noise."""
         position = joint_q0[:3] + uniform_between(uniform[:, 0:3], -0.1, 0.1)
         angle = uniform_between(uniform[:, 3], -math.pi / 24.0, math.pi / 24.0)

@@ -6,13 +6,14 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from typedrl._optional import require_extra
 from typedrl._validation import describe
-from typedrl.envs.builtin._base import BaseTorchVecEnv
-from typedrl.envs.newton._dependency import require
+from typedrl.envs._mjcf_env import BaseMjcfVecEnv
+from typedrl.envs.newton._dependency import EXTRA
 from typedrl.envs.newton._physics import NewtonPhysics, gear_matrix
 from typedrl.envs.newton._task import NewtonState, NewtonTask
 from typedrl.errors import ConfigError
-from typedrl.types import ContinuousAction, Done, ObsVector, Reward
+from typedrl.types import ContinuousAction
 
 __all__ = ["NewtonVecEnv"]
 
@@ -21,7 +22,7 @@ _State = Float[Tensor, "num_envs state_dim"]
 
 
 @final
-class NewtonVecEnv(BaseTorchVecEnv):
+class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
     """A batched, differentiable env: an MJCF model on Newton's Featherstone solver, and a task.
 
     The model is read with Newton's MJCF importer and replicated into one
@@ -85,23 +86,19 @@ class NewtonVecEnv(BaseTorchVecEnv):
             )
         spec = task.spec
         super().__init__(
+            task=task,
+            control_dt=spec.control_dt,
+            action_high=(1.0,) * len(spec.actuated_dofs),
             num_envs=num_envs,
-            max_episode_steps=(
-                spec.max_episode_steps if max_episode_steps is None else max_episode_steps
-            ),
-            observation_high=spec.observation_high,
-            observation_normalize_mask=spec.observation_normalize_mask,
-            action_space=(1.0,) * len(spec.actuated_dofs),
-            num_initial_draws=spec.num_initial_draws,
+            max_episode_steps=max_episode_steps,
             clip_actions=clip_actions,
             seed=seed,
             dtype=dtype,
             device=device,
         )
-        newton = require("newton", where=owner)
-        wp = require("warp", where=owner)
+        newton = require_extra("newton", extra=EXTRA, where=owner)
+        wp = require_extra("warp", extra=EXTRA, where=owner)
         wp.init()  # idempotent; device lookups need it
-        self._task = task
         model = _build_model(owner, task, num_envs, newton, wp.device_from_torch(self.device))
         self._nq = model.joint_coord_count // num_envs
         self._nv = model.joint_dof_count // num_envs
@@ -112,7 +109,6 @@ class NewtonVecEnv(BaseTorchVecEnv):
         self._gear = gear_matrix(
             spec.actuated_dofs, spec.gear, self._nv, dtype=torch.float32, device=self.device
         )
-        self._control_dt = spec.control_dt
         self._physics = NewtonPhysics(
             model=model,
             substeps=spec.substeps,
@@ -156,17 +152,6 @@ class NewtonVecEnv(BaseTorchVecEnv):
             (next_q.view(self.num_envs, self._nq), next_qd.view(self.num_envs, self._nv), action),
             dim=-1,
         )
-
-    def _reward(self, state: _State, action: ContinuousAction, next_state: _State) -> Reward:
-        return self._task.reward(
-            self._view(state), action, self._view(next_state), dt=self._control_dt
-        )
-
-    def _terminated(self, next_state: _State) -> Done:
-        return self._task.terminated(self._view(next_state))
-
-    def _observe(self, state: _State) -> ObsVector:
-        return self._task.observe(self._view(state))
 
     # --------------------------------------------------------------- helpers
 

@@ -9,11 +9,11 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl._validation import non_negative_float
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.mujoco._sampling import normals
-from typedrl.envs.newton._task import NewtonState, NewtonTask, NewtonTaskSpec
-from typedrl.types import Done, ObsVector, Reward
+from typedrl.envs.newton._planar import BasePlanarTask
+from typedrl.envs.newton._task import Draws, Joints, NewtonState, NewtonTaskSpec, ReferenceQ
+from typedrl.types import Done, Reward
 
 __all__ = ["HalfCheetahTask", "half_cheetah_xml"]
 
@@ -30,7 +30,7 @@ def half_cheetah_xml() -> Path:
 
 
 @final
-class HalfCheetahTask(NewtonTask):
+class HalfCheetahTask(BasePlanarTask):
     """Run forward along ``+x``: the HalfCheetah of SHAC (Xu et al., ICLR 2022).
 
     The model is the classic MuJoCo half-cheetah (``half_cheetah_xml()``,
@@ -55,10 +55,7 @@ class HalfCheetahTask(NewtonTask):
     """
 
     def __init__(self, *, ctrl_cost_weight: float = 0.1, reset_noise_scale: float = 0.1) -> None:
-        owner = type(self).__name__
-        self._ctrl_weight = non_negative_float(owner, "ctrl_cost_weight", ctrl_cost_weight)
-        self._noise = non_negative_float(owner, "reset_noise_scale", reset_noise_scale)
-        self._spec = NewtonTaskSpec(
+        spec = NewtonTaskSpec(
             model_path=half_cheetah_xml(),
             actuated_dofs=tuple(range(3, _NV)),
             gear=_GEAR,
@@ -76,23 +73,15 @@ class HalfCheetahTask(NewtonTask):
             # joint_q noise, then the uniforms of the Box-Muller pairs of the joint_qd noise.
             num_initial_draws=_NQ + 2 * ((_NV + 1) // 2),
         )
+        super().__init__(
+            spec=spec, ctrl_cost_weight=ctrl_cost_weight, reset_noise_scale=reset_noise_scale
+        )
 
-    @property
-    def spec(self) -> NewtonTaskSpec:
-        """The shipped half-cheetah, DiffRL's timing, 17 observation features."""
-        return self._spec
-
-    def initial_state(
-        self, uniform: Float[Tensor, "num_envs num_draws"], *, joint_q0: Float[Tensor, " nq"]
-    ) -> tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]:
+    def initial_state(self, uniform: Draws, *, joint_q0: ReferenceQ) -> Joints:
         """The model's pose plus uniform noise, and normal velocity noise."""
         joint_q = joint_q0 + uniform_between(uniform[:, :_NQ], -self._noise, self._noise)
         joint_qd = self._noise * normals(uniform[:, _NQ:], _NV)
         return joint_q, joint_qd
-
-    def observe(self, state: NewtonState) -> ObsVector:
-        """``joint_q[1:]`` then ``joint_qd``."""
-        return torch.cat((state.joint_q[:, 1:], state.joint_qd), dim=-1)
 
     def reward(
         self,

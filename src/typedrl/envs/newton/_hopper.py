@@ -9,10 +9,10 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl._validation import non_negative_float
 from typedrl.envs.builtin._math import uniform_between
-from typedrl.envs.newton._task import NewtonState, NewtonTask, NewtonTaskSpec
-from typedrl.types import Done, ObsVector, Reward
+from typedrl.envs.newton._planar import BasePlanarTask
+from typedrl.envs.newton._task import Draws, Joints, NewtonState, NewtonTaskSpec, ReferenceQ
+from typedrl.types import Done, Reward
 
 __all__ = ["HopperTask", "hopper_xml"]
 
@@ -29,7 +29,7 @@ def hopper_xml() -> Path:
 
 
 @final
-class HopperTask(NewtonTask):
+class HopperTask(BasePlanarTask):
     """Hop forward along ``+x`` without falling: the Hopper of SHAC (Xu et al., ICLR 2022).
 
     The model is the classic MuJoCo hopper (``hopper_xml()``); the root's
@@ -55,10 +55,7 @@ class HopperTask(NewtonTask):
     """
 
     def __init__(self, *, ctrl_cost_weight: float = 0.1, reset_noise_scale: float = 5e-3) -> None:
-        owner = type(self).__name__
-        self._ctrl_weight = non_negative_float(owner, "ctrl_cost_weight", ctrl_cost_weight)
-        self._noise = non_negative_float(owner, "reset_noise_scale", reset_noise_scale)
-        self._spec = NewtonTaskSpec(
+        spec = NewtonTaskSpec(
             model_path=hopper_xml(),
             actuated_dofs=(3, 4, 5),
             gear=(200.0, 200.0, 200.0),
@@ -71,23 +68,15 @@ class HopperTask(NewtonTask):
             observation_normalize_mask=(True,) * (_NQ - 1 + _NV),
             num_initial_draws=_NQ + _NV,
         )
+        super().__init__(
+            spec=spec, ctrl_cost_weight=ctrl_cost_weight, reset_noise_scale=reset_noise_scale
+        )
 
-    @property
-    def spec(self) -> NewtonTaskSpec:
-        """The shipped hopper, DiffRL's timing, 11 observation features."""
-        return self._spec
-
-    def initial_state(
-        self, uniform: Float[Tensor, "num_envs num_draws"], *, joint_q0: Float[Tensor, " nq"]
-    ) -> tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]:
+    def initial_state(self, uniform: Draws, *, joint_q0: ReferenceQ) -> Joints:
         """The standing pose and rest, with uniform noise."""
         joint_q = joint_q0 + uniform_between(uniform[:, :_NQ], -self._noise, self._noise)
         joint_qd = uniform_between(uniform[:, _NQ:], -self._noise, self._noise)
         return joint_q, joint_qd
-
-    def observe(self, state: NewtonState) -> ObsVector:
-        """``joint_q[1:]`` then ``joint_qd``."""
-        return torch.cat((state.joint_q[:, 1:], state.joint_qd), dim=-1)
 
     def reward(
         self,

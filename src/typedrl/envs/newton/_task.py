@@ -1,20 +1,23 @@
 """What a task adds to an MJCF model on Newton: physics settings, reset, observation, reward."""
 
 import abc
-import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from jaxtyping import Float
 from torch import Tensor
 
 from typedrl._validation import describe, non_negative_float, positive_float, positive_int
+from typedrl.envs._mjcf_task import BaseMjcfTaskSpec, MjcfTask
 from typedrl.errors import ConfigError
-from typedrl.types import Done, ObsVector, Reward
 
 __all__ = ["NewtonState", "NewtonTask", "NewtonTaskSpec"]
 
-_Draws = Float[Tensor, "num_envs num_draws"]
+Draws = Float[Tensor, "num_envs num_draws"]
+"""The uniforms in ``(0, 1]`` that :meth:`NewtonTask.initial_state` maps, per row."""
+ReferenceQ = Float[Tensor, " nq"]
+"""The model's reference coordinates (``joint_q`` of one world as the MJCF file places it)."""
+Joints = tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]
+"""``(joint_q, joint_qd)`` of every row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +39,8 @@ class NewtonState:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NewtonTaskSpec:
+class NewtonTaskSpec(BaseMjcfTaskSpec):
     """The static description of a task: its model, its physics settings, its observations."""
-
-    model_path: Path
-    """The MJCF file (read once, when the env is built)."""
 
     actuated_dofs: tuple[int, ...]
     """The generalised velocities (indices into ``joint_qd`` of one world) the actions drive."""
@@ -87,29 +87,11 @@ class NewtonTaskSpec:
     joint_limit_kd: float = 10.0
     """Damping of the joint-limit springs."""
 
-    max_episode_steps: int
-    """Default time limit of the task."""
-
-    observation_high: tuple[float, ...]
-    """Symmetric bounds of each observation feature (``math.inf`` for unbounded)."""
-
-    observation_normalize_mask: tuple[bool, ...]
-    """Per feature, whether a trainer may normalise it (``False`` for cosines, sines)."""
-
-    num_initial_draws: int
-    """Uniforms in ``(0, 1]`` that :meth:`NewtonTask.initial_state` takes per episode."""
-
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        if not isinstance(self.model_path, Path):
-            raise ConfigError(
-                f"{owner}.model_path must be a pathlib.Path, got {describe(self.model_path)}"
-            )
-        if not self.model_path.is_file():
-            raise ConfigError(f"{owner}.model_path: no MJCF file at {str(self.model_path)!r}")
+        self._check_layout(owner)
         self._validate_actuation(owner)
-        for name in ("substeps", "max_episode_steps", "num_initial_draws"):
-            positive_int(owner, name, getattr(self, name))
+        positive_int(owner, "substeps", self.substeps)
         positive_float(owner, "substep_dt", self.substep_dt)
         for name in (
             "contact_ke",
@@ -121,20 +103,6 @@ class NewtonTaskSpec:
             "joint_limit_kd",
         ):
             non_negative_float(owner, name, getattr(self, name))
-        if not self.observation_high or not all(
-            isinstance(h, float) and (h > 0 or math.isinf(h)) for h in self.observation_high
-        ):
-            raise ConfigError(
-                f"{owner}.observation_high must be a non-empty tuple of positive floats, "
-                f"got {describe(self.observation_high)}"
-            )
-        if len(self.observation_normalize_mask) != len(self.observation_high) or not all(
-            isinstance(flag, bool) for flag in self.observation_normalize_mask
-        ):
-            raise ConfigError(
-                f"{owner}.observation_normalize_mask must hold one bool per observation feature "
-                f"({len(self.observation_high)}), got {describe(self.observation_normalize_mask)}"
-            )
 
     def _validate_actuation(self, owner: str) -> None:
         if not self.actuated_dofs or not all(
@@ -177,7 +145,7 @@ class NewtonTaskSpec:
         return self.substeps * self.substep_dt
 
 
-class NewtonTask(abc.ABC):
+class NewtonTask(MjcfTask[NewtonState]):
     """The task hooks of a :class:`~typedrl.envs.newton.NewtonVecEnv`, batched over rows.
 
     A task names its MJCF model and physics settings in :attr:`spec` and maps
@@ -185,7 +153,8 @@ class NewtonTask(abc.ABC):
     whole batches with plain torch ops; :meth:`observe`, :meth:`reward` and
     :meth:`terminated` are called with states that carry the autograd graph,
     so keep them differentiable (smooth, no in-place changes to the inputs).
-    :meth:`initial_state` runs without a graph.
+    :meth:`initial_state` runs without a graph. The hooks' ``StateT`` is
+    :class:`NewtonState`.
     """
 
     @property
@@ -194,9 +163,7 @@ class NewtonTask(abc.ABC):
         """The model file, physics settings and observation layout."""
 
     @abc.abstractmethod
-    def initial_state(
-        self, uniform: _Draws, *, joint_q0: Float[Tensor, " nq"]
-    ) -> tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]:
+    def initial_state(self, uniform: Draws, *, joint_q0: ReferenceQ) -> Joints:
         """Map ``spec.num_initial_draws`` uniforms in ``(0, 1]`` per row to ``(joint_q, joint_qd)``.
 
         Args:
@@ -204,22 +171,3 @@ class NewtonTask(abc.ABC):
                 ``(seed, row, episode)``.
             joint_q0: The model's reference coordinates (as the MJCF file places it).
         """
-
-    @abc.abstractmethod
-    def observe(self, state: NewtonState) -> ObsVector:
-        """The observation vector ``[num_envs, obs_dim]`` of ``state``."""
-
-    @abc.abstractmethod
-    def reward(
-        self,
-        state: NewtonState,
-        action: Float[Tensor, "num_envs act_dim"],
-        next_state: NewtonState,
-        *,
-        dt: float,
-    ) -> Reward:
-        """The reward of ``state -> next_state`` under ``action``; ``dt``: the control interval."""
-
-    @abc.abstractmethod
-    def terminated(self, next_state: NewtonState) -> Done:
-        """Rows whose ``next_state`` ends the episode."""
