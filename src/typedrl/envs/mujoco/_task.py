@@ -54,13 +54,14 @@ class MujocoTaskSpec(BaseMjcfTaskSpec):
 class MujocoTask(MjcfTask[MujocoState]):
     """The task hooks of a :class:`~typedrl.envs.mujoco.MujocoVecEnv`, batched over rows.
 
+    ``StateT`` in the hooks' signatures is :class:`MujocoState`.
+
     A task names its MJCF model in :attr:`spec` and maps the model's state to
     what an agent sees and is paid. Every hook runs on whole batches with plain
     torch ops; :meth:`observe`, :meth:`reward` and :meth:`terminated` are
     called with states that carry the autograd graph, so keep them
     differentiable (smooth, no in-place changes to the inputs).
-    :meth:`initial_state` runs without a graph. The hooks' ``StateT`` is
-    :class:`MujocoState`.
+    :meth:`initial_state` runs without a graph.
     """
 
     @property

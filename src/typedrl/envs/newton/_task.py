@@ -148,13 +148,14 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
 class NewtonTask(MjcfTask[NewtonState]):
     """The task hooks of a :class:`~typedrl.envs.newton.NewtonVecEnv`, batched over rows.
 
+    ``StateT`` in the hooks' signatures is :class:`NewtonState`.
+
     A task names its MJCF model and physics settings in :attr:`spec` and maps
     the model's state to what an agent sees and is paid. Every hook runs on
     whole batches with plain torch ops; :meth:`observe`, :meth:`reward` and
     :meth:`terminated` are called with states that carry the autograd graph,
     so keep them differentiable (smooth, no in-place changes to the inputs).
-    :meth:`initial_state` runs without a graph. The hooks' ``StateT`` is
-    :class:`NewtonState`.
+    :meth:`initial_state` runs without a graph.
     """
 
     @property
