@@ -4,7 +4,6 @@ import time
 from typing import Any, final
 
 import gymnasium as gym
-import torch
 from lightning.fabric import Fabric
 from lightning.fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
 from torch.optim import Optimizer
@@ -22,10 +21,7 @@ from typedrl.agents._compiled_update import (
 )
 from typedrl.agents._config import PPOConfig
 from typedrl.errors import ConfigError
-from typedrl.logging import MetricAggregator
 from typedrl.metrics import (
-    EPISODE_LENGTH,
-    EPISODE_RETURN,
     TIME_COLLECT_FRACTION,
     TIME_COMPILE_SECONDS,
     TIME_SPS,
@@ -45,8 +41,6 @@ from typedrl.training import (
 )
 
 __all__ = ["PPOAgent"]
-
-_EPISODE_METRICS = (EPISODE_RETURN, EPISODE_LENGTH)
 
 
 def _console(line: str) -> None:
@@ -167,8 +161,6 @@ class PPOAgent(AbstractTrainer):
             runtime_checks=runtime_checks_active(),
         )
         """Whether this run compiles its minibatch updates (``compile_update``), and why."""
-        self.metrics = MetricAggregator(list(_EPISODE_METRICS), device=self.device)
-        """The episode statistics of the current epoch (the update's are the algorithm's)."""
         self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
 
     # --------------------------------------------------------------- properties
@@ -235,7 +227,6 @@ class PPOAgent(AbstractTrainer):
 
     def _build(self) -> None:
         config, env = self.config, self.env
-        torch.manual_seed(derive_seed(config.seed, "init", rank=self.dist.rank))
         model = self.build_policy(config, env.single_observation_space, env.single_action_space).to(
             self.device
         )
@@ -315,10 +306,7 @@ class PPOAgent(AbstractTrainer):
         rollout = self.collector.collect(
             self.model_unwrapped, num_steps=self.config.num_steps, iteration=self.iteration
         )
-        episodes = rollout.episodes
-        ended = episodes.ended.reshape(-1)
-        self.metrics.add_many(EPISODE_RETURN, episodes.returns.reshape(-1), ended)
-        self.metrics.add_many(EPISODE_LENGTH, episodes.lengths.reshape(-1), ended)
+        self._record_episodes(rollout.episodes)
         collect_seconds = time.perf_counter() - started
         # 3. Update.
         compile_before = algorithm.compile_seconds
@@ -333,8 +321,7 @@ class PPOAgent(AbstractTrainer):
         if algorithm.compiled is not None:
             # Cumulative over this fit: the first update of each minibatch shape compiles.
             metrics[TIME_COMPILE_SECONDS] = algorithm.compile_seconds
-        for name, value in self.metrics.reduce(self.dist).items():
-            metrics[f"{name}_mean"] = value
+        metrics.update(self._episode_means())
         return IterationResult(metrics=metrics, env_steps=steps)
 
     # --------------------------------------------------------------- checkpoints

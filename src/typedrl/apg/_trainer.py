@@ -22,10 +22,7 @@ from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
 from typedrl.errors import ConfigError, DistributedError, StateError, TypedRLError
-from typedrl.logging import MetricAggregator
 from typedrl.metrics import (
-    EPISODE_LENGTH,
-    EPISODE_RETURN,
     SCHEDULE_PREFIX,
     TIME_SPS,
     TRAIN_APPLIED_UPDATES,
@@ -52,7 +49,6 @@ from typedrl.training import (
 
 __all__ = ["DifferentiableTrainer"]
 
-_EPISODE_METRICS = [EPISODE_RETURN, EPISODE_LENGTH]
 _Collected = tuple[UpdateData, int, dict[str, float]]
 """One update's detached data, env steps per row and schedule metrics."""
 
@@ -190,7 +186,6 @@ class DifferentiableTrainer(AbstractTrainer):
         self._reset_options = (
             {"random_elapsed_steps": True} if config.random_initial_clocks else None
         )
-        self.metrics = MetricAggregator(_EPISODE_METRICS, device=self.device)
 
     # ------------------------------------------------------------------ properties
 
@@ -281,7 +276,6 @@ class DifferentiableTrainer(AbstractTrainer):
 
     def _build(self) -> None:
         config, env = self.config, self.env
-        torch.manual_seed(derive_seed(config.seed, "init", rank=self.dist.rank))
         model = (
             self._given_policy
             if self._given_policy is not None
@@ -390,7 +384,7 @@ class DifferentiableTrainer(AbstractTrainer):
             raise StateError("the update collected nothing")
         data, local_steps, schedule = collected
         metrics = algorithm.finish_update(data).metrics
-        metrics.update(self._episode_metrics())
+        metrics.update(self._episode_means())
         metrics.update(schedule)
         steps = local_steps * self.global_num_envs
         elapsed = time.perf_counter() - started
@@ -407,7 +401,7 @@ class DifferentiableTrainer(AbstractTrainer):
             )
             self.algorithm.accumulate_segment(rollout)
             self.collector.detach_state()
-            self._record_episodes(rollout)
+            self._record_episodes(rollout.episodes)
             rollouts.append(rollout.detach())
         masks = [rollout.valid for rollout in rollouts]
         return UpdateData.of(rollouts, masks), config.horizon, {}
@@ -438,7 +432,7 @@ class DifferentiableTrainer(AbstractTrainer):
                 accumulation_scale=1.0 / accumulation,
             )
             self.progress_counters["rollouts"] = index + 1
-            self._record_episodes(rollout)
+            self._record_episodes(rollout.episodes)
             rollouts.append(rollout.detach())
             local_steps += spec.num_steps
             for key, value in spec.metadata.items():
@@ -465,16 +459,6 @@ class DifferentiableTrainer(AbstractTrainer):
                 "num_steps on every rank (derive the schedule from the rollout index, not "
                 "from rank-local state), or the ranks' env-step counts diverge"
             )
-
-    def _record_episodes(self, rollout: DifferentiableRollout) -> None:
-        episodes = rollout.episodes
-        ended = episodes.ended.reshape(-1)
-        self.metrics.add_many(EPISODE_RETURN, episodes.returns.reshape(-1), ended)
-        self.metrics.add_many(EPISODE_LENGTH, episodes.lengths.reshape(-1), ended)
-
-    def _episode_metrics(self) -> dict[str, float]:
-        reduced = self.metrics.reduce(self.dist)
-        return {f"{name}_mean": reduced[name] for name in _EPISODE_METRICS if name in reduced}
 
     # ------------------------------------------------------------------ checkpoints
 

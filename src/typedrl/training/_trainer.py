@@ -37,10 +37,15 @@ from typedrl.distributed import (
     collective_failure,
     raise_together,
 )
+from typedrl.episodes import EpochEpisodes
 from typedrl.errors import CheckpointError, ConfigError, EnvError, TypedRLError
 from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
-from typedrl.logging import ProgressDisplay, build_loggers
+from typedrl.logging import MetricAggregator, ProgressDisplay, build_loggers
 from typedrl.metrics import (
+    EPISODE_LENGTH,
+    EPISODE_LENGTH_MEAN,
+    EPISODE_RETURN,
+    EPISODE_RETURN_MEAN,
     EVAL_EPISODES,
     EVAL_PREFIX,
     EVAL_RETURN_MEAN,
@@ -70,6 +75,9 @@ __all__ = [
     "IterationResult",
     "UpdateCounts",
 ]
+
+_EPISODE_MEANS: Final = {EPISODE_RETURN: EPISODE_RETURN_MEAN, EPISODE_LENGTH: EPISODE_LENGTH_MEAN}
+"""What :meth:`AbstractTrainer._record_episodes` records, and the mean each is logged as."""
 
 _ITERATION = "iteration"
 _ENV_STEPS = "env_steps"
@@ -262,6 +270,8 @@ class AbstractTrainer(ABC):
         self.env_steps = 0
         self.best_score: float | None = None
         self.last_metrics: dict[str, float] = {}
+        self.episode_metrics = MetricAggregator(list(_EPISODE_MEANS), device=self.device)
+        """The training episodes recorded since the last iteration's metrics."""
         self._is_built = False
         self._next_eval = options.eval_every_steps
         self._evaluated_at: int | None = None
@@ -318,11 +328,32 @@ class AbstractTrainer(ABC):
         """
         return None
 
+    # ------------------------------------------------------------- episodes
+
+    def _record_episodes(self, episodes: EpochEpisodes) -> None:
+        """Record the returns and lengths of the episodes that ended (no host sync)."""
+        ended = episodes.ended.reshape(-1)
+        self.episode_metrics.add_many(EPISODE_RETURN, episodes.returns.reshape(-1), ended)
+        self.episode_metrics.add_many(EPISODE_LENGTH, episodes.lengths.reshape(-1), ended)
+
+    def _episode_means(self) -> dict[str, float]:
+        """The recorded episodes' mean return and length over every rank; clears the record.
+
+        One collective; a mean is left out when no rank's episode ended.
+        """
+        reduced = self.episode_metrics.reduce(self.dist)
+        return {mean: reduced[name] for name, mean in _EPISODE_MEANS.items() if name in reduced}
+
     # ------------------------------------------------------------- lifecycle
 
     def setup(self) -> None:
-        """Build the modules and optimizers and set them up with Fabric (idempotent)."""
+        """Build the modules and optimizers and set them up with Fabric (idempotent).
+
+        Torch's global generator is seeded from the run's ``"init"`` stream of this
+        rank first, so the modules' initial weights derive from the run seed.
+        """
         if not self._is_built:
+            torch.manual_seed(derive_seed(self.seed, "init", rank=self.dist.rank))
             self._build()
             self._is_built = True
 
