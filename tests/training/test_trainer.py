@@ -16,6 +16,7 @@ from tests.multiprocess import run_two_ranks
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl import EvaluationResult
 from typedrl.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from typedrl.episodes import EpochEpisodes
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.protocols import Policy, VecEnv
@@ -760,3 +761,28 @@ def test_ddp_evaluation_metrics_are_pooled_over_ranks(tmp_path: Path) -> None:
     for record in logged:
         assert {key: record[key] for key in expected} == pytest.approx(expected, rel=1e-12)
     assert second["records"] == []
+
+
+def test_setup_seeds_the_init_stream_before_build() -> None:
+    """setup() seeds torch from the run seed's init stream of the rank before _build."""
+    trainer = TinyTrainer(budget=Budget(iterations=1), seed=7)
+    trainer.setup()
+    drawn = torch.rand(3)
+    torch.manual_seed(derive_seed(7, "init", rank=0))
+    torch.testing.assert_close(drawn, torch.rand(3))
+
+
+def test_recorded_episodes_are_logged_as_their_means() -> None:
+    """Only the ended rows count; the means clear the record, and without episodes none."""
+    trainer = TinyTrainer(budget=Budget(iterations=1))
+    trainer._record_episodes(
+        EpochEpisodes(
+            returns=torch.tensor([[1.0, 100.0, 3.0]]),
+            lengths=torch.tensor([[4, 100, 6]]),
+            ended=torch.tensor([[True, False, True]]),
+            return_so_far=torch.zeros(3),
+            length_so_far=torch.zeros(3, dtype=torch.int64),
+        )
+    )
+    assert trainer._episode_means() == {"episode/return_mean": 2.0, "episode/length_mean": 5.0}
+    assert trainer._episode_means() == {}
