@@ -8,7 +8,16 @@ from typing import Any, Literal
 import pytest
 
 from typedrl import configs
-from typedrl._config_fields import check, from_dict, optional, sequence_of, to_dict, validate
+from typedrl._config_fields import (
+    at_most,
+    check,
+    from_dict,
+    optional,
+    plain,
+    sequence_of,
+    to_dict,
+    validate,
+)
 from typedrl._validation import positive_float, positive_int
 from typedrl.agents import PPOConfig
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
@@ -240,3 +249,34 @@ def test_the_configs_declare_their_ranges(
     """Each config's declared checks reach its constructor, with the field named."""
     with pytest.raises(ConfigError, match=message):
         config(**values)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            lambda: PPOConfig(min_learning_rate=1.0, max_learning_rate=0.5),
+            r"PPOConfig.min_learning_rate \(1.0\) must not exceed max_learning_rate \(0.5\)",
+        ),
+        (
+            lambda: APGConfig(min_learning_rate=1.0, learning_rate=0.5),
+            r"APGConfig.min_learning_rate \(1.0\) must not exceed learning_rate \(0.5\)",
+        ),
+        (
+            lambda: SHACConfig(critic_min_learning_rate=1.0, critic_learning_rate=0.5),
+            r"SHACConfig.critic_min_learning_rate \(1.0\) must not exceed critic_learning_rate",
+        ),
+    ],
+)
+def test_a_minimum_above_its_maximum_is_named(config: Any, message: str) -> None:
+    """at_most: the configs refuse a minimum learning rate above the rate it decays from."""
+    with pytest.raises(ConfigError, match=message):
+        config()
+    at_most(Demo(rate=0.5), "rate", "rate")
+
+
+def test_plain_compares_configs_documents_and_tuples_by_content() -> None:
+    """plain: configs become dicts and tuples lists, recursively, mappings dicts."""
+    assert plain(Inner(size=3)) == {"size": 3}
+    assert plain({"a": (1, (2, 3))}) == {"a": [1, [2, 3]]}
+    assert plain(to_dict(Demo())) == plain(Demo())

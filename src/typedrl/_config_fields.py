@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Check",
+    "at_most",
     "boolean",
     "check",
     "from_dict",
@@ -235,6 +236,19 @@ def validate(config: object, *, owner: str | None = None) -> None:
     for field, rule in _checks(type(config)):
         # Configs are frozen: the normalised value replaces the given one once, here.
         object.__setattr__(config, field.name, rule(name, field.name, getattr(config, field.name)))
+
+
+def at_most(config: object, name: str, limit: str) -> None:
+    """Refuse a config whose field ``name`` exceeds its field ``limit`` (after :func:`validate`).
+
+    Raises:
+        ConfigError: ``name`` is larger; the message shows both fields and values.
+    """
+    value, bound = getattr(config, name), getattr(config, limit)
+    if value > bound:
+        raise ConfigError(
+            f"{type(config).__name__}.{name} ({value}) must not exceed {limit} ({bound})"
+        )
 
 
 def to_dict(config: object) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from typedrl._validation import (
     seed_int,
     unit_interval,
 )
-from typedrl.errors import ConfigError
 
 __all__ = ["PPOConfig", "PPOLearningRateSchedule"]
 
@@ -141,11 +140,7 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         _config_fields.validate(self)
-        if self.min_learning_rate > self.max_learning_rate:
-            raise ConfigError(
-                f"PPOConfig.min_learning_rate ({self.min_learning_rate}) must not exceed "
-                f"max_learning_rate ({self.max_learning_rate})"
-            )
+        _config_fields.at_most(self, "min_learning_rate", "max_learning_rate")
 
     def minibatches_per_epoch(self, *, num_envs: int) -> int:
         """``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``, per rank."""

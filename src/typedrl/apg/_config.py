@@ -13,7 +13,6 @@ from typedrl._validation import (
     positive_float,
     unit_interval,
 )
-from typedrl.errors import ConfigError
 
 __all__ = ["APGConfig", "DecaySchedule", "NonFiniteUpdates", "OptimizerName"]
 
@@ -82,11 +81,7 @@ class APGConfig:
 
     def __post_init__(self) -> None:
         _config_fields.validate(self)
-        if self.min_learning_rate > self.learning_rate:
-            raise ConfigError(
-                f"APGConfig.min_learning_rate ({self.min_learning_rate}) must not exceed "
-                f"learning_rate ({self.learning_rate})"
-            )
+        _config_fields.at_most(self, "min_learning_rate", "learning_rate")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-like values (tuples become lists)."""

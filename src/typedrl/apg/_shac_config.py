@@ -14,7 +14,6 @@ from typedrl._validation import (
     unit_interval,
 )
 from typedrl.apg._config import APGConfig, DecaySchedule
-from typedrl.errors import ConfigError
 from typedrl.policies import Activation
 
 __all__ = ["SHACConfig"]
@@ -113,11 +112,7 @@ class SHACConfig:
 
     def __post_init__(self) -> None:
         _config_fields.validate(self)
-        if self.critic_min_learning_rate > self.critic_learning_rate:
-            raise ConfigError(
-                f"SHACConfig.critic_min_learning_rate ({self.critic_min_learning_rate}) must not "
-                f"exceed critic_learning_rate ({self.critic_learning_rate})"
-            )
+        _config_fields.at_most(self, "critic_min_learning_rate", "critic_learning_rate")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-like values (the actor a dict, tuples lists)."""
