@@ -1,5 +1,6 @@
 """Tests for typedrl.envs._gymnasium.GymnasiumVecEnv."""
 
+import copy as copy_module
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -390,6 +391,56 @@ def test_turning_copy_off_later_is_honoured() -> None:
     result = env.step(torch.zeros(3, dtype=torch.int64))
     assert isinstance(raw._observations, np.ndarray)
     _assert_owns_memory(result, [raw._observations])
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_steps_skip_the_envs_deepcopy_and_keep_its_copy_setting(
+    copy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SyncVectorEnv is stepped without its deepcopy; its copy attribute is left as it was."""
+    env = _random_ends(AutoresetMode.SAME_STEP, copy=copy)
+    raw = env.env
+    assert isinstance(raw, SyncVectorEnv)
+    env.reset(seed=0)
+    copies: list[object] = []
+
+    def counting_deepcopy(value: Any, *args: Any) -> Any:
+        copies.append(value)
+        return copy_module.deepcopy(value, *args)
+
+    monkeypatch.setattr("gymnasium.vector.sync_vector_env.deepcopy", counting_deepcopy)
+    for _ in range(6):
+        result = env.step(torch.zeros(3, dtype=torch.int64))
+        assert raw.copy is copy
+        assert isinstance(raw._observations, np.ndarray)
+        _assert_owns_memory(result, [raw._observations])
+    assert copies == []
+
+
+class _FailingStepEnv(gym.Env[Any, Any]):
+    """A single env whose step raises."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        raise RuntimeError("the env failed")
+
+
+def test_a_failing_step_restores_the_envs_copy_setting() -> None:
+    """The copy attribute is restored even when the env's step raises."""
+    raw = SyncVectorEnv([_FailingStepEnv] * 2, autoreset_mode=AutoresetMode.SAME_STEP)
+    env = GymnasiumVecEnv(raw)
+    env.reset(seed=0)
+    with pytest.raises(RuntimeError, match="the env failed"):
+        env.step(torch.zeros(2, dtype=torch.int64))
+    assert raw.copy is True
 
 
 def test_actions_that_require_grad_are_detached() -> None:

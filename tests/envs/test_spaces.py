@@ -4,8 +4,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from tensordict import TensorDict
 
-from typedrl.envs._spaces import ObservationConverter, converted_space
+from typedrl.envs._spaces import ObservationConverter, converted_space, new_tensordict
 from typedrl.errors import EnvContractError, SpecError
 
 CPU = torch.device("cpu")
@@ -145,3 +146,23 @@ def test_wrong_leaves_name_the_caller_step_and_key() -> None:
         converter.batch(np.zeros(2, np.float32), where="E.reset")
     with pytest.raises(EnvContractError, match=r"final_obs 'obs' of row 1 has shape \[2\]"):
         converter.batch_with_rows(np.zeros(2, np.int64), [1], [np.zeros(2, np.int64)])
+
+
+def test_new_tensordict_matches_the_unchecked_constructor() -> None:
+    """The direct construction builds the same TensorDict as tensordict's own."""
+    leaf = torch.arange(6.0).reshape(3, 2)
+    size = torch.Size((3,))
+    built = new_tensordict({"obs": leaf}, size, CPU)
+    reference = TensorDict._new_unsafe({"obs": leaf}, batch_size=size, device=CPU, nested=False)
+    assert type(built) is TensorDict
+    assert vars(built).keys() == vars(reference).keys()
+    assert built.batch_size == size
+    assert built.device == CPU
+    assert built["obs"] is leaf
+    assert not built.is_locked
+    assert built.names == [None]
+    assert (built + 1)["obs"].tolist() == (reference + 1)["obs"].tolist()
+    assert built.expand(2, 3).batch_size == torch.Size((2, 3))
+    built["extra"] = torch.zeros(3)
+    assert set(built.keys()) == {"obs", "extra"}
+    assert set(reference.keys()) == {"obs"}

@@ -70,6 +70,11 @@ class GymnasiumVecEnv:
     Gymnasium's info dict (NumPy values) without the ``final_obs`` entries,
     which move to ``result.final_obs``.
 
+    Observations never alias the wrapped env's arrays. A Gymnasium
+    ``SyncVectorEnv`` or ``AsyncVectorEnv`` is stepped with its ``copy``
+    attribute switched off for the call (and then restored): the adapter's own
+    copy or cast of the observation replaces the env's ``copy.deepcopy`` of it.
+
     Every output of the wrapped env is checked before it is converted, on
     metadata alone (no value is read): each observation leaf (of ``reset``,
     ``step``, the partial resets and each terminal observation) must have the
@@ -140,7 +145,8 @@ class GymnasiumVecEnv:
             device=self.device,
             float_dtype=self._float_dtype,
         )
-        self._obs_leaf = self._observations.single_leaf
+        # The one leaf that step() converts inline, on the CPU (the converter does the rest).
+        self._obs_leaf = self._observations.single_leaf if self._on_cpu else None
         self._batch_size = torch.Size((self.num_envs,))
         self._action_space = env.single_action_space
         self._action_dtype = action_dtype_for(self._action_space, self._float_dtype)
@@ -166,8 +172,12 @@ class GymnasiumVecEnv:
             self._action_space.dtype if self._action_space.dtype is not None else np.int64
         )
         self._numpy_float_dtype = np.dtype(np.float32 if float_dtype == "float32" else np.float64)
+        # Whether step() views accepted actions as NumPy inline: no clipping, on the
+        # host, a torch dtype whose NumPy dtype is the env's (see _accept_action).
+        self._plain_actions = False
         # Exactly these classes (not subclasses, not wrappers) are known to return
-        # arrays that nothing else holds: see _returns_fresh_arrays.
+        # reward and flag arrays that nothing else holds, and to copy their
+        # observation buffers only when ``copy`` is set: see _returns_fresh_arrays.
         self._known_env: SyncVectorEnv | AsyncVectorEnv | None = None
         if type(env) is SyncVectorEnv or type(env) is AsyncVectorEnv:
             self._known_env = env
@@ -217,7 +227,7 @@ class GymnasiumVecEnv:
         self._steps = 0
         return self._observations.batch(raw_obs, where=_RESET), info
 
-    def step(self, action: Action) -> StepResult:
+    def step(self, action: Action) -> StepResult:  # noqa: PLR0912 - written out inline, see below
         """Step every row; rows that end are reset before this returns (see the class).
 
         Raises:
@@ -239,15 +249,31 @@ class GymnasiumVecEnv:
             self._accept_action(action)
 
         # 1. The env's step on the action as NumPy; its outputs checked on metadata alone.
-        outputs = self.env.step(self._numpy_action(action))
+        numpy_action = (
+            action.numpy()
+            if self._plain_actions and not action.requires_grad
+            else self._numpy_action(action)
+        )
+        known = self._known_env
+        if known is None:
+            outputs = self.env.step(numpy_action)
+        else:
+            # The observation is copied (or cast) below in any case, so the env's
+            # own copy of it (a copy.deepcopy) is skipped; the setting is restored.
+            copy_setting = known.copy
+            known.copy = False
+            try:
+                outputs = known.step(numpy_action)
+            finally:
+                known.copy = copy_setting
         self._steps = step = self._steps + 1
         if not (type(outputs) is tuple and len(outputs) == 5):
             outputs = _outputs(outputs, 5, _STEP, step)
         raw_obs, raw_reward, raw_terminated, raw_truncated, info = outputs
         if type(info) is not dict:
             _check_info(info, _STEP, step)
-        known = self._known_env
-        fresh = known is not None and known.copy is True  # see _returns_fresh_arrays
+        # Reward and flag arrays of a known env are always new (see _known_env).
+        fresh = known is not None
         row_shape = self._row_shape
         if not (
             type(raw_reward) is np.ndarray
@@ -279,8 +305,20 @@ class GymnasiumVecEnv:
             else self._all_valid
         )
 
-        # 2. The observation.
-        obs = self._observation(raw_obs, fresh, step)
+        # 2. The observation, always copied or cast (it may be the env's own buffer):
+        # one array under "obs" inline, anything else by the converter.
+        leaf = self._obs_leaf
+        if (
+            leaf is not None
+            and type(raw_obs) is np.ndarray
+            and raw_obs.shape == leaf.batch_shape
+            and raw_obs.dtype.kind in leaf.kinds
+        ):
+            # astype always copies; its cast costs a fraction of torch's.
+            obs_tensor = torch.from_numpy(raw_obs.astype(leaf.dtype))
+            obs = new_tensordict({"obs": obs_tensor}, self._batch_size, self.device)
+        else:
+            obs = self._observations.batch(raw_obs, copy=True, where=_STEP, step=step)
 
         # 3. Rows that ended. NumPy on the host, so no device synchronisation; on
         # a few rows, count_nonzero costs a fraction of ndarray.any() (and of
@@ -316,28 +354,6 @@ class GymnasiumVecEnv:
             numpy_action = numpy_action.astype(self._numpy_action_dtype)
         return numpy_action
 
-    def _observation(self, raw_obs: Any, fresh: bool, step: int) -> Obs:
-        """A step's observation: one array under ``"obs"`` inline, anything else by the converter.
-
-        The array is copied unless ``fresh`` (see :meth:`_returns_fresh_arrays`).
-        """
-        leaf = self._obs_leaf
-        if (
-            leaf is not None
-            and type(raw_obs) is np.ndarray
-            and raw_obs.shape == leaf.batch_shape
-            and raw_obs.dtype.kind in leaf.kinds
-        ):
-            if raw_obs.dtype is leaf.dtype:
-                array = raw_obs if fresh else np.array(raw_obs, copy=True)
-            else:
-                array = raw_obs.astype(leaf.dtype)  # NumPy's cast, a fraction of torch's
-            obs_tensor = torch.from_numpy(array)
-            if not self._on_cpu:
-                obs_tensor = obs_tensor.to(self.device, non_blocking=True)
-            return new_tensordict({"obs": obs_tensor}, self._batch_size, self.device)
-        return self._observations.batch(raw_obs, copy=not fresh, where=_STEP, step=step)
-
     def _accept_action(self, action: Action) -> None:
         """Check an action unlike the last one accepted; remember its dtype if it passes.
 
@@ -346,6 +362,11 @@ class GymnasiumVecEnv:
         """
         self._check_action(action)
         self._accepted_action_dtype = action.dtype
+        self._plain_actions = (
+            self._clip is None
+            and self._on_cpu
+            and torch.empty(0, dtype=action.dtype).numpy().dtype is self._numpy_action_dtype
+        )
 
     def _ghost_validity(self, terminated: np.ndarray, truncated: np.ndarray) -> Valid:
         """Rows whose transition is real, for an env that resets inside the next step.
@@ -385,13 +406,17 @@ class GymnasiumVecEnv:
         return new_obs, obs, info
 
     def _returns_fresh_arrays(self) -> bool:
-        """Whether the env's latest ``step``/``reset`` arrays are copies nothing else holds.
+        """Whether the env's latest ``reset`` arrays are copies nothing else holds.
 
         Gymnasium's ``SyncVectorEnv`` and ``AsyncVectorEnv`` always return new
         reward and flag arrays and, with ``copy=True`` (their default), a
         ``copy.deepcopy`` of their observation buffers: the adapter then
         converts them without copying them again. ``copy`` is read on every
         call because it is a public attribute that may change.
+
+        ``step`` does not ask: it calls these envs with ``copy`` switched off
+        for the call and copies (or casts, which copies) the observation
+        itself, which costs a fraction of the ``deepcopy``.
         """
         known = self._known_env
         return known is not None and known.copy is True
