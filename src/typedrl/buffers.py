@@ -166,17 +166,23 @@ class ExperienceBuffer:
     """
 
     def __init__(self, *, num_envs: int, num_steps: int, device: torch.device | str) -> None:
-        self._num_envs: int = positive_int("ExperienceBuffer", "num_envs", num_envs)
-        self._num_steps: int = positive_int("ExperienceBuffer", "num_steps", num_steps)
+        self.num_envs: Final[int] = positive_int("ExperienceBuffer", "num_envs", num_envs)
+        """Rows per step."""
+        self.num_steps: Final[int] = positive_int("ExperienceBuffer", "num_steps", num_steps)
+        """Steps per epoch."""
+        self.num_samples: Final = self.num_steps * self.num_envs
+        """``num_steps * num_envs``: the batch size of :meth:`flatten`."""
         try:
             # Allocating resolves the device index ("cuda" -> "cuda:0").
-            self._device: torch.device = torch.empty(0, device=device).device
+            resolved = torch.empty(0, device=device).device
         except (RuntimeError, TypeError) as error:
             raise ConfigError(
                 f"ExperienceBuffer.device must name an available torch device, "
                 f"got {describe(device)}: {error}"
             ) from error
-        self._storage = TensorDict({}, batch_size=[num_steps, num_envs], device=self._device)
+        self.device: Final = resolved
+        """Device of the storage (with its index resolved, e.g. ``cuda:0``)."""
+        self._storage = TensorDict({}, batch_size=[num_steps, num_envs], device=self.device)
         self._specs: dict[BufferKey, KeySpec] = {}
         self._tensors: dict[BufferKey, Tensor] = {}
         self._written: dict[BufferKey, npt.NDArray[np.bool_]] = {}
@@ -184,26 +190,6 @@ class ExperienceBuffer:
         self.register_key(VALID_KEY, (), torch.bool)
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def num_envs(self) -> int:
-        """Rows per step."""
-        return self._num_envs
-
-    @property
-    def num_steps(self) -> int:
-        """Steps per epoch."""
-        return self._num_steps
-
-    @property
-    def num_samples(self) -> int:
-        """``num_steps * num_envs``: the batch size of :meth:`flatten`."""
-        return self._num_steps * self._num_envs
-
-    @property
-    def device(self) -> torch.device:
-        """Device of the storage (with its index resolved, e.g. ``cuda:0``)."""
-        return self._device
 
     @property
     def keys(self) -> tuple[BufferKey, ...]:
@@ -256,14 +242,14 @@ class ExperienceBuffer:
         """
         where = "ExperienceBuffer.register_from"
         prefix_key = _prefix_tuple(prefix, where=where)
-        if not isinstance(data, TensorDict) or tuple(data.batch_size) != (self._num_envs,):
+        if not isinstance(data, TensorDict) or tuple(data.batch_size) != (self.num_envs,):
             got = (
                 f"a TensorDict with batch_size {list(data.batch_size)}"
                 if isinstance(data, TensorDict)
                 else describe(data)
             )
             raise SpecError(
-                f"{where}: data must be a TensorDict with batch_size [{self._num_envs}] "
+                f"{where}: data must be a TensorDict with batch_size [{self.num_envs}] "
                 f"(num_envs), got {got}"
             )
         pending: dict[BufferKey, KeySpec] = {}
@@ -273,10 +259,10 @@ class ExperienceBuffer:
                 raise SpecError(
                     f"{where}: entry {key!r} must be a torch.Tensor, got {describe(leaf)}"
                 )
-            if leaf.device != self._device:
+            if leaf.device != self.device:
                 raise SpecError(
                     f"{where}: entry {key!r} is on {leaf.device}, but the buffer stores on "
-                    f"{self._device}; move the data (or build the buffer) on one device"
+                    f"{self.device}; move the data (or build the buffer) on one device"
                 )
             if key in pending:
                 raise SpecError(f"{where}: key {key!r} appears twice in data")
@@ -347,10 +333,8 @@ class ExperienceBuffer:
                 tensor that requires grad, or a key already written at ``step``.
         """
         where = "ExperienceBuffer.write"
-        if not 0 <= step < self._num_steps:
-            raise SpecError(
-                f"{where}: step must be in [0, {self._num_steps}), got {describe(step)}"
-            )
+        if not 0 <= step < self.num_steps:
+            raise SpecError(f"{where}: step must be in [0, {self.num_steps}), got {describe(step)}")
         prefix_key = _prefix_tuple(prefix, where=where)
         if isinstance(data, TensorDict):
             entries = [(_join(prefix_key, key), value) for key, value in _leaves(data)]
@@ -383,7 +367,7 @@ class ExperienceBuffer:
                 shown = ", ".join(str(int(s)) for s in missing[:_MAX_LISTED_STEPS])
                 more = ", ..." if missing.size > _MAX_LISTED_STEPS else ""
                 problems.append(
-                    f"{key!r} at steps [{shown}{more}] ({missing.size} of {self._num_steps})"
+                    f"{key!r} at steps [{shown}{more}] ({missing.size} of {self.num_steps})"
                 )
         if problems:
             raise SpecError(
@@ -427,8 +411,8 @@ class ExperienceBuffer:
 
     def __repr__(self) -> str:
         return (
-            f"ExperienceBuffer(num_envs={self._num_envs}, num_steps={self._num_steps}, "
-            f"device={self._device}, keys={self._describe_keys()})"
+            f"ExperienceBuffer(num_envs={self.num_envs}, num_steps={self.num_steps}, "
+            f"device={self.device}, keys={self._describe_keys()})"
         )
 
     # --------------------------------------------------------------------- private
@@ -457,12 +441,12 @@ class ExperienceBuffer:
 
     def _add_key(self, key: BufferKey, spec: KeySpec) -> None:
         tensor = torch.empty(
-            (self._num_steps, self._num_envs, *spec.shape), dtype=spec.dtype, device=self._device
+            (self.num_steps, self.num_envs, *spec.shape), dtype=spec.dtype, device=self.device
         )
         self._storage.set(key, tensor)
         self._specs[key] = spec
         self._tensors[key] = tensor
-        self._written[key] = np.zeros(self._num_steps, dtype=np.bool_)
+        self._written[key] = np.zeros(self.num_steps, dtype=np.bool_)
 
     def _check_write(
         self, step: int, key: BufferKey, value: object, seen: Mapping[BufferKey, Tensor]
@@ -481,7 +465,7 @@ class ExperienceBuffer:
             )
         if not isinstance(value, Tensor):
             raise SpecError(f"{where} must be a torch.Tensor, got {describe(value)}")
-        expected_shape = (self._num_envs, *spec.shape)
+        expected_shape = (self.num_envs, *spec.shape)
         if tuple(value.shape) != expected_shape:
             raise SpecError(
                 f"{where}: expected shape {list(expected_shape)} ([num_envs, *shape]), "
@@ -489,8 +473,8 @@ class ExperienceBuffer:
             )
         if value.dtype != spec.dtype:
             raise SpecError(f"{where}: expected dtype {spec.dtype}, got {value.dtype}")
-        if value.device != self._device:
-            raise SpecError(f"{where}: expected device {self._device}, got {value.device}")
+        if value.device != self.device:
+            raise SpecError(f"{where}: expected device {self.device}, got {value.device}")
         if value.requires_grad:
             raise SpecError(
                 f"{where}: the tensor requires grad; detach it (or collect under "

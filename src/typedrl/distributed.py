@@ -158,27 +158,14 @@ class SingleProcess:
     """
 
     def __init__(self, *, device: torch.device | str = "cpu") -> None:
-        self._device = torch.device(device)
-
-    @property
-    def world_size(self) -> int:
+        self.world_size: Final = 1
         """Always 1."""
-        return 1
-
-    @property
-    def rank(self) -> int:
+        self.rank: Final = 0
         """Always 0."""
-        return 0
-
-    @property
-    def is_main(self) -> bool:
+        self.is_main: Final = True
         """Always ``True``."""
-        return True
-
-    @property
-    def device(self) -> torch.device:
+        self.device: Final = torch.device(device)
         """The device given at construction."""
-        return self._device
 
     def all_reduce_sum(self, tensor: _Any) -> _Any:
         """Return a copy of ``tensor`` (the sum over one rank)."""
@@ -228,29 +215,14 @@ class TorchDistributed:
                 device = torch.device("cuda", torch.cuda.current_device())
             else:
                 device = torch.device("cpu")
-        self._device = torch.device(device)
-        self._world_size = torch_dist.get_world_size()
-        self._rank = torch_dist.get_rank()
-
-    @property
-    def world_size(self) -> int:
+        self.world_size: Final = torch_dist.get_world_size()
         """Size of the default process group."""
-        return self._world_size
-
-    @property
-    def rank(self) -> int:
+        self.rank: Final = torch_dist.get_rank()
         """This process's rank in the default group."""
-        return self._rank
-
-    @property
-    def is_main(self) -> bool:
+        self.is_main: Final = self.rank == 0
         """Whether this is rank 0."""
-        return self._rank == 0
-
-    @property
-    def device(self) -> torch.device:
+        self.device: Final = torch.device(device)
         """Device of collective tensors."""
-        return self._device
 
     def all_reduce_sum(self, tensor: _Any) -> _Any:
         """Sum ``tensor`` over all ranks (on a copy; the input is untouched)."""
@@ -261,13 +233,13 @@ class TorchDistributed:
     def all_gather(self, tensor: _Any) -> _Gathered:
         """Stack every rank's ``tensor`` in rank order."""
         source = tensor.contiguous()
-        parts = [torch.empty_like(source) for _ in range(self._world_size)]
+        parts = [torch.empty_like(source) for _ in range(self.world_size)]
         torch_dist.all_gather(parts, source)
         return torch.stack(parts)
 
     def broadcast(self, tensor: _Any, src: int = 0) -> _Any:
         """Return rank ``src``'s ``tensor`` (every rank passes one of the same shape)."""
-        _check_src(src, self._world_size)
+        _check_src(src, self.world_size)
         result = tensor.clone()
         torch_dist.broadcast(result, src=src)
         return result
@@ -292,7 +264,8 @@ class FabricDistributed:
     collective tensors to :attr:`device`; results come back there.
 
     Args:
-        fabric: A Fabric whose strategy has been launched.
+        fabric: A Fabric whose strategy has been launched (its world size, rank and
+            device are read here).
 
     Example:
         >>> import torch
@@ -306,26 +279,14 @@ class FabricDistributed:
 
     def __init__(self, fabric: Fabric) -> None:
         self._fabric = fabric
-
-    @property
-    def world_size(self) -> int:
+        self.world_size: Final = fabric.world_size
         """Fabric's world size (all devices on all nodes)."""
-        return self._fabric.world_size
-
-    @property
-    def rank(self) -> int:
+        self.rank: Final = fabric.global_rank
         """Fabric's global rank."""
-        return self._fabric.global_rank
-
-    @property
-    def is_main(self) -> bool:
+        self.is_main: Final = fabric.is_global_zero
         """Whether this is global rank 0."""
-        return self._fabric.is_global_zero
-
-    @property
-    def device(self) -> torch.device:
+        self.device: Final = fabric.device
         """Fabric's device for this rank."""
-        return self._fabric.device
 
     def all_reduce_sum(self, tensor: _Any) -> _Any:
         """Sum ``tensor`` over all ranks (on a copy; Fabric reduces in place)."""
