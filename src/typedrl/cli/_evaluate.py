@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typedrl.cli._parser import Commands, add_command, add_env_kwargs_argument
 from typedrl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -15,10 +16,12 @@ if TYPE_CHECKING:
 __all__ = ["add_evaluate_parser", "rows_for", "run_evaluate"]
 
 
-def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_evaluate_parser(commands: Commands) -> None:
     """Add the ``evaluate`` subcommand."""
-    evaluate = commands.add_parser(
+    evaluate = add_command(
+        commands,
         "evaluate",
+        handler=run_evaluate,
         help="evaluate a run or checkpoint (PPO, APG or SHAC) with deterministic actions",
         description=(
             "Play episodes with the deterministic policy of a run folder (its best.ckpt, else "
@@ -49,11 +52,8 @@ def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentP
         metavar="PATH",
         help="where to write the statistics (default: RUN_DIR/eval.json, or beside the file)",
     )
-    evaluate.add_argument(
-        "--env-kwargs",
-        action="append",
-        default=[],
-        metavar="JSON|KEY=VALUE",
+    add_env_kwargs_argument(
+        evaluate,
         help="keyword arguments of the env's constructor, over the run's own (repeatable)",
     )
     evaluate.add_argument(
@@ -62,7 +62,6 @@ def add_evaluate_parser(commands: "argparse._SubParsersAction[argparse.ArgumentP
     evaluate.add_argument(
         "--video-episodes", type=int, default=1, help="episodes in the video (default 1)"
     )
-    evaluate.set_defaults(handler=run_evaluate)
 
 
 def rows_for(episodes: int, num_envs: int) -> int:

@@ -3,13 +3,17 @@
 import argparse
 from pathlib import Path
 
+from typedrl.cli._parser import Commands, add_command
+
 __all__ = ["add_export_parser", "run_export"]
 
 
-def add_export_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_export_parser(commands: Commands) -> None:
     """Add the ``export`` subcommand."""
-    export = commands.add_parser(
+    export = add_command(
+        commands,
         "export",
+        handler=run_export,
         help="export a run's or checkpoint's deterministic policy (ONNX or TorchScript)",
         description=(
             "Write the deterministic policy of a checkpoint (or of a run folder's best.ckpt, "
@@ -34,7 +38,6 @@ def add_export_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPar
     export.add_argument(
         "--env", dest="env_id", help="the env whose spaces to use (default: the checkpoint's)"
     )
-    export.set_defaults(handler=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:

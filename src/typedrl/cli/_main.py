@@ -12,6 +12,7 @@ __all__ = ["build_parser", "main"]
 
 from typedrl.cli._evaluate import add_evaluate_parser
 from typedrl.cli._export import add_export_parser
+from typedrl.cli._parser import add_command, add_debug_flag
 from typedrl.cli._plot import add_plot_parser
 from typedrl.cli._train import add_train_parser
 from typedrl.errors import TypedRLError
@@ -75,20 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"typedrl {_package_version('typedrl')}"
     )
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help="show the full traceback of an error instead of its one-line message",
-    )
+    add_debug_flag(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    info = commands.add_parser("info", help="print package versions and available devices")
-    info.set_defaults(handler=_run_info)
+    add_command(
+        commands, "info", handler=_run_info, help="print package versions and available devices"
+    )
     add_train_parser(commands)
     add_evaluate_parser(commands)
     add_plot_parser(commands)
     add_export_parser(commands)
-    check = commands.add_parser(
+    check = add_command(
+        commands,
         "check-env",
+        handler=_run_check_env,
         help="check an env against the vector-env contract (exit status 1 on violations)",
     )
     check.add_argument(
@@ -108,7 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the gradient rules of differentiable envs",
     )
-    check.set_defaults(handler=_run_check_env)
     return parser
 
 

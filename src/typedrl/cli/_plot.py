@@ -3,13 +3,17 @@
 import argparse
 from pathlib import Path
 
+from typedrl.cli._parser import Commands, add_command
+
 __all__ = ["add_plot_parser", "run_plot"]
 
 
-def add_plot_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_plot_parser(commands: Commands) -> None:
     """Add the ``plot`` subcommand."""
-    plot = commands.add_parser(
+    plot = add_command(
+        commands,
         "plot",
+        handler=run_plot,
         help="draw learning curves of run folders into a PNG (needs matplotlib)",
         description=(
             "Draw one metric of each run's metrics.csv against env steps. Runs whose "
@@ -37,7 +41,6 @@ def add_plot_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParse
         default="env_steps",
         help="x axis: env steps (default) or seconds of training",
     )
-    plot.set_defaults(handler=run_plot)
 
 
 def run_plot(args: argparse.Namespace) -> int:

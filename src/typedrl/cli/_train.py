@@ -17,6 +17,7 @@ from typedrl.cli._config import (
     parse_env_kwargs,
     resolve,
 )
+from typedrl.cli._parser import Commands, add_command, add_debug_flag, add_env_kwargs_argument
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.metrics import TIME_COMPILE_SECONDS
 from typedrl.runs import CONFIG_FILE, dump_run_config, write_run_config
@@ -41,10 +42,12 @@ _RUN_STAMP_VARIABLE = "TYPEDRL_RUN_STAMP"
 """Carries rank 0's run-folder timestamp to the processes Fabric launches for DDP."""
 
 
-def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_train_parser(commands: Commands) -> None:
     """Add the ``train`` subcommand."""
-    train = commands.add_parser(
+    train = add_command(
+        commands,
         "train",
+        handler=run_train,
         help="train PPO (default), APG or SHAC on an env (default: a built-in torch env)",
         description=(
             "Train PPO or, with --algo apg/shac, analytic policy gradients or the short-horizon "
@@ -118,13 +121,7 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
     train.add_argument(
         "--vectorization", choices=["sync", "async"], help="Gymnasium envs (default: sync)"
     )
-    train.add_argument(
-        "--env-kwargs",
-        action="append",
-        default=[],
-        metavar="JSON|KEY=VALUE",
-        help="keyword arguments of the env's constructor (repeatable)",
-    )
+    add_env_kwargs_argument(train, help="keyword arguments of the env's constructor (repeatable)")
     train.add_argument(
         "--wrapper",
         action="append",
@@ -159,13 +156,7 @@ def add_train_parser(commands: "argparse._SubParsersAction[argparse.ArgumentPars
             "torch's own default on a GPU)"
         ),
     )
-    train.add_argument(
-        "--debug",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="show the full traceback of an error instead of its one-line message",
-    )
-    train.set_defaults(handler=run_train)
+    add_debug_flag(train, subcommand=True)
 
 
 _RUN_FLAGS = (

@@ -1,0 +1,47 @@
+"""The argument-parser pieces that several ``typedrl`` subcommands share."""
+
+import argparse
+from collections.abc import Callable
+from typing import TypeAlias
+
+__all__ = ["Commands", "Handler", "add_command", "add_debug_flag", "add_env_kwargs_argument"]
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The subcommand group of the ``typedrl`` parser."""
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+"""Runs a parsed subcommand and returns its exit status."""
+
+
+def add_command(
+    commands: Commands,
+    name: str,
+    *,
+    handler: Handler,
+    help: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """Add the subcommand ``name``, which :func:`~typedrl.cli.main` runs with ``handler``."""
+    parser = commands.add_parser(name, help=help, description=description)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_debug_flag(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
+    """Add ``--debug``: an error shows its full traceback instead of its one-line message.
+
+    On a subcommand the flag sets ``debug`` only when it is given, so that it never
+    overrides the same flag given before the subcommand's name.
+    """
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS if subcommand else False,
+        help="show the full traceback of an error instead of its one-line message",
+    )
+
+
+def add_env_kwargs_argument(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """Add the repeatable ``--env-kwargs`` (parsed by :func:`.parse_env_kwargs`)."""
+    parser.add_argument(
+        "--env-kwargs", action="append", default=[], metavar="JSON|KEY=VALUE", help=help
+    )
