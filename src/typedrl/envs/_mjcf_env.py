@@ -2,7 +2,7 @@
 
 import abc
 from collections.abc import Sequence
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import torch
 from jaxtyping import Float
@@ -69,20 +69,22 @@ class BaseMjcfVecEnv(BaseTorchVecEnv, Generic[TaskT, StateT]):
             dtype=dtype,
             device=device,
         )
-        self._task = task
-        self._control_dt = control_dt
+        self.task: Final = task
+        """The task hooks."""
+        self.control_dt: Final = control_dt
+        """Seconds of simulated time per env step (the reward's ``dt``)."""
 
     @abc.abstractmethod
     def _view(self, state: _State) -> StateT:
         """The rows' state as the task hooks take it."""
 
     def _reward(self, state: _State, action: ContinuousAction, next_state: _State) -> Reward:
-        return self._task.reward(
-            self._view(state), action, self._view(next_state), dt=self._control_dt
+        return self.task.reward(
+            self._view(state), action, self._view(next_state), dt=self.control_dt
         )
 
     def _terminated(self, next_state: _State) -> Done:
-        return self._task.terminated(self._view(next_state))
+        return self.task.terminated(self._view(next_state))
 
     def _observe(self, state: _State) -> ObsVector:
-        return self._task.observe(self._view(state))
+        return self.task.observe(self._view(state))

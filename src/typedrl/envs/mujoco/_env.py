@@ -1,6 +1,6 @@
 """A differentiable vector env over any MJCF model, stepped by ``mujoco-torch``."""
 
-from typing import TYPE_CHECKING, Literal, final
+from typing import TYPE_CHECKING, Final, Literal, final
 
 import torch
 from jaxtyping import Float
@@ -33,7 +33,9 @@ class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
     through the physics: the reward and the next observation have gradients
     with respect to the action and to the earlier state. The rows are batched
     with :func:`torch.vmap`; the constraint solver runs a fixed number of
-    iterations (``solver_iterations``; the early-exit loop does not batch).
+    iterations (``solver_iterations``; the early-exit loop does not batch). An env
+    step runs ``frame_skip`` physics steps, so ``control_dt`` is
+    ``frame_skip * timestep``.
 
     Everything else is :class:`~typedrl.envs.BaseTorchVecEnv`: observations
     ``{"obs": [num_envs, obs_dim]}``, Box actions (the actuators' control
@@ -128,7 +130,8 @@ class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
             device=device,
         )
         self._frame_skip = spec.frame_skip
-        self._solver_iterations = iterations
+        self.solver_iterations: Final = iterations
+        """Constraint-solver iterations per physics step."""
         self._nq, self._nv, self._na = model.nq, model.nv, model.na
         float_dtype = _DTYPES[dtype]
         try:
@@ -154,27 +157,10 @@ class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
 
         self._batched_step = torch.vmap(physics_step)
 
-    # ------------------------------------------------------------- properties
-
-    @property
-    def task(self) -> MujocoTask:
-        """The task hooks."""
-        return self._task
-
-    @property
-    def control_dt(self) -> float:
-        """Seconds of simulated time per env step (``frame_skip * timestep``)."""
-        return self._control_dt
-
-    @property
-    def solver_iterations(self) -> int:
-        """Constraint-solver iterations per physics step."""
-        return self._solver_iterations
-
     # ------------------------------------------------------------------ hooks
 
     def _initial_state(self, uniform: Float[Tensor, "num_envs num_draws"]) -> _State:
-        state = self._task.initial_state(uniform, qpos0=self._qpos0, na=self._na)
+        state = self.task.initial_state(uniform, qpos0=self._qpos0, na=self._na)
         warm_start = state.qvel.new_zeros(state.qvel.shape)
         return torch.cat((state.qpos, state.qvel, state.act, warm_start), dim=-1)
 
@@ -198,8 +184,8 @@ class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(task={type(self._task).__name__}, num_envs={self.num_envs}, "
+            f"{type(self).__name__}(task={type(self.task).__name__}, num_envs={self.num_envs}, "
             f"device={self.device}, dtype={self.dtype}, "
             f"max_episode_steps={self.max_episode_steps}, "
-            f"solver_iterations={self._solver_iterations})"
+            f"solver_iterations={self.solver_iterations})"
         )

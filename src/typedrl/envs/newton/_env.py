@@ -31,11 +31,11 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
     generalised forces (``joint_f = gear * action`` on the task's actuated
     dofs), finds the contacts once, then runs ``substeps`` steps of
     ``SolverFeatherstone`` (reduced coordinates, semi-implicit Euler) with
-    penalty contacts whose depth is recomputed at every substep. Warp's tape
-    differentiates the whole step, bridged into torch's autograd, so the
-    reward and the next observation have gradients with respect to the action
-    and to the earlier state, contacts included (the contact set and normals
-    are held fixed within an env step).
+    penalty contacts whose depth is recomputed at every substep (so ``control_dt``
+    is ``substeps * substep_dt``). Warp's tape differentiates the whole step,
+    bridged into torch's autograd, so the reward and the next observation have
+    gradients with respect to the action and to the earlier state, contacts
+    included (the contact set and normals are held fixed within an env step).
 
     Everything else is :class:`~typedrl.envs.BaseTorchVecEnv`: observations
     ``{"obs": [num_envs, obs_dim]}``, ``Box(-1, 1)`` actions clipped to their
@@ -121,16 +121,6 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
     # ------------------------------------------------------------- properties
 
     @property
-    def task(self) -> NewtonTask:
-        """The task hooks."""
-        return self._task
-
-    @property
-    def control_dt(self) -> float:
-        """Seconds of simulated time per env step (``substeps * substep_dt``)."""
-        return self._control_dt
-
-    @property
     def allocated_step_buffers(self) -> int:
         """Sets of per-step Warp buffers allocated so far (the most steps alive at once)."""
         return self._physics.allocated
@@ -138,7 +128,7 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
     # ------------------------------------------------------------------ hooks
 
     def _initial_state(self, uniform: Float[Tensor, "num_envs num_draws"]) -> _State:
-        joint_q, joint_qd = self._task.initial_state(uniform, joint_q0=self._joint_q0)
+        joint_q, joint_qd = self.task.initial_state(uniform, joint_q0=self._joint_q0)
         action = joint_qd.new_zeros(joint_qd.shape[0], self._act_dim)
         return torch.cat((joint_q, joint_qd, action), dim=-1)
 
@@ -163,9 +153,9 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
         return NewtonState(joint_q=joint_q, joint_qd=joint_qd, action=action)
 
     def __repr__(self) -> str:
-        spec = self._task.spec
+        spec = self.task.spec
         return (
-            f"{type(self).__name__}(task={type(self._task).__name__}, num_envs={self.num_envs}, "
+            f"{type(self).__name__}(task={type(self.task).__name__}, num_envs={self.num_envs}, "
             f"device={self.device}, max_episode_steps={self.max_episode_steps}, "
             f"substeps={spec.substeps}, substep_dt={spec.substep_dt:.6g})"
         )
