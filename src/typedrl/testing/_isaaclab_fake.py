@@ -22,7 +22,7 @@ import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import gymnasium as gym
 import numpy as np
@@ -112,6 +112,29 @@ class FakeRLEnvCfg:
             raise ConfigError(f"{owner}.action_bound must be > 0, got {self.action_bound!r}")
 
 
+def _action_space(cfg: FakeRLEnvCfg) -> gym.spaces.Box:
+    """``Box(-action_bound, action_bound, (action_dim,))``, unbounded without a bound."""
+    bound = math.inf if cfg.action_bound is None else cfg.action_bound
+    return gym.spaces.Box(-bound, bound, (cfg.action_dim,), np.float32)
+
+
+def _observation_groups(cfg: FakeRLEnvCfg) -> dict[str, gym.Space[Any]]:
+    """The ``"policy"`` group and the ``"critic"`` group in ``cfg.critic``'s layout."""
+    inf, dim = math.inf, cfg.action_dim
+    groups: dict[str, gym.Space[Any]] = {"policy": gym.spaces.Box(-inf, inf, (dim,))}
+    if cfg.critic == "concatenated":
+        groups["critic"] = gym.spaces.Box(-inf, inf, (2 * dim + 1,))
+    elif cfg.critic == "nested":
+        groups["critic"] = gym.spaces.Dict(
+            {
+                "position": gym.spaces.Box(-inf, inf, (dim,)),
+                "last_action": gym.spaces.Box(-inf, inf, (dim,)),
+                "progress": gym.spaces.Box(0.0, 1.0, (1,)),
+            }
+        )
+    return groups
+
+
 class _BaseFakeRLEnv(ABC):
     """State, spaces and the point-mass task shared by both fakes."""
 
@@ -121,6 +144,14 @@ class _BaseFakeRLEnv(ABC):
         """The env config."""
         self.render_mode = render_mode
         """Accepted for signature compatibility; the fakes do not render."""
+        self.num_envs: Final = cfg.num_envs
+        """Number of parallel environments."""
+        self.device: Final = cfg.device
+        """Simulation device, a string as upstream."""
+        self.physics_dt: Final = cfg.sim_dt
+        """Physics time step in seconds."""
+        self.max_episode_length_s: Final = cfg.episode_length_s
+        """Episode duration in seconds."""
         n, dim = cfg.num_envs, cfg.action_dim
         device = torch.device(cfg.device)
         self._generator = torch.Generator(device=device)
@@ -151,22 +182,9 @@ class _BaseFakeRLEnv(ABC):
         self._last_episode_dones = torch.zeros(n, 2, dtype=torch.bool, device=device)
         self._sim_step_counter = 0
         self._is_closed = False
-        inf = math.inf
-        bound = inf if cfg.action_bound is None else cfg.action_bound
-        self.single_action_space = gym.spaces.Box(-bound, bound, (dim,), np.float32)
+        self.single_action_space = _action_space(cfg)
         """One row's action space."""
-        groups: dict[str, gym.Space[Any]] = {"policy": gym.spaces.Box(-inf, inf, (dim,))}
-        if cfg.critic == "concatenated":
-            groups["critic"] = gym.spaces.Box(-inf, inf, (2 * dim + 1,))
-        elif cfg.critic == "nested":
-            groups["critic"] = gym.spaces.Dict(
-                {
-                    "position": gym.spaces.Box(-inf, inf, (dim,)),
-                    "last_action": gym.spaces.Box(-inf, inf, (dim,)),
-                    "progress": gym.spaces.Box(0.0, 1.0, (1,)),
-                }
-            )
-        self.single_observation_space = gym.spaces.Dict(groups)
+        self.single_observation_space = gym.spaces.Dict(_observation_groups(cfg))
         """One row's observation groups."""
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
         """The batched observation space."""
@@ -174,34 +192,14 @@ class _BaseFakeRLEnv(ABC):
         """The batched action space."""
 
     @property
-    def num_envs(self) -> int:
-        """Number of parallel environments."""
-        return self.cfg.num_envs
-
-    @property
-    def device(self) -> str:
-        """Simulation device, a string as upstream."""
-        return self.cfg.device
-
-    @property
-    def physics_dt(self) -> float:
-        """Physics time step in seconds."""
-        return self.cfg.sim_dt
-
-    @property
     def step_dt(self) -> float:
         """Env time step in seconds: ``sim_dt * decimation``."""
-        return self.cfg.sim_dt * self.cfg.decimation
-
-    @property
-    def max_episode_length_s(self) -> float:
-        """Episode duration in seconds."""
-        return self.cfg.episode_length_s
+        return self.physics_dt * self.cfg.decimation
 
     @property
     def max_episode_length(self) -> int:
         """Episode length in env steps: ``ceil(episode_length_s / step_dt)``."""
-        return math.ceil(self.cfg.episode_length_s / self.step_dt)
+        return math.ceil(self.max_episode_length_s / self.step_dt)
 
     @property
     def unwrapped(self) -> "_BaseFakeRLEnv":
