@@ -326,6 +326,16 @@ def test_apg_on_a_gymnasium_env_names_the_differentiable_ones(tmp_path: Path) ->
     assert not run_dir.exists()
 
 
+def test_shac_on_a_newton_env_is_not_refused_as_not_differentiable(tmp_path: Path) -> None:
+    """--algo shac on typedrl/NewtonAnt-v0 gets as far as building it (the newton extra)."""
+    if importlib.util.find_spec("newton") is not None:
+        pytest.skip("newton is installed: tests_newton/test_cli.py trains on it")
+    run_dir = tmp_path / "run"
+    argv = ["--debug", "train", "typedrl/NewtonAnt-v0", "--algo", "shac", "--run-dir", str(run_dir)]
+    with pytest.raises(MissingDependencyError, match=r"typedrl\[newton\]"):
+        main([*argv, "--num-envs", "2", "--no-progress"])
+
+
 def test_a_checkpoint_saved_with_another_config_gets_advice_that_works(tmp_path: Path) -> None:
     """--resume CKPT: the flags that restore its config, and its run folder when it has one."""
     run_dir = tmp_path / "run"

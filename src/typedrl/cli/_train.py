@@ -280,15 +280,20 @@ def _check_env_names(resolved: ResolvedRun) -> None:
 
 def _check_differentiable(resolved: ResolvedRun) -> None:
     """APG and SHAC need a differentiable env: refuse a Gymnasium id before anything starts."""
-    from typedrl.envs.builtin import BUILTIN_ENV_IDS  # noqa: PLC0415
+    from typedrl.envs.builtin._registration import (  # noqa: PLC0415
+        BUILTIN_ENV_IDS,
+        NEWTON_ENV_IDS,
+    )
 
     # Only a factory of your own can return a differentiable env that is not built in.
-    if resolved.algo == "ppo" or ":" in resolved.env_id or resolved.env_id in BUILTIN_ENV_IDS:
+    shipped = BUILTIN_ENV_IDS + NEWTON_ENV_IDS
+    if resolved.algo == "ppo" or ":" in resolved.env_id or resolved.env_id in shipped:
         return
     raise ConfigError(
         f"--algo {resolved.algo} trains through a differentiable env, and {resolved.env_id} "
-        f"is not one; the built-in envs are: {', '.join(BUILTIN_ENV_IDS)} (or name a "
-        "module:callable that returns a DifferentiableVecEnv)"
+        f"is not one; the built-in envs are: {', '.join(BUILTIN_ENV_IDS)}; with the newton "
+        f"extra: {', '.join(NEWTON_ENV_IDS)} (or name a module:callable that returns a "
+        "DifferentiableVecEnv)"
     )
 
 
