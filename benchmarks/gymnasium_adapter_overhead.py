@@ -3,7 +3,10 @@
 Both loops step one and the same kind of vector env (same id, same number of
 envs, same vectorization and autoreset mode) with pre-generated random
 actions; the adapter additionally converts actions and results to torch and
-keeps the same-step contract. The reported ratio is raw rate / adapter rate
+keeps the same-step contract. Both envs are built with Gymnasium's defaults
+(``copy=True``, so the raw loop gets a ``copy.deepcopy`` of each observation);
+the adapter steps its env with ``copy`` switched off and copies or casts the
+observation itself. The reported ratio is raw rate / adapter rate
 (1.0 means no overhead). Rounds alternate between the two loops so drift in
 machine load affects both alike; the median ratio over rounds is reported.
 
