@@ -6,7 +6,8 @@ import sys
 import time
 import types
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import pytest
 import torch
@@ -17,7 +18,9 @@ from typedrl.agents import AUTO_COMPILE_MIN_UPDATES, PPOAgent, PPOConfig
 from typedrl.agents import _compiled_update as compiled_update_module
 from typedrl.agents import _ppo as ppo_module
 from typedrl.agents._compiled_update import (
+    AUTO_COMPILE_MIN_UPDATES_WARM,
     CompiledUpdate,
+    CompileRecord,
     decide_compile,
     find_cpp_compiler,
     runtime_checks_active,
@@ -35,6 +38,14 @@ GOOD: dict[str, Any] = {
     "compiler": "/usr/bin/g++",
     "runtime_checks": False,
 }
+
+
+@pytest.fixture(autouse=True)
+def _own_compile_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test records its compilations in a cache folder of its own."""
+    folder = tmp_path / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder))
+    return folder
 
 
 def test_auto_compiles_when_every_condition_holds() -> None:
@@ -307,3 +318,86 @@ def test_compiling_is_silent_without_a_progress_display(
     _uncompiled(agent, monkeypatch)
     agent.fit()
     assert "compil" not in capsys.readouterr().out
+
+
+def _config(**changes: Any) -> PPOConfig:
+    return PPOConfig(**{"num_steps": 16, "batch_size": 32, **SMALL, **changes})
+
+
+_SPACES: Final = (make("CartPole-v1", num_envs=1).single_observation_space, "Discrete(2)")
+
+
+def test_compile_record_keys_name_the_traced_update(tmp_path: Path) -> None:
+    """The key follows the network, the loss and the minibatch, not the run's budget or lr."""
+    key = CompileRecord.key(_config(), _SPACES, 32)
+    assert CompileRecord.key(_config(), _SPACES, 32) == key
+    for same in ({"total_timesteps": 7}, {"seed": 3}, {"learning_rate": 1e-2}):
+        assert CompileRecord.key(_config(**same), _SPACES, 32) == key, same
+    assert CompileRecord.key(_config(), _SPACES, 16) != key
+    assert CompileRecord.key(_config(actor_hidden=(16,)), _SPACES, 32) != key
+    assert CompileRecord.key(_config(clip_range=0.1), _SPACES, 32) != key
+    assert CompileRecord.key(_config(), (_SPACES[0], "Discrete(3)"), 32) != key
+
+
+def test_compile_record_remembers_and_ignores_what_it_cannot_read(tmp_path: Path) -> None:
+    """add -> compiled_before; a broken or unwritable record is no error."""
+    record = CompileRecord(tmp_path)
+    key = CompileRecord.key(_config(), _SPACES, 32)
+    assert not record.compiled_before(key)
+    record.add(key, 3.25)
+    assert record.compiled_before(key)
+    assert not record.compiled_before(CompileRecord.key(_config(), _SPACES, 16))
+    record.path.write_text("{not json")
+    assert not record.compiled_before(key)
+    record.add(key, 1.0)  # rewrites the broken file
+    assert record.compiled_before(key)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    CompileRecord(blocked).add(key, 1.0)  # its folder is a file: nothing recorded, no error
+    assert not CompileRecord(blocked).compiled_before(key)
+
+
+def test_a_warm_cache_lowers_the_break_even() -> None:
+    """Between the warm and the cold threshold, only a warm cache compiles."""
+    planned = (AUTO_COMPILE_MIN_UPDATES_WARM + AUTO_COMPILE_MIN_UPDATES) // 2
+    cold = decide_compile("auto", **{**GOOD, "planned_updates": planned})
+    warm = decide_compile("auto", **{**GOOD, "planned_updates": planned}, warm_cache=True)
+    assert not cold.enabled
+    assert f"(needs {AUTO_COMPILE_MIN_UPDATES})" in cold.reason
+    assert warm.enabled
+    assert "(a warm compile cache)" in warm.reason
+    short = decide_compile(
+        "auto", **{**GOOD, "planned_updates": AUTO_COMPILE_MIN_UPDATES_WARM - 1}, warm_cache=True
+    )
+    assert not short.enabled
+    assert f"(a warm compile cache) (needs {AUTO_COMPILE_MIN_UPDATES_WARM})" in short.reason
+
+
+def test_a_compiled_run_makes_the_next_auto_run_warm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compile_update=True records its minibatch shapes; "auto" then counts a warm cache."""
+    budget = 16 * (AUTO_COMPILE_MIN_UPDATES_WARM + 1)  # 4 updates per 64 env steps
+    before = _agent(monkeypatch, total_timesteps=budget)
+    assert not before.compile_decision.enabled
+    compiled = _agent(monkeypatch, total_timesteps=64, compile_update=True)
+    update = _uncompiled(compiled, monkeypatch)
+    compiled._prepare()
+    rollout = compiled.collector.collect(
+        compiled.model_unwrapped, num_steps=compiled.config.num_steps
+    )
+    advantages, returns = compiled.algorithm._advantages(rollout)
+    flat = rollout.data.reshape(-1)
+    epoch = EpochData(
+        obs=flat["obs"],
+        action=flat["action"],
+        log_prob=flat["log_prob"],
+        value=flat["value"],
+        valid=None,
+        advantage=advantages.reshape(-1),
+        returns=returns.reshape(-1),
+    )
+    update(epoch.select(torch.arange(32)))
+    spaces = (compiled.env.single_observation_space, compiled.env.single_action_space)
+    assert CompileRecord().compiled_before(CompileRecord.key(compiled.config, spaces, 32))
+    after = _agent(monkeypatch, total_timesteps=budget)
+    assert after.compile_decision.enabled
+    assert "(a warm compile cache)" in after.compile_decision.reason

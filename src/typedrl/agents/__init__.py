@@ -13,7 +13,11 @@ if TYPE_CHECKING:
     from typedrl.agents._compiled_update import (
         AUTO_COMPILE_MIN_UPDATES as AUTO_COMPILE_MIN_UPDATES,
     )
+    from typedrl.agents._compiled_update import (
+        AUTO_COMPILE_MIN_UPDATES_WARM as AUTO_COMPILE_MIN_UPDATES_WARM,
+    )
     from typedrl.agents._compiled_update import CompileDecision as CompileDecision
+    from typedrl.agents._compiled_update import CompileRecord as CompileRecord
     from typedrl.agents._config import PPOConfig as PPOConfig
     from typedrl.agents._ppo import PPOAgent as PPOAgent
 else:
@@ -24,7 +28,9 @@ else:
             "OnPolicyCollector": "typedrl.agents._collector",
             "OnPolicyRollout": "typedrl.agents._collector",
             "AUTO_COMPILE_MIN_UPDATES": "typedrl.agents._compiled_update",
+            "AUTO_COMPILE_MIN_UPDATES_WARM": "typedrl.agents._compiled_update",
             "CompileDecision": "typedrl.agents._compiled_update",
+            "CompileRecord": "typedrl.agents._compiled_update",
             "PPOConfig": "typedrl.agents._config",
             "PPOAgent": "typedrl.agents._ppo",
         },
@@ -32,8 +38,10 @@ else:
 
 __all__ = [
     "AUTO_COMPILE_MIN_UPDATES",
+    "AUTO_COMPILE_MIN_UPDATES_WARM",
     "PPO",
     "CompileDecision",
+    "CompileRecord",
     "OnPolicyCollector",
     "OnPolicyRollout",
     "PPOAgent",

@@ -15,6 +15,7 @@ from typedrl.agents._collector import OnPolicyCollector
 from typedrl.agents._compiled_update import (
     CompileDecision,
     CompiledUpdate,
+    CompileRecord,
     decide_compile,
     find_cpp_compiler,
     runtime_checks_active,
@@ -152,13 +153,23 @@ class PPOAgent(AbstractTrainer):
             batch_size=config.batch_size,
             dist=self.dist,
         )
+        auto = config.compile_update == "auto"
+        self._compile_record = CompileRecord() if config.compile_update is not False else None
+        spaces = (env.single_observation_space, env.single_action_space)
         self.compile_decision: CompileDecision = decide_compile(
             config.compile_update,
             world_size=self.dist.world_size,
             plain_precision=_plain_precision(self.fabric),
             planned_updates=self.planned_updates,
-            compiler=find_cpp_compiler() if config.compile_update == "auto" else None,
+            compiler=find_cpp_compiler() if auto else None,
             runtime_checks=runtime_checks_active(),
+            warm_cache=(
+                self._compile_record is not None
+                and auto
+                and self._compile_record.compiled_before(
+                    CompileRecord.key(config, spaces, config.batch_size)
+                )
+            ),
         )
         """Whether this run compiles its minibatch updates (``compile_update``), and why."""
         self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
@@ -252,6 +263,13 @@ class PPOAgent(AbstractTrainer):
         # With a progress display, the console says when compiling starts and ends (the
         # first update of each minibatch size waits for it: a minute on a CPU).
         report = _console if self.options.progress and self.dist.is_main else None
+        spaces = (env.single_observation_space, env.single_action_space)
+        compile_record = self._compile_record
+        record = (
+            None
+            if compile_record is None
+            else (compile_record, lambda rows: CompileRecord.key(config, spaces, rows))
+        )
         self.algorithm = PPO(
             model,
             config,
@@ -262,7 +280,7 @@ class PPOAgent(AbstractTrainer):
             num_minibatches=self.num_minibatches,
             sampler_seed=derive_seed(config.seed, "sampler", rank=self.dist.rank),
             compiled=(
-                CompiledUpdate(model, optimizer, config, report=report)
+                CompiledUpdate(model, optimizer, config, report=report, record=record)
                 if self.compile_decision.enabled
                 else None
             ),
