@@ -75,7 +75,7 @@ and 0.52 ms on HalfCheetah-v5 ([256, 256] ReLU, batches of 64; after 112,000).
 With batches of 512 on the HalfCheetah networks the compiled update was slower
 than the eager one; such runs plan far fewer updates (see the PPO guide)."""
 
-AUTO_COMPILE_MIN_UPDATES_WARM = 10_000
+AUTO_COMPILE_MIN_UPDATES_WARM = 6_500
 """Planned minibatch updates from which ``"auto"`` compiles on a warm cache.
 
 Measured with ``typedrl train CartPole-v1 --set compile_update=true
@@ -83,7 +83,8 @@ Measured with ``typedrl train CartPole-v1 --set compile_update=true
 with a fresh ``TORCHINDUCTOR_CACHE_DIR``: the first run compiled in 30.8 s,
 the second in 3.4 s. At the 0.52-0.66 ms a compiled update saves (see
 :data:`AUTO_COMPILE_MIN_UPDATES`), a warm compile pays after 5,200-6,500
-updates; the threshold leaves a margin for a slower machine."""
+updates; the threshold is the upper end of that, as
+:data:`AUTO_COMPILE_MIN_UPDATES` is of the cold break-even."""
 
 COMPILE_SECONDS_MEASURED = "50-60 s on one CPU thread"
 """How long compiling one minibatch size took where it was measured (see
