@@ -261,6 +261,29 @@ def extract_ppo_vs_sb3(name: str, outputs: Sequence[Json]) -> list[Row]:
     return rows
 
 
+def extract_ppo_vs_sb3_process(name: str, outputs: Sequence[Json]) -> list[Row]:
+    """Stable-Baselines3's seconds over ``typedrl train``'s, whole processes, cold and warm."""
+    (result,) = _objects(outputs, count=1)
+    compared = "Stable-Baselines3 PPO / typedrl train as shipped, CartPole-v1, process seconds, "
+    steps = f"{int(result['timesteps']):,} env steps, {len(result['rounds'])} round(s)"
+    return [
+        _row(
+            name,
+            compared + "cold compile cache",
+            float(result["cold_ratio"]),
+            goal=(">=", 1.5),
+            note=steps,
+        ),
+        _row(
+            name,
+            compared + "warm compile cache",
+            float(result["warm_ratio"]),
+            goal=(">=", 2.0),
+            note=steps,
+        ),
+    ]
+
+
 def extract_ppo_vs_rsl_rl(name: str, outputs: Sequence[Json]) -> list[Row]:
     """typedrl PPO env steps/s over rsl_rl's on the built-in continuous CartPole."""
     rows = []
@@ -476,6 +499,15 @@ def plan() -> tuple[Benchmark, ...]:
             quick=(("--epochs", "3", "--curves", "{images}", "--eval-episodes", "5", "--json"),),
             extract=extract_ppo_vs_sb3,
             images=("ppo_vs_sb3_*.png",),
+        ),
+        Benchmark(
+            name="ppo_vs_sb3_process",
+            script="ppo_vs_sb3_process.py",
+            full=(("--rounds", "3", "--json"),),
+            quick_excluded_because=(
+                "each round trains four whole processes on 49k env steps (minutes a round)"
+            ),
+            extract=extract_ppo_vs_sb3_process,
         ),
         Benchmark(
             name="ppo_vs_rsl_rl",

@@ -72,6 +72,14 @@ CANNED: dict[str, list[Any]] = {
     "ppo_vs_rsl_rl": [
         {"ratio": 1.07, "compile_update": False, "rsl_rl_version": "5.5.1", "num_envs": 4096}
     ],
+    "ppo_vs_sb3_process": [
+        {
+            "timesteps": 49152,
+            "rounds": [{"sb3_s": 27.0, "cold_s": 18.0, "warm_s": 15.0}],
+            "cold_ratio": 1.5,
+            "warm_ratio": 1.8,
+        }
+    ],
     "sample_efficiency": [
         {
             "env_id": "typedrl/PointMass-v0",
@@ -148,6 +156,7 @@ EXPECTED_RATIOS: dict[str, list[float | None]] = {
     "apg_backward_cost": [2.4, 3.5],
     "ppo_vs_sb3": [1.39, 2.59],
     "ppo_vs_rsl_rl": [1.07],
+    "ppo_vs_sb3_process": [1.5, 1.8],
     "sample_efficiency": [42.7, None],
     "shac_learning": [None],
     "ppo_vs_sb3_mujoco": [1.5, 1.5],
@@ -161,6 +170,7 @@ EXPECTED_MET: dict[str, list[bool | None]] = {
     "apg_backward_cost": [True, False],
     "ppo_vs_sb3": [None, True],
     "ppo_vs_rsl_rl": [None],
+    "ppo_vs_sb3_process": [True, False],
     "shac_learning": [True],
 }
 
