@@ -2,9 +2,13 @@
 
 import multiprocessing
 import os
+import signal
 import socket
+import subprocess
 import sys
+import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -92,3 +96,23 @@ def run_in_fresh_process(target: Any, *args: Any) -> None:
             process.kill()
         process.join(5.0)
         process.close()
+
+
+def wait_until(
+    process: "subprocess.Popen[str]", ready: Callable[[], bool], *, timeout_s: float = 240.0
+) -> None:
+    """Poll ``ready`` until it holds; fail with the output if ``process`` ends or time runs out.
+
+    ``process`` must lead its own process group (``start_new_session=True``),
+    which a timeout kills whole.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"the command ended early ({process.returncode}):\n{out}\n{err[-3000:]}")
+        if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            pytest.fail(f"the command did not get there within {timeout_s:.0f} s")
+        time.sleep(0.2)

@@ -240,18 +240,13 @@ def _uncompiled(agent: PPOAgent, monkeypatch: pytest.MonkeyPatch) -> CompiledUpd
     return update
 
 
-def test_compile_seconds_count_the_first_update_of_each_shape(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Only an update with a minibatch shape not seen before counts as compiling."""
-    agent = _agent(monkeypatch, total_timesteps=64, compile_update=True)
-    update = _uncompiled(agent, monkeypatch)
-    assert update.compile_seconds == 0.0
+def _first_epoch(agent: PPOAgent) -> EpochData:
+    """The agent's first epoch of experience, flat, with its advantages and returns."""
     agent._prepare()
     rollout = agent.collector.collect(agent.model_unwrapped, num_steps=agent.config.num_steps)
     advantages, returns = agent.algorithm._advantages(rollout)
     flat = rollout.data.reshape(-1)
-    epoch = EpochData(
+    return EpochData(
         obs=flat["obs"],
         action=flat["action"],
         log_prob=flat["log_prob"],
@@ -260,6 +255,16 @@ def test_compile_seconds_count_the_first_update_of_each_shape(
         advantage=advantages.reshape(-1),
         returns=returns.reshape(-1),
     )
+
+
+def test_compile_seconds_count_the_first_update_of_each_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only an update with a minibatch shape not seen before counts as compiling."""
+    agent = _agent(monkeypatch, total_timesteps=64, compile_update=True)
+    update = _uncompiled(agent, monkeypatch)
+    assert update.compile_seconds == 0.0
+    epoch = _first_epoch(agent)
     clock = iter([0.0, 2.0, 10.0, 10.5])
     fake_time = types.SimpleNamespace(perf_counter=lambda: next(clock))
     monkeypatch.setattr(compiled_update_module, "time", fake_time)
@@ -380,22 +385,7 @@ def test_a_compiled_run_makes_the_next_auto_run_warm(monkeypatch: pytest.MonkeyP
     assert not before.compile_decision.enabled
     compiled = _agent(monkeypatch, total_timesteps=64, compile_update=True)
     update = _uncompiled(compiled, monkeypatch)
-    compiled._prepare()
-    rollout = compiled.collector.collect(
-        compiled.model_unwrapped, num_steps=compiled.config.num_steps
-    )
-    advantages, returns = compiled.algorithm._advantages(rollout)
-    flat = rollout.data.reshape(-1)
-    epoch = EpochData(
-        obs=flat["obs"],
-        action=flat["action"],
-        log_prob=flat["log_prob"],
-        value=flat["value"],
-        valid=None,
-        advantage=advantages.reshape(-1),
-        returns=returns.reshape(-1),
-    )
-    update(epoch.select(torch.arange(32)))
+    update(_first_epoch(compiled).select(torch.arange(32)))
     spaces = (compiled.env.single_observation_space, compiled.env.single_action_space)
     assert CompileRecord().compiled_before(CompileRecord.key(compiled.config, spaces, 32))
     after = _agent(monkeypatch, total_timesteps=budget)

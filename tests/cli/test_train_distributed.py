@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
@@ -17,7 +16,7 @@ import yaml
 
 from tests.cli.factories import SMALL_RUN
 from tests.cli.rank_weights import WEIGHTS_DIR_VARIABLE
-from tests.multiprocess import free_port
+from tests.multiprocess import free_port, wait_until
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 
@@ -305,19 +304,6 @@ def test_num_nodes_without_a_launcher_is_one_line(
     )
 
 
-def _wait_for(process: "subprocess.Popen[str]", ready: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + _TIMEOUT_S
-    while not ready():
-        if process.poll() is not None:
-            out, err = process.communicate()
-            pytest.fail(f"torchrun ended early ({process.returncode}):\n{out}\n{err[-3000:]}")
-        if time.monotonic() > deadline:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            pytest.fail(f"torchrun did not get there within {_TIMEOUT_S} s")
-        time.sleep(0.2)
-
-
 def test_torchrun_max_restarts_resumes_after_a_worker_is_killed(tmp_path: Path) -> None:
     """kill -9 of one worker: torchrun restarts both, which resume from last.ckpt and finish.
 
@@ -346,9 +332,9 @@ def test_torchrun_max_restarts_resumes_after_a_worker_is_killed(tmp_path: Path) 
     )
     try:
         last = run_dir / "checkpoints" / "last.ckpt"
-        _wait_for(process, last.is_file)
+        wait_until(process, last.is_file)
         saved = int(load_checkpoint(last).counters["env_steps"])
-        _wait_for(
+        wait_until(
             process,
             lambda: any(
                 row["step"].isdigit() and int(row["step"]) > saved for row in _rows(run_dir)

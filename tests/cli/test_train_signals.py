@@ -6,13 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.cli.factories import SMALL_RUN
+from tests.multiprocess import wait_until
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 
@@ -41,19 +40,6 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _wait_until(process: "subprocess.Popen[str]", ready: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 240
-    while not ready():
-        if process.poll() is not None:
-            out, err = process.communicate()
-            pytest.fail(f"train ended early ({process.returncode}):\n{out}\n{err}")
-        if time.monotonic() > deadline:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            pytest.fail("train did not get going within 240 s")
-        time.sleep(0.2)
-
-
 def _resume(run_dir: Path, steps: int) -> None:
     """Resume the run folder in this process (sync envs, a resumable change) to ``steps``."""
     argv = ["train", "--resume", str(run_dir), "--total-timesteps", str(steps)]
@@ -69,7 +55,7 @@ def test_async_run_stopped_by_a_signal_to_its_process_group_saves_and_resumes(
     """Ctrl-C or a scheduler's SIGTERM to every process: exit 0, last.ckpt, summary.json."""
     run_dir = tmp_path / "run"
     process = _start(run_dir, "--vectorization", "async")
-    _wait_until(process, lambda: len(_rows(run_dir / "metrics.csv")) >= 3)
+    wait_until(process, lambda: len(_rows(run_dir / "metrics.csv")) >= 3)
     os.killpg(process.pid, signum)
     out, err = process.communicate(timeout=240)
     assert process.returncode == 0, err
@@ -88,10 +74,10 @@ def test_a_killed_run_keeps_its_metrics_and_a_loadable_last_checkpoint(tmp_path:
     run_dir = tmp_path / "run"
     process = _start(run_dir)
     last = run_dir / "checkpoints" / "last.ckpt"
-    _wait_until(process, last.is_file)
+    wait_until(process, last.is_file)
     checkpointed = int(load_checkpoint(last).counters["env_steps"])
     # Iterations past the checkpoint, which the kill leaves logged (however loaded the machine).
-    _wait_until(
+    wait_until(
         process,
         lambda: any(int(row["step"]) > checkpointed for row in _rows(run_dir / "metrics.csv")),
     )
