@@ -33,6 +33,7 @@ that across runs.
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -145,10 +146,11 @@ class CompileRecord:
     def __init__(self, folder: Path | None = None) -> None:
         if folder is None:
             from torch._inductor.runtime.cache_dir_utils import (  # noqa: PLC0415
-                cache_dir,
+                default_cache_dir,
             )
 
-            folder = Path(cache_dir())
+            # inductor's folder, read without creating it (a write creates it).
+            folder = Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
         self.path: Final = folder / _RECORD_FILE
         """The record's file."""
 
