@@ -539,8 +539,9 @@ def _join(prefix: tuple[str, ...], key: BufferKey) -> BufferKey:
 
 
 def _checked_plan(
-    *, num_samples: int, batch_size: object, num_mini_epochs: object, where: str, samples_text: str
+    where: str, num_samples: int, samples_text: str, batch_size: object, num_mini_epochs: object
 ) -> int:
+    """The minibatch count of ``num_samples`` (described by ``samples_text`` in errors)."""
     epochs = positive_int(where, "num_mini_epochs", num_mini_epochs)
     size = positive_int(where, "batch_size", batch_size)
     if size > num_samples:
@@ -576,13 +577,8 @@ def minibatch_count(*, num_samples: int, batch_size: int, num_mini_epochs: int) 
     """
     where = "minibatch_count"
     positive_int(where, "num_samples", num_samples)
-    return _checked_plan(
-        num_samples=num_samples,
-        batch_size=batch_size,
-        num_mini_epochs=num_mini_epochs,
-        where=where,
-        samples_text=f"num_samples = {num_samples}",
-    )
+    samples_text = f"num_samples = {num_samples}"
+    return _checked_plan(where, num_samples, samples_text, batch_size, num_mini_epochs)
 
 
 def validate_batch_plan(
@@ -622,13 +618,8 @@ def validate_batch_plan(
     positive_int(where, "num_envs", num_envs)
     positive_int(where, "num_steps", num_steps)
     num_samples = num_envs * num_steps
-    return _checked_plan(
-        num_samples=num_samples,
-        batch_size=batch_size,
-        num_mini_epochs=num_mini_epochs,
-        where=where,
-        samples_text=f"num_envs {num_envs} x num_steps {num_steps} = {num_samples} per rank",
-    )
+    samples_text = f"num_envs {num_envs} x num_steps {num_steps} = {num_samples} per rank"
+    return _checked_plan(where, num_samples, samples_text, batch_size, num_mini_epochs)
 
 
 def minibatch_indices(

@@ -7,7 +7,6 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, final
 
 import torch
@@ -336,7 +335,7 @@ class ProgressDisplay:
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
             )
-            self._progress.__enter__()
+            self._progress.start()
             self._task = self._progress.add_task("train", total=self._total, sps="-", ret="-")
         return self
 
@@ -366,12 +365,7 @@ class ProgressDisplay:
             ret=f"{ret:.1f}" if ret is not None else "-",
         )
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._progress is not None:
-            self._progress.__exit__(exc_type, exc, traceback)
+            self._progress.stop()
             self._progress = None

@@ -87,44 +87,25 @@ class ActionAdjointClipper:
             raise ConfigError(
                 f"ActionAdjointClipper.device must name a torch device, got {describe(device)}"
             ) from err
-        self._max_norm = max_norm
+        self.max_norm: Final = max_norm
+        """The clipping threshold; ``None`` when the clipper only measures."""
         # Apple's MPS has no float64: accumulate in float32 there.
         self._norm_dtype = torch.float32 if self._device.type == "mps" else torch.float64
-        self._rows = torch.zeros((), dtype=torch.int64, device=self._device)
-        self._clipped = torch.zeros_like(self._rows)
-        self._nonfinite = torch.zeros_like(self._rows)
-        self._norm_sum = torch.zeros((), dtype=self._norm_dtype, device=self._device)
-        self._norm_max = torch.zeros_like(self._norm_sum)
-
-    @property
-    def max_norm(self) -> float | None:
-        """The clipping threshold; ``None`` when the clipper only measures."""
-        return self._max_norm
-
-    @property
-    def rows(self) -> Int64[Tensor, ""]:
-        """Rows seen so far (an int64 device scalar; no host read)."""
-        return self._rows
-
-    @property
-    def clipped(self) -> Int64[Tensor, ""]:
+        # The accumulators are device scalars updated in place (no host read).
+        self.rows: Final[Int64[Tensor, ""]] = torch.zeros(
+            (), dtype=torch.int64, device=self._device
+        )
+        """Rows seen so far (an int64 device scalar)."""
+        self.clipped: Final[Int64[Tensor, ""]] = torch.zeros_like(self.rows)
         """Rows whose finite gradient was rescaled (an int64 device scalar)."""
-        return self._clipped
-
-    @property
-    def nonfinite(self) -> Int64[Tensor, ""]:
+        self.nonfinite: Final[Int64[Tensor, ""]] = torch.zeros_like(self.rows)
         """Rows whose gradient was not finite (an int64 device scalar)."""
-        return self._nonfinite
-
-    @property
-    def norm_sum(self) -> Float[Tensor, ""]:
+        self.norm_sum: Final[Float[Tensor, ""]] = torch.zeros(
+            (), dtype=self._norm_dtype, device=self._device
+        )
         """Sum of the finite rows' pre-clip norms (a float64 device scalar)."""
-        return self._norm_sum
-
-    @property
-    def norm_max(self) -> Float[Tensor, ""]:
+        self.norm_max: Final[Float[Tensor, ""]] = torch.zeros_like(self.norm_sum)
         """Largest finite row's pre-clip norm, 0 before any (a float64 device scalar)."""
-        return self._norm_max
 
     def attach(self, action: Action) -> Action:
         """Return an alias of ``action`` whose gradient this clipper rewrites and measures.
@@ -157,17 +138,17 @@ class ActionAdjointClipper:
         unit, scale, unit_norm, finite = _row_norm_parts(flat.to(self._norm_dtype))
         norm = scale * unit_norm
         with torch.no_grad():
-            self._rows += rows
-            self._nonfinite += (~finite).sum()
+            self.rows.add_(rows)
+            self.nonfinite.add_((~finite).sum())
             finite_norm = torch.where(finite, norm, 0.0).detach()
-            self._norm_sum += finite_norm.sum()
-            torch.maximum(self._norm_max, finite_norm.amax(), out=self._norm_max)
-        max_norm = self._max_norm
+            self.norm_sum.add_(finite_norm.sum())
+            torch.maximum(self.norm_max, finite_norm.amax(), out=self.norm_max)
+        max_norm = self.max_norm
         if max_norm is None:
             return None
         exceeds = finite & (norm > max_norm)
         with torch.no_grad():
-            self._clipped += exceeds.sum()
+            self.clipped.add_(exceeds.sum())
         # Above the threshold: (g / scale) * max_norm / |g / scale| = g * max_norm / |g|.
         rescaled = (unit * (max_norm / unit_norm).unsqueeze(1)).to(grad.dtype)
         out = torch.where(exceeds.unsqueeze(1), rescaled, flat)
@@ -184,11 +165,11 @@ class ActionAdjointClipper:
         """
         values = torch.stack(
             [
-                self._rows.to(self._norm_dtype),
-                self._clipped.to(self._norm_dtype),
-                self._nonfinite.to(self._norm_dtype),
-                self._norm_sum,
-                self._norm_max,
+                self.rows.to(self._norm_dtype),
+                self.clipped.to(self._norm_dtype),
+                self.nonfinite.to(self._norm_dtype),
+                self.norm_sum,
+                self.norm_max,
             ]
         ).tolist()
         rows, clipped, nonfinite, norm_sum, norm_max = (float(v) for v in values)
@@ -204,16 +185,16 @@ class ActionAdjointClipper:
     def reset(self) -> None:
         """Zero every statistic."""
         for accumulator in (
-            self._rows,
-            self._clipped,
-            self._nonfinite,
-            self._norm_sum,
-            self._norm_max,
+            self.rows,
+            self.clipped,
+            self.nonfinite,
+            self.norm_sum,
+            self.norm_max,
         ):
             accumulator.zero_()
 
     def __repr__(self) -> str:
-        return f"ActionAdjointClipper(max_norm={self._max_norm}, device={self._device})"
+        return f"ActionAdjointClipper(max_norm={self.max_norm}, device={self._device})"
 
 
 def _row_norm_parts(

@@ -2,7 +2,7 @@
 
 import signal
 import threading
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any, final
 
 __all__ = ["StopRequest"]
@@ -42,12 +42,7 @@ class StopRequest:
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         for signum, handler in self._previous.items():
             # None: the previous handler was not installed from Python; restore the default.
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
