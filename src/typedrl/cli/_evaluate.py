@@ -7,7 +7,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from typedrl.cli._parser import Commands, add_command, add_env_kwargs_argument
+from typedrl.cli._parser import (
+    Commands,
+    add_checkpoint_argument,
+    add_command,
+    add_env_kwargs_argument,
+)
 from typedrl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -29,7 +34,7 @@ def add_evaluate_parser(commands: Commands) -> None:
             "them as JSON and, with --video, record an MP4."
         ),
     )
-    evaluate.add_argument("checkpoint", type=Path, metavar="RUN_DIR|CKPT")
+    add_checkpoint_argument(evaluate)
     evaluate.add_argument(
         "env_id",
         nargs="?",

@@ -3,7 +3,7 @@
 import argparse
 from pathlib import Path
 
-from typedrl.cli._parser import Commands, add_command
+from typedrl.cli._parser import Commands, add_checkpoint_argument, add_command
 
 __all__ = ["add_export_parser", "run_export"]
 
@@ -21,7 +21,7 @@ def add_export_parser(commands: Commands) -> None:
             "observation tensor [batch, obs_dim] to actions."
         ),
     )
-    export.add_argument("checkpoint", type=Path, metavar="CKPT|RUN_DIR")
+    add_checkpoint_argument(export)
     export.add_argument(
         "--format",
         dest="export_format",

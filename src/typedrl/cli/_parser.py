@@ -2,9 +2,17 @@
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeAlias
 
-__all__ = ["Commands", "Handler", "add_command", "add_debug_flag", "add_env_kwargs_argument"]
+__all__ = [
+    "Commands",
+    "Handler",
+    "add_checkpoint_argument",
+    "add_command",
+    "add_debug_flag",
+    "add_env_kwargs_argument",
+]
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """The subcommand group of the ``typedrl`` parser."""
@@ -44,4 +52,14 @@ def add_env_kwargs_argument(parser: argparse.ArgumentParser, *, help: str) -> No
     """Add the repeatable ``--env-kwargs`` (parsed by :func:`.parse_env_kwargs`)."""
     parser.add_argument(
         "--env-kwargs", action="append", default=[], metavar="JSON|KEY=VALUE", help=help
+    )
+
+
+def add_checkpoint_argument(parser: argparse.ArgumentParser) -> None:
+    """Add the positional ``RUN_DIR|CKPT`` (read by :func:`typedrl.restore.locate_checkpoint`)."""
+    parser.add_argument(
+        "checkpoint",
+        type=Path,
+        metavar="RUN_DIR|CKPT",
+        help="a run folder (its best.ckpt, else last.ckpt) or a checkpoint file",
     )
