@@ -17,7 +17,8 @@ _BUILTIN_TUNED = [
     pytest.param(algo, env_id, id=f"{algo}-{env_id}")
     for algo, env_id in configs.available()
     # The MuJoCo swing-up takes ~0.6 s per physics step on a CPU; it has its own slow tests.
-    if env_id.startswith("typedrl/") and "Mujoco" not in env_id
+    # The Newton envs need the newton extra; tests_newton covers them.
+    if env_id.startswith("typedrl/") and "Mujoco" not in env_id and "Newton" not in env_id
 ]
 """Every (algorithm, built-in env) pair that ships a tuned file."""
 
