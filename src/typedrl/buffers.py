@@ -539,7 +539,7 @@ def _join(prefix: tuple[str, ...], key: BufferKey) -> BufferKey:
 
 
 def _checked_plan(
-    where: str, num_samples: int, samples_text: str, batch_size: object, num_mini_epochs: object
+    where: str, num_samples: int, samples_text: str, *, batch_size: object, num_mini_epochs: object
 ) -> int:
     """The minibatch count of ``num_samples`` (described by ``samples_text`` in errors)."""
     epochs = positive_int(where, "num_mini_epochs", num_mini_epochs)
@@ -578,7 +578,9 @@ def minibatch_count(*, num_samples: int, batch_size: int, num_mini_epochs: int) 
     where = "minibatch_count"
     positive_int(where, "num_samples", num_samples)
     samples_text = f"num_samples = {num_samples}"
-    return _checked_plan(where, num_samples, samples_text, batch_size, num_mini_epochs)
+    return _checked_plan(
+        where, num_samples, samples_text, batch_size=batch_size, num_mini_epochs=num_mini_epochs
+    )
 
 
 def validate_batch_plan(
@@ -619,7 +621,9 @@ def validate_batch_plan(
     positive_int(where, "num_steps", num_steps)
     num_samples = num_envs * num_steps
     samples_text = f"num_envs {num_envs} x num_steps {num_steps} = {num_samples} per rank"
-    return _checked_plan(where, num_samples, samples_text, batch_size, num_mini_epochs)
+    return _checked_plan(
+        where, num_samples, samples_text, batch_size=batch_size, num_mini_epochs=num_mini_epochs
+    )
 
 
 def minibatch_indices(
