@@ -23,17 +23,7 @@ __all__ = ["add_evaluate_parser", "rows_for", "run_evaluate"]
 
 def add_evaluate_parser(commands: Commands) -> None:
     """Add the ``evaluate`` subcommand."""
-    evaluate = add_command(
-        commands,
-        "evaluate",
-        handler=run_evaluate,
-        help="evaluate a run or checkpoint (PPO, APG or SHAC) with deterministic actions",
-        description=(
-            "Play episodes with the deterministic policy of a run folder (its best.ckpt, else "
-            "last.ckpt) or of a checkpoint file, print return and length statistics, write "
-            "them as JSON and, with --video, record an MP4."
-        ),
-    )
+    evaluate = add_command(commands, "evaluate", handler=run_evaluate)
     add_checkpoint_argument(evaluate)
     evaluate.add_argument(
         "env_id",
@@ -176,7 +166,12 @@ def _training_record(location: "CheckpointLocation") -> str | None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    """Load a checkpoint's policy and evaluate it; print a table and write the JSON report."""
+    """Evaluate a run or checkpoint (PPO, APG or SHAC) with deterministic actions.
+
+    Play episodes with the deterministic policy of a run folder (its best.ckpt, else
+    last.ckpt) or of a checkpoint file, print return and length statistics, write them as
+    JSON and, with --video, record an MP4.
+    """
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
     from typedrl.checkpoint import load_checkpoint  # noqa: PLC0415

@@ -10,17 +10,7 @@ __all__ = ["add_export_parser", "run_export"]
 
 def add_export_parser(commands: Commands) -> None:
     """Add the ``export`` subcommand."""
-    export = add_command(
-        commands,
-        "export",
-        handler=run_export,
-        help="export a run's or checkpoint's deterministic policy (ONNX or TorchScript)",
-        description=(
-            "Write the deterministic policy of a checkpoint (or of a run folder's best.ckpt, "
-            "else last.ckpt), observation normalisation included, as a model from an "
-            "observation tensor [batch, obs_dim] to actions."
-        ),
-    )
+    export = add_command(commands, "export", handler=run_export)
     add_checkpoint_argument(export)
     export.add_argument(
         "--format",
@@ -41,7 +31,12 @@ def add_export_parser(commands: Commands) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    """Export the policy and print what the file takes and returns."""
+    """Export a run's or checkpoint's deterministic policy (ONNX or TorchScript).
+
+    Write the deterministic policy of a checkpoint (or of a run folder's best.ckpt, else
+    last.ckpt), observation normalisation included, as a model from an observation tensor
+    [batch, obs_dim] to actions.
+    """
     from typedrl.export import export_checkpoint  # noqa: PLC0415 - keep `typedrl --help` fast
 
     result = export_checkpoint(

@@ -31,7 +31,11 @@ def _package_version(name: str) -> str:
 
 
 def _run_info(_: argparse.Namespace) -> int:
-    """Print the versions and devices typedrl sees (paste this into bug reports)."""
+    """Print package versions and available devices.
+
+    Print the versions of typedrl and the packages it runs on, and the devices torch
+    sees: paste this into bug reports.
+    """
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
     print(f"python      {platform.python_version()} ({platform.platform()})")
@@ -43,7 +47,11 @@ def _run_info(_: argparse.Namespace) -> int:
 
 
 def _run_check_env(args: argparse.Namespace) -> int:
-    """Build an env by id, run the conformance checker and print its report."""
+    """Check an env against the vector-env contract (exit status 1 on violations).
+
+    Build the env by id, run the conformance checker (the gradient rules too for a
+    differentiable env, unless --no-gradients) and print its report.
+    """
     from typedrl.envs import (  # noqa: PLC0415 - keep `typedrl --help` fast
         check_differentiable_vec_env,
         check_vec_env,
@@ -78,19 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_debug_flag(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_command(
-        commands, "info", handler=_run_info, help="print package versions and available devices"
-    )
+    add_command(commands, "info", handler=_run_info)
     add_train_parser(commands)
     add_evaluate_parser(commands)
     add_plot_parser(commands)
     add_export_parser(commands)
-    check = add_command(
-        commands,
-        "check-env",
-        handler=_run_check_env,
-        help="check an env against the vector-env contract (exit status 1 on violations)",
-    )
+    check = add_command(commands, "check-env", handler=_run_check_env)
     check.add_argument(
         "env_id", help='a Gymnasium id or a built-in id such as "typedrl/Pendulum-v0"'
     )

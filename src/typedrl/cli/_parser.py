@@ -1,6 +1,7 @@
 """The argument-parser pieces that several ``typedrl`` subcommands share."""
 
 import argparse
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
@@ -20,16 +21,20 @@ Handler: TypeAlias = Callable[[argparse.Namespace], int]
 """Runs a parsed subcommand and returns its exit status."""
 
 
-def add_command(
-    commands: Commands,
-    name: str,
-    *,
-    handler: Handler,
-    help: str,
-    description: str | None = None,
-) -> argparse.ArgumentParser:
-    """Add the subcommand ``name``, which :func:`~typedrl.cli.main` runs with ``handler``."""
-    parser = commands.add_parser(name, help=help, description=description)
+def add_command(commands: Commands, name: str, *, handler: Handler) -> argparse.ArgumentParser:
+    """Add the subcommand ``name``, which :func:`~typedrl.cli.main` runs with ``handler``.
+
+    The handler's docstring is the command's help, so the text has one copy: its
+    summary line (without the full stop) is what ``typedrl --help`` lists, and
+    the paragraph after it, if there is one, is the description ``typedrl NAME
+    --help`` shows (under ``python -OO``, which strips docstrings, both are left
+    out).
+    """
+    summary, _, rest = inspect.cleandoc(handler.__doc__ or "").partition("\n\n")
+    description = " ".join(rest.partition("\n\n")[0].split()) or None
+    parser = commands.add_parser(
+        name, help=" ".join(summary.split()).removesuffix(".") or None, description=description
+    )
     parser.set_defaults(handler=handler)
     return parser
 

@@ -10,17 +10,7 @@ __all__ = ["add_plot_parser", "run_plot"]
 
 def add_plot_parser(commands: Commands) -> None:
     """Add the ``plot`` subcommand."""
-    plot = add_command(
-        commands,
-        "plot",
-        handler=run_plot,
-        help="draw learning curves of run folders into a PNG (needs matplotlib)",
-        description=(
-            "Draw one metric of each run's metrics.csv against env steps. Runs whose "
-            "config.yaml differ only by seed are drawn as their mean with a ± std band; "
-            "other runs are overlaid and labelled."
-        ),
-    )
+    plot = add_command(commands, "plot", handler=run_plot)
     plot.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     plot.add_argument(
         "-o",
@@ -44,7 +34,12 @@ def add_plot_parser(commands: Commands) -> None:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    """Draw the curves and print where the PNG went."""
+    """Draw learning curves of run folders into a PNG (needs matplotlib).
+
+    Draw one metric of each run's metrics.csv against env steps. Runs whose config.yaml
+    differ only by seed are drawn as their mean with a ± std band; other runs are overlaid
+    and labelled.
+    """
     from typedrl.plotting import plot_runs  # noqa: PLC0415 - keep `typedrl --help` fast
 
     run_dirs: list[Path] = list(args.run_dirs)

@@ -44,20 +44,7 @@ _RUN_STAMP_VARIABLE = "TYPEDRL_RUN_STAMP"
 
 def add_train_parser(commands: Commands) -> None:
     """Add the ``train`` subcommand."""
-    train = add_command(
-        commands,
-        "train",
-        handler=run_train,
-        help="train PPO (default), APG or SHAC on an env (default: a built-in torch env)",
-        description=(
-            "Train PPO or, with --algo apg/shac, analytic policy gradients or the short-horizon "
-            "actor-critic through a differentiable env. Values come from the config "
-            "dataclass's defaults, then the tuned file shipped for (algo, env), then --config, "
-            "then the flags and --set (any field, dotted for nested ones: algorithm.<field>). "
-            "Everything goes to a run folder: config.yaml, metrics.csv, checkpoints/, "
-            "summary.json."
-        ),
-    )
+    train = add_command(commands, "train", handler=run_train)
     train.add_argument(
         "env_id",
         nargs="?",
@@ -298,7 +285,14 @@ def _check_differentiable(resolved: ResolvedRun) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Train as the arguments say; print where the run went and what it reached."""
+    """Train PPO (default), APG or SHAC on an env (default: a built-in torch env).
+
+    Train PPO or, with --algo apg/shac, analytic policy gradients or the short-horizon
+    actor-critic through a differentiable env. Values come from the config dataclass's
+    defaults, then the tuned file shipped for (algo, env), then --config, then the flags and
+    --set (any field, dotted for nested ones: algorithm.<field>). Everything goes to a run
+    folder: config.yaml, metrics.csv, checkpoints/, summary.json.
+    """
     resume, overwrite = _resume_option(args)
     resumed_dir, checkpoint, note = _resume_target(args, resume)
     argv = list(getattr(args, "command_line", ["typedrl", "train"]))

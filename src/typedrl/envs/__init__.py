@@ -31,6 +31,8 @@ from typedrl.envs.builtin import BUILTIN_ENV_IDS as BUILTIN_ENV_IDS
 from typedrl.envs.builtin import BaseTorchVecEnv as BaseTorchVecEnv
 from typedrl.envs.builtin import CartPole as CartPole
 from typedrl.envs.builtin import CartPoleSwingUp as CartPoleSwingUp
+from typedrl.envs.builtin import EnvLayout as EnvLayout
+from typedrl.envs.builtin import EnvOptions as EnvOptions
 from typedrl.envs.builtin import GymnasiumVectorView as GymnasiumVectorView
 from typedrl.envs.builtin import Pendulum as Pendulum
 from typedrl.envs.builtin import PointMass as PointMass
@@ -46,6 +48,8 @@ __all__ = [
     "CartPoleSwingUp",
     "CheckReport",
     "DifferentiableVecEnvWrapper",
+    "EnvLayout",
+    "EnvOptions",
     "GymnasiumVecEnv",
     "GymnasiumVectorView",
     "IsaacLabEnvCfgLike",

@@ -2,14 +2,13 @@
 
 import abc
 from collections.abc import Sequence
-from typing import Any, Final, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, TypeVar, Unpack
 
-import torch
 from jaxtyping import Float
 from torch import Tensor
 
 from typedrl.envs._mjcf_task import MjcfTask, StateT
-from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._base import BaseTorchVecEnv, EnvLayout, EnvOptions
 from typedrl.types import ContinuousAction, Done, ObsVector, Reward
 
 __all__ = ["BaseMjcfVecEnv"]
@@ -34,11 +33,8 @@ class BaseMjcfVecEnv(BaseTorchVecEnv, Generic[TaskT, StateT]):
         control_dt: Seconds of simulated time per env step (the reward's ``dt``).
         action_high: Bounds ``h`` of the ``Box(-h, h)`` actions.
         num_envs: Number of rows.
-        max_episode_steps: Time limit; ``None`` takes the task's.
-        clip_actions: Clip actions to their bounds.
-        seed: Seed of the first unseeded reset.
-        dtype: ``"float32"`` or ``"float64"``.
-        device: Device of every tensor.
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is the
+            task's unless ``max_episode_steps`` says otherwise.
     """
 
     def __init__(
@@ -48,27 +44,17 @@ class BaseMjcfVecEnv(BaseTorchVecEnv, Generic[TaskT, StateT]):
         control_dt: float,
         action_high: Sequence[float],
         num_envs: int,
-        max_episode_steps: int | None,
-        clip_actions: bool,
-        seed: int | None,
-        dtype: Literal["float32", "float64"],
-        device: torch.device | str,
+        **options: Unpack[EnvOptions],
     ) -> None:
         spec = task.spec
-        super().__init__(
-            num_envs=num_envs,
-            max_episode_steps=(
-                spec.max_episode_steps if max_episode_steps is None else max_episode_steps
-            ),
+        layout = EnvLayout(
             observation_high=spec.observation_high,
             observation_normalize_mask=spec.observation_normalize_mask,
             action_space=action_high,
             num_initial_draws=spec.num_initial_draws,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
+            max_episode_steps=spec.max_episode_steps,
         )
+        super().__init__(num_envs=num_envs, layout=layout, **options)
         self.task: Final = task
         """The task hooks."""
         self.control_dt: Final = control_dt

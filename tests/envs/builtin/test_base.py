@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.envs.builtin._factories import DIFFERENTIABLE, FACTORIES, random_actions
-from typedrl.envs.builtin import BaseTorchVecEnv, CartPole, PointMass
+from typedrl.envs.builtin import BaseTorchVecEnv, CartPole, EnvLayout, PointMass
 from typedrl.errors import ConfigError, EnvContractError, SpecError
 from typedrl.protocols import DifferentiableVecEnv, SupportsObservationNormalizeMask
 
@@ -201,6 +201,42 @@ def test_invalid_arguments_raise_typed_errors() -> None:
         env.step(torch.zeros(2, 2, dtype=torch.int64))
     with pytest.raises(SpecError, match="integer"):
         CartPole(num_envs=2, seed=0).step(torch.zeros(2))
+
+
+def test_unknown_options_and_bad_layouts_are_refused() -> None:
+    """``**options`` refuses a name EnvOptions lacks; EnvLayout checks itself."""
+    with pytest.raises(ConfigError, match=r"unexpected keyword arguments \['max_episode_step'\]"):
+        PointMass(num_envs=2, max_episode_step=5)  # type: ignore[call-arg]
+    with pytest.raises(ConfigError, match="dtype must be one of"):
+        PointMass(num_envs=2, dtype="float16")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="max_episode_steps"):
+        PointMass(num_envs=2, max_episode_steps=0)
+    assert PointMass(num_envs=2, max_episode_steps=7).max_episode_steps == 7
+    assert PointMass(num_envs=2, max_episode_steps=None).max_episode_steps == 200
+    with pytest.raises(ConfigError, match="observation_normalize_mask has 1 entries"):
+        EnvLayout(
+            observation_high=(1.0, 1.0),
+            observation_normalize_mask=(True,),
+            action_space=2,
+            num_initial_draws=1,
+            max_episode_steps=10,
+        )
+    with pytest.raises(ConfigError, match="num_initial_draws"):
+        EnvLayout(
+            observation_high=(1.0,),
+            observation_normalize_mask=(True,),
+            action_space=2,
+            num_initial_draws=0,
+            max_episode_steps=10,
+        )
+    with pytest.raises(ConfigError, match="action_space"):
+        EnvLayout(
+            observation_high=(1.0,),
+            observation_normalize_mask=(True,),
+            action_space=0,
+            num_initial_draws=1,
+            max_episode_steps=10,
+        )
 
 
 def test_close_twice_and_repr() -> None:

@@ -17,6 +17,8 @@ Importing this package registers them with Gymnasium as ``typedrl/<Name>-v0``
 """
 
 from typedrl.envs.builtin._base import BaseTorchVecEnv as BaseTorchVecEnv
+from typedrl.envs.builtin._base import EnvLayout as EnvLayout
+from typedrl.envs.builtin._base import EnvOptions as EnvOptions
 from typedrl.envs.builtin._cartpole import CartPole as CartPole
 from typedrl.envs.builtin._cartpole_swingup import CartPoleSwingUp as CartPoleSwingUp
 from typedrl.envs.builtin._gymnasium_view import GymnasiumVectorView as GymnasiumVectorView
@@ -32,6 +34,8 @@ __all__ = [
     "BaseTorchVecEnv",
     "CartPole",
     "CartPoleSwingUp",
+    "EnvLayout",
+    "EnvOptions",
     "GymnasiumVectorView",
     "Pendulum",
     "PointMass",

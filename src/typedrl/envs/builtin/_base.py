@@ -1,9 +1,10 @@
 """The abstract base of the built-in batched, differentiable torch envs."""
 
 import abc
+import dataclasses
 import secrets
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict, Unpack
 
 import gymnasium as gym
 import numpy as np
@@ -20,7 +21,7 @@ from typedrl.envs.builtin._render import Canvas, Frame, RenderView
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError
 from typedrl.types import Action, Done, Obs, ObsMask, ObsVector, Reward
 
-__all__ = ["BaseTorchVecEnv"]
+__all__ = ["BaseTorchVecEnv", "EnvLayout", "EnvOptions"]
 
 # Private shape aliases of the subclass hooks (state layout is env-specific).
 _State = Float[Tensor, "num_envs state_dim"]
@@ -35,6 +36,79 @@ _POOL_ELEMENTS = 2**18
 
 _CLOCK_SALT = 0x7F4A7C15
 """Salt of the random episode-clock draw (apart from the initial-state draws)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EnvLayout:
+    """What an env's physics fixes: its spaces, its reset draws and its default time limit.
+
+    A :class:`BaseTorchVecEnv` subclass passes one to ``__init__``; the options a
+    user picks (:class:`EnvOptions`) come beside it.
+
+    Attributes:
+        observation_high: Symmetric bounds ``h`` of the observation space
+            ``Box(-h, h)`` (``math.inf`` for unbounded features).
+        observation_normalize_mask: Per observation feature, whether a trainer
+            may normalise it (``False`` for cosines and sines, for example).
+        action_space: An ``int`` ``n`` for ``Discrete(n)`` (int64 actions of
+            shape ``[num_envs]``), or the bounds ``h`` of ``Box(-h, h)``.
+        num_initial_draws: Uniforms :meth:`BaseTorchVecEnv._initial_state`
+            consumes per episode.
+        max_episode_steps: The time limit unless the user sets one.
+
+    Example:
+        >>> layout = EnvLayout(
+        ...     observation_high=(1.0, 1.0),
+        ...     observation_normalize_mask=(True, True),
+        ...     action_space=(1.0,),
+        ...     num_initial_draws=2,
+        ...     max_episode_steps=100,
+        ... )
+        >>> layout.max_episode_steps
+        100
+    """
+
+    observation_high: Sequence[float]
+    observation_normalize_mask: Sequence[bool]
+    action_space: int | Sequence[float]
+    num_initial_draws: int
+    max_episode_steps: int
+
+    def __post_init__(self) -> None:
+        positive_int("EnvLayout", "num_initial_draws", self.num_initial_draws)
+        positive_int("EnvLayout", "max_episode_steps", self.max_episode_steps)
+        if isinstance(self.action_space, int):
+            positive_int("EnvLayout", "action_space", self.action_space)
+        if len(self.observation_normalize_mask) != len(self.observation_high):
+            raise ConfigError(
+                "EnvLayout: observation_normalize_mask has "
+                f"{len(self.observation_normalize_mask)} entries, expected one per "
+                f"observation feature ({len(self.observation_high)})"
+            )
+
+
+class EnvOptions(TypedDict, total=False):
+    """The options every built-in torch env takes as keywords, beside ``num_envs``.
+
+    Each is optional; the defaults are :class:`BaseTorchVecEnv`'s.
+
+    Attributes:
+        max_episode_steps: Time limit; reaching it sets ``truncated``
+            (default: the env's own, from its :class:`EnvLayout`).
+        clip_actions: Clip Box actions to their bounds before the physics
+            (default ``True``).
+        seed: Seed used by the first :meth:`~BaseTorchVecEnv.reset` when it gets
+            no seed; ``None`` (the default) draws one from the operating system.
+        dtype: ``"float32"`` (default) or ``"float64"`` (use float64 for
+            gradient checks).
+        device: Device of every tensor (default ``"cpu"``).
+    """
+
+    max_episode_steps: int | None
+    clip_actions: bool
+    seed: int | None
+    dtype: Literal["float32", "float64"]
+    device: torch.device | str
 
 
 class BaseTorchVecEnv(abc.ABC):
@@ -76,7 +150,7 @@ class BaseTorchVecEnv(abc.ABC):
     when some row has used it up, which with episodes longer than one step is
     many times less often. Both schedules give bit-identical results.
 
-    Subclasses pass their spaces to ``__init__`` and implement
+    Subclasses pass their :class:`EnvLayout` to ``__init__`` and implement
     :meth:`_initial_state`, :meth:`_dynamics`, :meth:`_reward`,
     :meth:`_terminated` and :meth:`_observe`, all batched over rows. An env
     that renders also sets ``_render_view`` and implements ``_draw``,
@@ -90,40 +164,25 @@ class BaseTorchVecEnv(abc.ABC):
 
     Args:
         num_envs: Number of rows.
-        max_episode_steps: Time limit; reaching it sets ``truncated``.
-        observation_high: Symmetric bounds ``h`` of the observation space
-            ``Box(-h, h)`` (``math.inf`` for unbounded features).
-        observation_normalize_mask: Per observation feature, whether a trainer
-            may normalise it (``False`` for cosines and sines, for example).
-        action_space: An ``int`` ``n`` for ``Discrete(n)`` (int64 actions of
-            shape ``[num_envs]``), or the bounds ``h`` of ``Box(-h, h)``.
-        num_initial_draws: Uniforms :meth:`_initial_state` consumes per episode.
-        clip_actions: Clip Box actions to their bounds before the physics.
-        seed: Seed used by the first :meth:`reset` when it gets no seed; ``None``
-            draws one from the operating system.
-        dtype: ``"float32"`` or ``"float64"`` (use float64 for gradient checks).
-        device: Device of every tensor.
+        layout: The spaces, reset draws and default time limit.
+        **options: :class:`EnvOptions`: ``max_episode_steps``,
+            ``clip_actions``, ``seed``, ``dtype`` and ``device``.
     """
 
-    def __init__(
-        self,
-        *,
-        num_envs: int,
-        max_episode_steps: int,
-        observation_high: Sequence[float],
-        observation_normalize_mask: Sequence[bool],
-        action_space: int | Sequence[float],
-        num_initial_draws: int,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
-    ) -> None:
+    def __init__(self, *, num_envs: int, layout: EnvLayout, **options: Unpack[EnvOptions]) -> None:
         owner = type(self).__name__
+        _check_options(owner, options)
+        max_episode_steps = options.get("max_episode_steps")
+        dtype = options.get("dtype", "float32")
+        device = options.get("device", "cpu")
         self._num_envs = positive_int(owner, "num_envs", num_envs)
-        self._max_episode_steps = positive_int(owner, "max_episode_steps", max_episode_steps)
-        self._num_initial_draws = positive_int(owner, "num_initial_draws", num_initial_draws)
-        self._seed = _check_seed(owner, "seed", seed)
+        self._max_episode_steps = positive_int(
+            owner,
+            "max_episode_steps",
+            layout.max_episode_steps if max_episode_steps is None else max_episode_steps,
+        )
+        self._num_initial_draws = layout.num_initial_draws
+        self._seed = _check_seed(owner, "seed", options.get("seed"))
         self._dtype = _DTYPES[dtype]
         try:
             self._device = torch.device(device)
@@ -131,27 +190,20 @@ class BaseTorchVecEnv(abc.ABC):
             raise ConfigError(
                 f"{owner}.device must name a torch device, got {describe(device)}"
             ) from err
-        if len(observation_normalize_mask) != len(observation_high):
-            raise ConfigError(
-                f"{owner}: observation_normalize_mask has {len(observation_normalize_mask)} "
-                f"entries, expected one per observation feature ({len(observation_high)})"
-            )
         np_dtype = np.dtype(dtype)
-        high = np.asarray(observation_high, dtype=np_dtype)
+        high = np.asarray(layout.observation_high, dtype=np_dtype)
         self._observation_space = gym.spaces.Box(-high, high, dtype=np_dtype)
         self._normalize_mask = torch.tensor(
-            list(observation_normalize_mask), dtype=torch.bool, device=self._device
+            list(layout.observation_normalize_mask), dtype=torch.bool, device=self._device
         )
         self._action_space: gym.spaces.Box | gym.spaces.Discrete
         self._clip_bounds: tuple[Tensor, Tensor] | None = None
-        if isinstance(action_space, int):
-            self._action_space = gym.spaces.Discrete(
-                positive_int(owner, "action_space", action_space)
-            )
+        if isinstance(layout.action_space, int):
+            self._action_space = gym.spaces.Discrete(layout.action_space)
         else:
-            action_high = np.asarray(action_space, dtype=np_dtype)
+            action_high = np.asarray(layout.action_space, dtype=np_dtype)
             self._action_space = gym.spaces.Box(-action_high, action_high, dtype=np_dtype)
-            if clip_actions:
+            if options.get("clip_actions", True):
                 bound = torch.as_tensor(action_high, device=self._device)
                 self._clip_bounds = (-bound, bound)
         self._where = f"{owner}.step"
@@ -682,3 +734,16 @@ def _check_seed(owner: str, name: str, seed: int | None) -> int | None:
             f"{owner}.{name} must be a non-negative int or None, got {describe(seed)}"
         )
     return seed
+
+
+def _check_options(owner: str, options: EnvOptions) -> None:
+    """Refuse what ``**options`` takes at run time but :class:`EnvOptions` does not name."""
+    unknown = sorted(set(options) - EnvOptions.__optional_keys__)
+    if unknown:
+        raise ConfigError(
+            f"{owner} got unexpected keyword arguments {unknown}; the env options are "
+            f"{sorted(EnvOptions.__optional_keys__)}"
+        )
+    dtype = options.get("dtype", "float32")
+    if dtype not in _DTYPES:
+        raise ConfigError(f"{owner}.dtype must be one of {list(_DTYPES)}, got {describe(dtype)}")

@@ -1,7 +1,8 @@
 """Gymnasium's CartPole-v1 as a batched, differentiable torch env (discrete or continuous force)."""
 
+import dataclasses
 import math
-from typing import ClassVar, Literal, final
+from typing import ClassVar, Literal, Unpack, final
 
 import numpy as np
 import torch
@@ -9,7 +10,7 @@ from jaxtyping import Float, Float64
 from torch import Tensor
 
 from typedrl.envs.builtin import _cartpole_physics as physics
-from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._base import BaseTorchVecEnv, EnvLayout, EnvOptions
 from typedrl.envs.builtin._cartpole_render import VIEW, draw_cart_pole
 from typedrl.envs.builtin._math import uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
@@ -20,6 +21,16 @@ __all__ = ["CartPole"]
 _State = Float[Tensor, "num_envs 4"]
 # Integer dtypes index_select takes as indices.
 _INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+_DISCRETE_LAYOUT = EnvLayout(
+    observation_high=(physics.X_THRESHOLD * 2, math.inf, physics.THETA_THRESHOLD * 2, math.inf),
+    observation_normalize_mask=(True, True, True, True),
+    action_space=2,
+    num_initial_draws=4,
+    max_episode_steps=500,
+)
+_CONTINUOUS_LAYOUT = dataclasses.replace(_DISCRETE_LAYOUT, action_space=(1.0,))
 
 
 @final
@@ -54,11 +65,9 @@ class CartPole(BaseTorchVecEnv):
     Args:
         num_envs: Number of rows.
         action_mode: ``"discrete"`` or ``"continuous"``.
-        max_episode_steps: Time limit (500 as in Gymnasium).
-        clip_actions: Clip continuous actions to ``[-1, 1]``.
-        seed: Seed of the first unseeded :meth:`~BaseTorchVecEnv.reset`.
-        dtype: ``"float32"`` or ``"float64"``.
-        device: Device of every tensor.
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is
+            500 steps (as in Gymnasium) unless ``max_episode_steps`` says
+            otherwise.
 
     Example:
         >>> import torch
@@ -82,26 +91,11 @@ class CartPole(BaseTorchVecEnv):
         *,
         num_envs: int,
         action_mode: Literal["discrete", "continuous"] = "discrete",
-        max_episode_steps: int = 500,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
+        **options: Unpack[EnvOptions],
     ) -> None:
         self._continuous = action_mode == "continuous"
-        high = (physics.X_THRESHOLD * 2, math.inf, physics.THETA_THRESHOLD * 2, math.inf)
-        super().__init__(
-            num_envs=num_envs,
-            max_episode_steps=max_episode_steps,
-            observation_high=high,
-            observation_normalize_mask=(True, True, True, True),
-            action_space=(1.0,) if self._continuous else 2,
-            num_initial_draws=4,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
-        )
+        layout = _CONTINUOUS_LAYOUT if self._continuous else _DISCRETE_LAYOUT
+        super().__init__(num_envs=num_envs, layout=layout, **options)
         # Push left (action 0) or right (action 1), divided by the total mass
         # (what the equations use).
         specific_push = physics.FORCE_MAG / physics.TOTAL_MASS

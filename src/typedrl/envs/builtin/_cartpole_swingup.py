@@ -1,7 +1,7 @@
 """Cart-pole swing-up: the pole starts hanging down and must be swung upright."""
 
 import math
-from typing import Any, ClassVar, Literal, final
+from typing import Any, ClassVar, Unpack, final
 
 import numpy as np
 import torch
@@ -11,7 +11,7 @@ from torch import Tensor
 from typedrl._results import StepResult
 from typedrl._validation import describe
 from typedrl.envs.builtin import _cartpole_physics as physics
-from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._base import BaseTorchVecEnv, EnvLayout, EnvOptions
 from typedrl.envs.builtin._cartpole_render import VIEW, draw_cart_pole
 from typedrl.envs.builtin._math import stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
@@ -25,6 +25,15 @@ _INITIAL_NOISE = 0.05
 UPRIGHT_DEGREES = 12.0
 """The pole counts as upright within this angle of vertical (``info["is_success"]``)."""
 _COS_UPRIGHT = math.cos(math.radians(UPRIGHT_DEGREES))
+
+
+_LAYOUT = EnvLayout(
+    observation_high=(physics.X_THRESHOLD * 2, math.inf, 1.0, 1.0, math.inf),
+    observation_normalize_mask=(True, True, False, False, True),
+    action_space=(1.0,),
+    num_initial_draws=4,
+    max_episode_steps=500,
+)
 
 
 @final
@@ -62,11 +71,8 @@ class CartPoleSwingUp(BaseTorchVecEnv):
 
     Args:
         num_envs: Number of rows.
-        max_episode_steps: Time limit.
-        clip_actions: Clip actions to ``[-1, 1]``.
-        seed: Seed of the first unseeded :meth:`~BaseTorchVecEnv.reset`.
-        dtype: ``"float32"`` or ``"float64"``.
-        device: Device of every tensor.
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is
+            500 steps unless ``max_episode_steps`` says otherwise.
 
     Example:
         >>> import torch
@@ -81,28 +87,8 @@ class CartPoleSwingUp(BaseTorchVecEnv):
 
     _render_view: ClassVar[RenderView | None] = VIEW
 
-    def __init__(
-        self,
-        *,
-        num_envs: int,
-        max_episode_steps: int = 500,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
-    ) -> None:
-        super().__init__(
-            num_envs=num_envs,
-            max_episode_steps=max_episode_steps,
-            observation_high=(physics.X_THRESHOLD * 2, math.inf, 1.0, 1.0, math.inf),
-            observation_normalize_mask=(True, True, False, False, True),
-            action_space=(1.0,),
-            num_initial_draws=4,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
-        )
+    def __init__(self, *, num_envs: int, **options: Unpack[EnvOptions]) -> None:
+        super().__init__(num_envs=num_envs, layout=_LAYOUT, **options)
 
         self._upright_run = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
 

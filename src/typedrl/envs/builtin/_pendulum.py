@@ -1,14 +1,14 @@
 """Gymnasium's Pendulum-v1 as a batched, differentiable torch env."""
 
 import math
-from typing import ClassVar, Literal, final
+from typing import ClassVar, Unpack, final
 
 import numpy as np
 import torch
 from jaxtyping import Float, Float64
 from torch import Tensor
 
-from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._base import BaseTorchVecEnv, EnvLayout, EnvOptions
 from typedrl.envs.builtin._math import angle_normalize, stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
 from typedrl.types import ContinuousAction, Done, ObsVector, Reward
@@ -27,6 +27,15 @@ _ROD_WIDTH = 0.2
 _PIVOT_RADIUS = 0.05
 _ROD = (204, 77, 77)
 _PIVOT = (0, 0, 0)
+
+
+_LAYOUT = EnvLayout(
+    observation_high=(1.0, 1.0, _MAX_SPEED),
+    observation_normalize_mask=(False, False, True),
+    action_space=(_MAX_TORQUE,),
+    num_initial_draws=2,
+    max_episode_steps=200,
+)
 
 
 @final
@@ -54,11 +63,10 @@ class Pendulum(BaseTorchVecEnv):
 
     Args:
         num_envs: Number of rows.
-        max_episode_steps: Time limit (200 as in Gymnasium).
-        clip_actions: Clip torques to ``[-2, 2]`` (Gymnasium's behaviour).
-        seed: Seed of the first unseeded :meth:`~BaseTorchVecEnv.reset`.
-        dtype: ``"float32"`` or ``"float64"``.
-        device: Device of every tensor.
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is
+            200 steps (as in Gymnasium) unless ``max_episode_steps`` says
+            otherwise, and clipping keeps torques in ``[-2, 2]`` (Gymnasium's
+            behaviour).
 
     Example:
         >>> import torch
@@ -73,28 +81,8 @@ class Pendulum(BaseTorchVecEnv):
 
     _render_view: ClassVar[RenderView | None] = RenderView(x_range=(-2.2, 2.2), control_dt=_DT)
 
-    def __init__(
-        self,
-        *,
-        num_envs: int,
-        max_episode_steps: int = 200,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
-    ) -> None:
-        super().__init__(
-            num_envs=num_envs,
-            max_episode_steps=max_episode_steps,
-            observation_high=(1.0, 1.0, _MAX_SPEED),
-            observation_normalize_mask=(False, False, True),
-            action_space=(_MAX_TORQUE,),
-            num_initial_draws=2,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
-        )
+    def __init__(self, *, num_envs: int, **options: Unpack[EnvOptions]) -> None:
+        super().__init__(num_envs=num_envs, layout=_LAYOUT, **options)
 
     def _initial_state(self, uniform: _State) -> _State:
         theta = uniform_between(uniform[:, 0], -math.pi, math.pi)

@@ -1,13 +1,13 @@
 """A damped 2-D point mass driven to a random goal."""
 
-from typing import ClassVar, Literal, final
+from typing import ClassVar, Unpack, final
 
 import numpy as np
 import torch
 from jaxtyping import Float, Float64
 from torch import Tensor
 
-from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._base import BaseTorchVecEnv, EnvLayout, EnvOptions
 from typedrl.envs.builtin._math import smooth_distance, stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
 from typedrl.types import ContinuousAction, Done, ObsVector, Reward
@@ -30,6 +30,15 @@ _ARENA_BORDER_COLOR = (120, 120, 120)
 _ARENA_COLOR = (235, 235, 235)
 _GOAL_COLOR = (60, 160, 60)
 _MASS_COLOR = (50, 90, 200)
+
+
+_LAYOUT = EnvLayout(
+    observation_high=(float("inf"),) * 6,
+    observation_normalize_mask=(True,) * 6,
+    action_space=(1.0, 1.0),
+    num_initial_draws=4,
+    max_episode_steps=200,
+)
 
 
 @final
@@ -55,11 +64,8 @@ class PointMass(BaseTorchVecEnv):
 
     Args:
         num_envs: Number of rows.
-        max_episode_steps: Time limit.
-        clip_actions: Clip actions to ``[-1, 1]``.
-        seed: Seed of the first unseeded :meth:`~BaseTorchVecEnv.reset`.
-        dtype: ``"float32"`` or ``"float64"``.
-        device: Device of every tensor.
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is
+            200 steps unless ``max_episode_steps`` says otherwise.
 
     Example:
         >>> import torch
@@ -74,29 +80,8 @@ class PointMass(BaseTorchVecEnv):
 
     _render_view: ClassVar[RenderView | None] = RenderView(x_range=(-1.5, 1.5), control_dt=_DT)
 
-    def __init__(
-        self,
-        *,
-        num_envs: int,
-        max_episode_steps: int = 200,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
-    ) -> None:
-        inf = float("inf")
-        super().__init__(
-            num_envs=num_envs,
-            max_episode_steps=max_episode_steps,
-            observation_high=(inf,) * 6,
-            observation_normalize_mask=(True,) * 6,
-            action_space=(1.0, 1.0),
-            num_initial_draws=4,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
-        )
+    def __init__(self, *, num_envs: int, **options: Unpack[EnvOptions]) -> None:
+        super().__init__(num_envs=num_envs, layout=_LAYOUT, **options)
 
     def _initial_state(self, uniform: Float[Tensor, "num_envs 4"]) -> _State:
         px, py, gx, gy = uniform_between(uniform, -_ARENA, _ARENA).unbind(-1)

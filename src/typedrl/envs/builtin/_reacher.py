@@ -1,14 +1,14 @@
 """A two-link planar arm reaching for a random target."""
 
 import math
-from typing import ClassVar, Literal, final
+from typing import ClassVar, Unpack, final
 
 import numpy as np
 import torch
 from jaxtyping import Float, Float64
 from torch import Tensor
 
-from typedrl.envs.builtin._base import BaseTorchVecEnv
+from typedrl.envs.builtin._base import BaseTorchVecEnv, EnvLayout, EnvOptions
 from typedrl.envs.builtin._math import smooth_distance, stack_columns, uniform_between
 from typedrl.envs.builtin._render import Canvas, RenderView
 from typedrl.types import ContinuousAction, Done, ObsVector, Reward
@@ -37,6 +37,16 @@ _REACH_COLOR = (235, 235, 235)
 _TARGET_COLOR = (220, 50, 50)
 _LINK_COLORS = ((40, 110, 180), (70, 160, 220))
 _JOINT_COLOR = (0, 0, 0)
+
+
+_REACH = 2 * _LENGTH
+_LAYOUT = EnvLayout(
+    observation_high=(1.0,) * 4 + (_REACH, _REACH, math.inf, math.inf, 2 * _REACH, 2 * _REACH),
+    observation_normalize_mask=(False,) * 4 + (True,) * 6,
+    action_space=(1.0, 1.0),
+    num_initial_draws=6,
+    max_episode_steps=100,
+)
 
 
 @final
@@ -69,11 +79,8 @@ class Reacher(BaseTorchVecEnv):
 
     Args:
         num_envs: Number of rows.
-        max_episode_steps: Time limit.
-        clip_actions: Clip actions to ``[-1, 1]``.
-        seed: Seed of the first unseeded :meth:`~BaseTorchVecEnv.reset`.
-        dtype: ``"float32"`` or ``"float64"``.
-        device: Device of every tensor.
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is
+            100 steps unless ``max_episode_steps`` says otherwise.
 
     Example:
         >>> import torch
@@ -88,30 +95,8 @@ class Reacher(BaseTorchVecEnv):
 
     _render_view: ClassVar[RenderView | None] = RenderView(x_range=(-1.2, 1.2), control_dt=_DT)
 
-    def __init__(
-        self,
-        *,
-        num_envs: int,
-        max_episode_steps: int = 100,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
-    ) -> None:
-        inf = math.inf
-        reach = 2 * _LENGTH
-        super().__init__(
-            num_envs=num_envs,
-            max_episode_steps=max_episode_steps,
-            observation_high=(1.0, 1.0, 1.0, 1.0, reach, reach, inf, inf, 2 * reach, 2 * reach),
-            observation_normalize_mask=(False,) * 4 + (True,) * 6,
-            action_space=(1.0, 1.0),
-            num_initial_draws=6,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
-        )
+    def __init__(self, *, num_envs: int, **options: Unpack[EnvOptions]) -> None:
+        super().__init__(num_envs=num_envs, layout=_LAYOUT, **options)
 
     def _initial_state(self, uniform: _State) -> _State:
         u_q1, u_q2, u_dq1, u_dq2, u_radius, u_bearing = uniform.unbind(-1)

@@ -1,6 +1,6 @@
 """A differentiable vector env over any MJCF model, stepped by ``mujoco-torch``."""
 
-from typing import TYPE_CHECKING, Final, Literal, final
+from typing import TYPE_CHECKING, Final, Unpack, final
 
 import torch
 from jaxtyping import Float
@@ -9,6 +9,7 @@ from torch import Tensor
 from typedrl._optional import require_extra
 from typedrl._validation import positive_int
 from typedrl.envs._mjcf_env import BaseMjcfVecEnv
+from typedrl.envs.builtin._base import EnvOptions
 from typedrl.envs.mujoco._dependency import EXTRA
 from typedrl.envs.mujoco._task import MujocoState, MujocoTask
 from typedrl.errors import ConfigError
@@ -21,7 +22,6 @@ __all__ = ["MujocoVecEnv"]
 
 # [qpos | qvel | act | qacc_warmstart] per row.
 _State = Float[Tensor, "num_envs state_dim"]
-_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 @final
@@ -54,13 +54,12 @@ class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
     Args:
         task: The model and its task hooks.
         num_envs: Number of rows.
-        max_episode_steps: Time limit; ``None`` takes the task's.
         solver_iterations: Constraint-solver iterations per physics step;
             ``None`` takes the task's.
-        clip_actions: Clip actions to the actuators' control ranges.
-        seed: Seed of the first unseeded :meth:`~typedrl.envs.BaseTorchVecEnv.reset`.
-        dtype: ``"float32"`` or ``"float64"`` (the physics runs in this dtype).
-        device: Device of every tensor (the physics runs there).
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is the
+            task's unless ``max_episode_steps`` says otherwise, clipping keeps
+            actions in the actuators' control ranges, and the physics runs in
+            ``dtype`` on ``device``.
 
     Raises:
         MissingDependencyError: If ``mujoco`` or ``mujoco-torch`` is not installed.
@@ -84,12 +83,8 @@ class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
         *,
         task: MujocoTask,
         num_envs: int,
-        max_episode_steps: int | None = None,
         solver_iterations: int | None = None,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
+        **options: Unpack[EnvOptions],
     ) -> None:
         owner = type(self).__name__
         spec = task.spec
@@ -123,17 +118,13 @@ class MujocoVecEnv(BaseMjcfVecEnv[MujocoTask, MujocoState]):
             control_dt=float(model.opt.timestep) * spec.frame_skip,
             action_high=tuple(float(h) for h in high),
             num_envs=num_envs,
-            max_episode_steps=max_episode_steps,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
+            **options,
         )
         self._frame_skip = spec.frame_skip
         self.solver_iterations: Final = iterations
         """Constraint-solver iterations per physics step."""
         self._nq, self._nv, self._na = model.nq, model.nv, model.na
-        float_dtype = _DTYPES[dtype]
+        float_dtype = self.dtype
         try:
             physics = mujoco_torch.device_put(model, dtype=float_dtype).to(self.device)
         except NotImplementedError as err:

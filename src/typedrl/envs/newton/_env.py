@@ -1,6 +1,6 @@
 """A differentiable vector env over an MJCF model, stepped by Newton's Featherstone solver."""
 
-from typing import Any, Literal, final
+from typing import Any, Unpack, final
 
 import torch
 from jaxtyping import Float
@@ -9,6 +9,7 @@ from torch import Tensor
 from typedrl._optional import require_extra
 from typedrl._validation import describe
 from typedrl.envs._mjcf_env import BaseMjcfVecEnv
+from typedrl.envs.builtin._base import EnvOptions
 from typedrl.envs.newton._dependency import EXTRA
 from typedrl.envs.newton._physics import NewtonPhysics, gear_matrix
 from typedrl.envs.newton._task import NewtonState, NewtonTask
@@ -53,11 +54,10 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
     Args:
         task: The model and its task hooks.
         num_envs: Number of rows (worlds).
-        max_episode_steps: Time limit; ``None`` takes the task's.
-        clip_actions: Clip actions to ``[-1, 1]``.
-        seed: Seed of the first unseeded :meth:`~typedrl.envs.BaseTorchVecEnv.reset`.
-        dtype: ``"float32"`` (the only precision Newton's kernels run in).
-        device: Device of every tensor; the physics runs there too.
+        **options: :class:`~typedrl.envs.EnvOptions`; the time limit is the
+            task's unless ``max_episode_steps`` says otherwise, ``dtype`` must
+            be ``"float32"`` (the only precision Newton's kernels run in), and
+            the physics runs on ``device``.
 
     Raises:
         MissingDependencyError: If ``newton`` (or ``warp``) is not installed.
@@ -70,15 +70,12 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
         *,
         task: NewtonTask,
         num_envs: int,
-        max_episode_steps: int | None = None,
-        clip_actions: bool = True,
-        seed: int | None = None,
-        dtype: Literal["float32", "float64"] = "float32",
-        device: torch.device | str = "cpu",
+        **options: Unpack[EnvOptions],
     ) -> None:
         owner = type(self).__name__
         if not isinstance(task, NewtonTask):
             raise ConfigError(f"{owner}.task must be a NewtonTask, got {describe(task)}")
+        dtype = options.get("dtype", "float32")
         if dtype != "float32":
             raise ConfigError(
                 f"{owner}.dtype must be 'float32' (Newton's kernels run in float32 only), "
@@ -90,11 +87,7 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
             control_dt=spec.control_dt,
             action_high=(1.0,) * len(spec.actuated_dofs),
             num_envs=num_envs,
-            max_episode_steps=max_episode_steps,
-            clip_actions=clip_actions,
-            seed=seed,
-            dtype=dtype,
-            device=device,
+            **options,
         )
         newton = require_extra("newton", extra=EXTRA, where=owner)
         wp = require_extra("warp", extra=EXTRA, where=owner)
