@@ -10,7 +10,7 @@ import pytest
 import torch
 from gymnasium.vector import AsyncVectorEnv
 
-from typedrl.envs import GymnasiumVecEnv, make
+from typedrl.envs import GymnasiumVecEnv, Pendulum, make
 from typedrl.envs._factory import resolve_env_factory, resolve_wrapper
 from typedrl.errors import ConfigError
 
@@ -60,6 +60,17 @@ def test_make_builds_every_kind_of_factory() -> None:
     adapted = make("tests.cli.factories:gymnasium_vector", num_envs=2)
     assert isinstance(adapted, GymnasiumVecEnv)
     adapted.close()
+
+
+def test_env_options_reach_a_class_that_unpacks_them() -> None:
+    """A BaseTorchVecEnv class as the factory gets the run's seed and device via ``**options``."""
+    env = make("typedrl.envs:Pendulum", num_envs=2, seed=7, device="cpu")
+    twin = Pendulum(num_envs=2, seed=7)
+    obs, _ = env.reset()
+    twin_obs, _ = twin.reset()
+    assert torch.equal(obs["obs"], twin_obs["obs"])  # the unseeded reset used seed 7
+    other, _ = Pendulum(num_envs=2, seed=8).reset()
+    assert not torch.equal(obs["obs"], other["obs"])
 
 
 def test_float_dtype_reaches_a_vector_factory_or_is_refused() -> None:

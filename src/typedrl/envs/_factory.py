@@ -21,6 +21,7 @@ registered (Gymnasium's own ``"module:EnvId"`` form) is left to Gymnasium.
 import functools
 import importlib
 import inspect
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -125,11 +126,23 @@ def resolve_wrapper(name: str) -> WrapperFactory:
 
 
 def _accepts(factory: Callable[..., Any], name: str) -> bool:
+    """Whether ``factory`` takes ``name``.
+
+    It does when it has a parameter of that name, or when its ``**kwargs`` unpack a
+    TypedDict with that key (``**options: Unpack[EnvOptions]``).
+    """
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # a builtin without a signature
         return False
-    return name in parameters
+    if name in parameters:
+        return True
+    return any(
+        parameter.kind is inspect.Parameter.VAR_KEYWORD
+        and typing.get_origin(parameter.annotation) is typing.Unpack
+        and name in typing.get_args(parameter.annotation)[0].__annotations__
+        for parameter in parameters.values()
+    )
 
 
 def make_from_factory(
