@@ -4,7 +4,8 @@ What a ``module:callable`` env spec may return, and how it is called:
 
 - a callable with a ``num_envs`` parameter is a *vector factory*: it is called
   once, as ``factory(num_envs=N, **env_kwargs)`` (plus ``seed=`` and
-  ``device=`` and ``float_dtype=`` when it takes them), and returns a typedrl
+  ``device=`` and ``float_dtype=`` when it takes them, by name or through a
+  TypedDict its ``**kwargs`` unpack), and returns a typedrl
   :class:`~typedrl.protocols.VecEnv` (used as it is: a ``float_dtype`` of
   ``"float64"`` that it does not take must match its observation space) or a Gymnasium
   :class:`~gymnasium.vector.VectorEnv` (adapted by
