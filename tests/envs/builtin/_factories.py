@@ -9,12 +9,22 @@ from typedrl.envs.builtin import (
     BaseTorchVecEnv,
     CartPole,
     CartPoleSwingUp,
+    EnvLayout,
     Pendulum,
     PointMass,
     Reacher,
 )
 
 EnvFactory = Callable[..., BaseTorchVecEnv]
+
+DRIFT_LAYOUT = EnvLayout(
+    observation_high=(1.0,),
+    observation_normalize_mask=(True,),
+    action_space=(1.0,),
+    num_initial_draws=1,
+    max_episode_steps=5,
+)
+"""The layout of the tests' one-dimensional drift envs."""
 
 
 def continuous_cartpole(**kwargs: Any) -> CartPole:

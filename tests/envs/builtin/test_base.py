@@ -203,8 +203,8 @@ def test_invalid_arguments_raise_typed_errors() -> None:
         CartPole(num_envs=2, seed=0).step(torch.zeros(2))
 
 
-def test_unknown_options_and_bad_layouts_are_refused() -> None:
-    """``**options`` refuses a name EnvOptions lacks; EnvLayout checks itself."""
+def test_unknown_or_bad_options_are_refused() -> None:
+    """``**options`` refuses a name EnvOptions lacks, and a bad dtype or time limit."""
     with pytest.raises(ConfigError, match=r"unexpected keyword arguments \['max_episode_step'\]"):
         PointMass(num_envs=2, max_episode_step=5)  # type: ignore[call-arg]
     with pytest.raises(ConfigError, match="dtype must be one of"):
@@ -213,30 +213,29 @@ def test_unknown_options_and_bad_layouts_are_refused() -> None:
         PointMass(num_envs=2, max_episode_steps=0)
     assert PointMass(num_envs=2, max_episode_steps=7).max_episode_steps == 7
     assert PointMass(num_envs=2, max_episode_steps=None).max_episode_steps == 200
-    with pytest.raises(ConfigError, match="observation_normalize_mask has 1 entries"):
-        EnvLayout(
-            observation_high=(1.0, 1.0),
-            observation_normalize_mask=(True,),
-            action_space=2,
-            num_initial_draws=1,
-            max_episode_steps=10,
-        )
-    with pytest.raises(ConfigError, match="num_initial_draws"):
-        EnvLayout(
-            observation_high=(1.0,),
-            observation_normalize_mask=(True,),
-            action_space=2,
-            num_initial_draws=0,
-            max_episode_steps=10,
-        )
-    with pytest.raises(ConfigError, match="action_space"):
-        EnvLayout(
-            observation_high=(1.0,),
-            observation_normalize_mask=(True,),
-            action_space=0,
-            num_initial_draws=1,
-            max_episode_steps=10,
-        )
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"observation_normalize_mask": (True,)}, "observation_normalize_mask has 1 entries"),
+        ({"num_initial_draws": 0}, "num_initial_draws"),
+        ({"max_episode_steps": 0}, "max_episode_steps"),
+        ({"action_space": 0}, "action_space"),
+    ],
+)
+def test_env_layout_checks_itself(change: dict[str, Any], match: str) -> None:
+    """An EnvLayout a user writes is checked when it is made, before any env uses it."""
+    fields: dict[str, Any] = {
+        "observation_high": (1.0, 1.0),
+        "observation_normalize_mask": (True, False),
+        "action_space": 2,
+        "num_initial_draws": 1,
+        "max_episode_steps": 10,
+    }
+    EnvLayout(**fields)
+    with pytest.raises(ConfigError, match=match):
+        EnvLayout(**{**fields, **change})
 
 
 def test_close_twice_and_repr() -> None:

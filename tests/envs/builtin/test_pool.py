@@ -6,9 +6,9 @@ import jaxtyping
 import pytest
 import torch
 
-from tests.envs.builtin._factories import FACTORIES, random_actions
+from tests.envs.builtin._factories import DRIFT_LAYOUT, FACTORIES, random_actions
 from typedrl.envs.builtin import CartPole, _counter_rng
-from typedrl.envs.builtin._base import BaseTorchVecEnv, EnvLayout
+from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.errors import SpecError
 
 ALL = list(FACTORIES)
@@ -205,20 +205,11 @@ def test_cpu_refills_the_pool_only_when_a_row_used_it_up(monkeypatch: pytest.Mon
     assert all(taken == env._pool_size for taken in refills)
 
 
-_DRIFT_LAYOUT = EnvLayout(
-    observation_high=(1.0,),
-    observation_normalize_mask=(True,),
-    action_space=(1.0,),
-    num_initial_draws=1,
-    max_episode_steps=5,
-)
-
-
 class _WrongRewardShape(BaseTorchVecEnv):
     """A one-dimensional drift whose reward hook returns a wrong shape."""
 
     def __init__(self) -> None:
-        super().__init__(num_envs=3, layout=_DRIFT_LAYOUT)
+        super().__init__(num_envs=3, layout=DRIFT_LAYOUT)
 
     def _initial_state(self, uniform: torch.Tensor) -> torch.Tensor:
         return uniform

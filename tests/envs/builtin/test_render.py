@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import Tensor
 
-from tests.envs.builtin._factories import FACTORIES, random_actions
-from typedrl.envs.builtin import BaseTorchVecEnv, CartPoleSwingUp, EnvLayout, Pendulum
+from tests.envs.builtin._factories import DRIFT_LAYOUT, FACTORIES, random_actions
+from typedrl.envs.builtin import BaseTorchVecEnv, CartPoleSwingUp, Pendulum
 from typedrl.envs.builtin._render import Canvas, RenderView
 from typedrl.errors import ConfigError, EnvContractError
 
@@ -375,20 +375,11 @@ def test_render_rejects_foreign_observations_and_needs_a_reset() -> None:
         env.render(0, obs=obs)
 
 
-_DRIFT_LAYOUT = EnvLayout(
-    observation_high=(1.0,),
-    observation_normalize_mask=(True,),
-    action_space=(1.0,),
-    num_initial_draws=1,
-    max_episode_steps=5,
-)
-
-
 class _Plain(BaseTorchVecEnv):
     """A minimal env that sets no render view (like most envs users write)."""
 
     def __init__(self) -> None:
-        super().__init__(num_envs=2, layout=_DRIFT_LAYOUT)
+        super().__init__(num_envs=2, layout=DRIFT_LAYOUT)
 
     def _initial_state(self, uniform: Tensor) -> Tensor:
         return uniform
