@@ -62,9 +62,17 @@ def test_make_builds_every_kind_of_factory() -> None:
     adapted.close()
 
 
-def test_env_options_reach_a_class_that_unpacks_them() -> None:
-    """A BaseTorchVecEnv class as the factory gets the run's seed and device via ``**options``."""
-    env = make("typedrl.envs:Pendulum", num_envs=2, seed=7, device="cpu")
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "typedrl.envs:Pendulum",
+        "tests.envs._unpacking_factories:pendulum",
+        "tests.envs._unpacking_factories:pendulum_te",
+    ],
+)
+def test_env_options_reach_a_factory_that_unpacks_them(spec: str) -> None:
+    """A factory taking ``**options: Unpack[EnvOptions]`` gets the run's seed and device."""
+    env = make(spec, num_envs=2, seed=7, device="cpu")
     twin = Pendulum(num_envs=2, seed=7)
     obs, _ = env.reset()
     twin_obs, _ = twin.reset()

@@ -19,6 +19,7 @@ A spec whose attribute the module lacks but whose tail is an env id the import
 registered (Gymnasium's own ``"module:EnvId"`` form) is left to Gymnasium.
 """
 
+import contextlib
 import functools
 import importlib
 import inspect
@@ -29,6 +30,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 import torch
+import typing_extensions
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from typedrl._validation import describe
@@ -38,6 +40,9 @@ from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
 
 __all__ = ["WrapperFactory", "make_from_factory", "resolve_env_factory", "resolve_wrapper"]
+
+# typing_extensions (a dependency of torch) has its own Unpack before Python 3.12.
+_UNPACK: frozenset[object] = frozenset({typing.Unpack, typing_extensions.Unpack})
 
 WrapperFactory = Callable[[gym.Env[Any, Any]], gym.Wrapper[Any, Any, Any, Any]]
 """What wraps one single env: a wrapper class or any callable from env to a wrapper."""
@@ -130,20 +135,36 @@ def _accepts(factory: Callable[..., Any], name: str) -> bool:
     """Whether ``factory`` takes ``name``.
 
     It does when it has a parameter of that name, or when its ``**kwargs`` unpack a
-    TypedDict with that key (``**options: Unpack[EnvOptions]``).
+    TypedDict with that key (``**options: Unpack[EnvOptions]``, with ``typing``'s or
+    ``typing_extensions``' ``Unpack``, written out or as a string annotation).
     """
     try:
-        parameters = inspect.signature(factory).parameters
+        signature = inspect.signature(factory)
     except (TypeError, ValueError):  # a builtin without a signature
         return False
+    # String annotations (from __future__ import annotations) as objects; one that
+    # does not evaluate stays a string.
+    with contextlib.suppress(Exception):
+        signature = inspect.signature(factory, eval_str=True)
+    parameters = signature.parameters
     if name in parameters:
         return True
     return any(
         parameter.kind is inspect.Parameter.VAR_KEYWORD
-        and typing.get_origin(parameter.annotation) is typing.Unpack
-        and name in typing.get_args(parameter.annotation)[0].__annotations__
+        and name in _unpacked_keys(parameter.annotation)
         for parameter in parameters.values()
     )
+
+
+def _unpacked_keys(annotation: object) -> frozenset[str]:
+    """The keys of the TypedDict in ``Unpack[TD]``; none for any other annotation."""
+    if typing.get_origin(annotation) not in _UNPACK:
+        return frozenset()
+    (unpacked,) = typing.get_args(annotation)
+    keys: frozenset[str] = getattr(unpacked, "__required_keys__", frozenset()) | getattr(
+        unpacked, "__optional_keys__", frozenset()
+    )
+    return keys
 
 
 def make_from_factory(

@@ -745,5 +745,5 @@ def _check_options(owner: str, options: EnvOptions) -> None:
             f"{sorted(EnvOptions.__optional_keys__)}"
         )
     dtype = options.get("dtype", "float32")
-    if dtype not in _DTYPES:
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
         raise ConfigError(f"{owner}.dtype must be one of {list(_DTYPES)}, got {describe(dtype)}")
