@@ -142,7 +142,7 @@ def _accepts(factory: Callable[..., Any], name: str) -> bool:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):  # a builtin without a signature
         return False
-    # String annotations (from __future__ import annotations) as objects; one that
+    # Annotations written as strings (postponed evaluation) as objects; one that
     # does not evaluate stays a string.
     with contextlib.suppress(Exception):
         signature = inspect.signature(factory, eval_str=True)
