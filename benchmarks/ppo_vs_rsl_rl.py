@@ -12,6 +12,12 @@ to rsl_rl's ``VecEnv`` interface. The runs alternate (and swap order every
 round) so that machine load affects both alike; the reported figure is the
 ratio of env steps per second (typedrl / rsl_rl).
 
+By default every run is a fresh process (``--side``), so that neither side
+inherits the other's heap: typedrl's ``fit`` tunes glibc's malloc for the
+process (``RunOptions.tune_allocator``), which would otherwise speed up an
+rsl_rl run that follows it in the same process. ``--interleave`` and
+``--profile`` run both sides in one process, which shares that tuning.
+
 Needs rsl_rl in the benchmark's environment (not in the test environment: it
 pulls in tensorboard):
     pip install rsl-rl-lib            # written against rsl-rl-lib 5.5
@@ -19,6 +25,7 @@ pulls in tensorboard):
     python benchmarks/ppo_vs_rsl_rl.py --interleave --iterations 30  # paired, per iteration
     python benchmarks/ppo_vs_rsl_rl.py --profile --iterations 5   # cProfile both
     python benchmarks/ppo_vs_rsl_rl.py --interleave --compile     # typedrl's compile_update
+    python benchmarks/ppo_vs_rsl_rl.py --no-tune-allocator        # typedrl with malloc as is
 """
 
 import argparse
@@ -30,6 +37,8 @@ import io
 import json
 import pstats
 import statistics
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -40,7 +49,7 @@ from torch import Tensor
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
 from typedrl.envs.builtin import CartPole
-from typedrl.training import RunOptions
+from typedrl.training import RunOptions, retain_freed_memory
 
 ENV_ID = "typedrl/CartPoleContinuous-v0"
 NUM_STEPS = 16
@@ -177,11 +186,17 @@ def _import_rsl_rl() -> Any:
 
 
 def _typedrl_agent(
-    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
+    num_envs: int,
+    iterations: int,
+    seed: int,
+    *,
+    compile_update: bool = False,
+    tune_allocator: bool = True,
 ) -> PPOAgent:
     env = _continuous_cartpole(num_envs, seed)
     config = typedrl_config(num_envs, iterations, seed, compile_update=compile_update)
-    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
+    options = RunOptions(progress=False, tune_allocator=tune_allocator)
+    agent = PPOAgent(env=env, config=config, options=options)
     agent.setup()
     agent._prepare()  # the first reset, as fit() does
     return agent
@@ -197,10 +212,17 @@ def _rsl_rl_runner(num_envs: int, seed: int) -> tuple[Any, RslRlCartPole]:
 
 
 def typedrl_rate(
-    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
+    num_envs: int,
+    iterations: int,
+    seed: int,
+    *,
+    compile_update: bool = False,
+    tune_allocator: bool = True,
 ) -> float:
     """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling is not)."""
-    agent = _typedrl_agent(num_envs, iterations, seed, compile_update=compile_update)
+    agent = _typedrl_agent(
+        num_envs, iterations, seed, compile_update=compile_update, tune_allocator=tune_allocator
+    )
     start = time.perf_counter()
     result = agent.fit()
     elapsed = time.perf_counter() - start
@@ -310,6 +332,44 @@ def _report_interleaved(args: argparse.Namespace) -> None:
     print(f"quartiles     {shown}")
 
 
+def _fresh_process_rate(side: str, args: argparse.Namespace, seed: int) -> float:
+    """The env steps per second of one run of ``side`` in a fresh Python process."""
+    command = [
+        sys.executable,
+        __file__,
+        "--side",
+        side,
+        "--seed",
+        str(seed),
+        "--num-envs",
+        str(args.num_envs),
+        "--iterations",
+        str(args.iterations),
+        "--threads",
+        str(args.threads),
+    ]
+    if args.compile:
+        command.append("--compile")
+    if args.no_tune_allocator:
+        command.append("--no-tune-allocator")
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def _run_side(args: argparse.Namespace) -> None:
+    if args.side == "typedrl":
+        rate = typedrl_rate(
+            args.num_envs,
+            args.iterations,
+            args.seed,
+            compile_update=args.compile,
+            tune_allocator=not args.no_tune_allocator,
+        )
+    else:
+        rate = rsl_rl_rate(args.num_envs, args.iterations, args.seed)
+    print(rate)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-envs", type=int, default=4096)
@@ -325,13 +385,26 @@ def main() -> None:
     parser.add_argument(
         "--compile", action="store_true", help="PPOConfig(compile_update=True) for typedrl"
     )
+    parser.add_argument(
+        "--no-tune-allocator",
+        action="store_true",
+        help="RunOptions(tune_allocator=False) for typedrl: glibc's malloc left as it is",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile both and exit")
+    parser.add_argument("--side", choices=("typedrl", "rsl_rl"), help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     _import_rsl_rl()  # fail before any measurement
+    if (args.profile or args.interleave) and not args.no_tune_allocator:
+        # One process for both sides: both run with the tuning typedrl's fit applies.
+        retain_freed_memory()
     if args.profile:
         profile(args.num_envs, args.iterations, args.top)
+        return
+    if args.side is not None:
+        _run_side(args)
         return
     if args.interleave:
         _report_interleaved(args)
@@ -342,15 +415,11 @@ def main() -> None:
     for round_index in range(args.rounds):
         # Swap the order every round, so that a drift in machine load cancels out.
         if round_index % 2 == 0:
-            typedrl_sps = typedrl_rate(
-                args.num_envs, args.iterations, round_index, compile_update=args.compile
-            )
-            rsl_rl_sps = rsl_rl_rate(args.num_envs, args.iterations, round_index)
+            typedrl_sps = _fresh_process_rate("typedrl", args, round_index)
+            rsl_rl_sps = _fresh_process_rate("rsl_rl", args, round_index)
         else:
-            rsl_rl_sps = rsl_rl_rate(args.num_envs, args.iterations, round_index)
-            typedrl_sps = typedrl_rate(
-                args.num_envs, args.iterations, round_index, compile_update=args.compile
-            )
+            rsl_rl_sps = _fresh_process_rate("rsl_rl", args, round_index)
+            typedrl_sps = _fresh_process_rate("typedrl", args, round_index)
         ours.append(typedrl_sps)
         theirs.append(rsl_rl_sps)
         ratios.append(typedrl_sps / rsl_rl_sps)
@@ -365,6 +434,8 @@ def main() -> None:
         "env_steps_per_run": args.iterations * NUM_STEPS * args.num_envs,
         "threads": args.threads,
         "compile_update": args.compile,
+        "tune_allocator": not args.no_tune_allocator,
+        "fresh_processes": True,
         "rsl_rl_version": importlib.metadata.version("rsl-rl-lib"),
         "typedrl_env_steps_per_s": statistics.median(ours),
         "rsl_rl_env_steps_per_s": statistics.median(theirs),
