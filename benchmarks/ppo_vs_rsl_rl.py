@@ -277,14 +277,20 @@ def interleaved_rates(
     return statistics.median(ours), statistics.median(theirs), ratios
 
 
-def _print_profile(title: str, profile: cProfile.Profile, marks: dict[str, str], top: int) -> None:
+def _print_profile(
+    title: str, profile: cProfile.Profile, marks: dict[str, tuple[str, str]], top: int
+) -> None:
     stats = pstats.Stats(profile)
     table: dict[tuple[str, int, str], tuple[int, int, float, float, object]]
     table = stats.stats  # type: ignore[attr-defined]  # pstats keeps its table untyped
     total = max(entry[3] for entry in table.values())
     print(f"\n=== {title}: {total:.2f} s profiled ===")
-    for label, name in marks.items():
-        cumulative = sum(entry[3] for key, entry in table.items() if key[2] == name)
+    for label, (file_end, name) in marks.items():
+        cumulative = sum(
+            entry[3]
+            for key, entry in table.items()
+            if key[2] == name and key[0].endswith(file_end)
+        )
         print(f"  {label:<22} {cumulative:7.2f} s  {100 * cumulative / total:5.1f} %")
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
@@ -296,12 +302,20 @@ def profile(num_envs: int, iterations: int, top: int) -> None:
     agent = _typedrl_agent(num_envs, iterations, seed=0)
     profiler = cProfile.Profile()
     profiler.runcall(agent.fit)
-    marks = {"collection": "_collect", "update": "_update", "  minibatch steps": "_minibatch_step"}
+    marks = {
+        "collection": ("_collector.py", "collect"),
+        "update": ("_algorithm.py", "update"),
+        "  minibatch steps": ("_algorithm.py", "_minibatch_step"),
+    }
     _print_profile("typedrl PPOAgent.fit", profiler, marks, top)
     runner, _ = _rsl_rl_runner(num_envs, seed=0)
     profiler = cProfile.Profile()
     profiler.runcall(runner.learn, num_learning_iterations=iterations)
-    marks = {"update": "update", "compute_returns": "compute_returns", "env.step": "step"}
+    marks = {
+        "update": ("ppo.py", "update"),
+        "compute_returns": ("ppo.py", "compute_returns"),
+        "env.step": ("ppo_vs_rsl_rl.py", "step"),
+    }
     _print_profile("rsl_rl OnPolicyRunner.learn", profiler, marks, top)
 
 

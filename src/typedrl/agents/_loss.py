@@ -8,6 +8,7 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl.agents._config import PPOConfig
+from typedrl.envs._spaces import new_tensordict
 from typedrl.metrics import (
     LOSS_ENTROPY,
     LOSS_POLICY,
@@ -47,16 +48,35 @@ class EpochData:
     returns: Tensor
 
     def select(self, indices: Tensor) -> "EpochData":
-        """The samples at ``indices`` (one index operation per field)."""
+        """The samples at ``indices`` (one ``index_select`` per field).
+
+        ``index_select`` gathers rows three to four times faster than advanced
+        indexing (``x[indices]``) on a CPU, with the same result.
+        """
         return EpochData(
-            obs=self.obs[indices],
-            action=self.action[indices],
-            log_prob=self.log_prob[indices],
-            value=self.value[indices],
-            valid=None if self.valid is None else self.valid[indices],
-            advantage=self.advantage[indices],
-            returns=self.returns[indices],
+            obs=_take_rows(self.obs, indices),
+            action=self.action.index_select(0, indices),
+            log_prob=self.log_prob.index_select(0, indices),
+            value=self.value.index_select(0, indices),
+            valid=None if self.valid is None else self.valid.index_select(0, indices),
+            advantage=self.advantage.index_select(0, indices),
+            returns=self.returns.index_select(0, indices),
         )
+
+
+def _take_rows(obs: TensorDict, indices: Tensor) -> TensorDict:
+    """``obs[indices]`` for a 1-D batch of ``indices``: leaf by leaf where the keys are flat."""
+    device = obs.device
+    if device is None:
+        # Leaves on several devices: TensorDict's own indexing.
+        return obs[indices]
+    rows: dict[str, Tensor] = {}
+    for key, leaf in obs.items():
+        if not isinstance(leaf, Tensor):
+            # A nested TensorDict: TensorDict's own indexing.
+            return obs[indices]
+        rows[key] = leaf.index_select(0, indices)
+    return new_tensordict(rows, torch.Size((indices.shape[0],)), device)
 
 
 def ppo_loss(config: PPOConfig, batch: EpochData, evaluate: Evaluate) -> tuple[Tensor, Tensor]:
