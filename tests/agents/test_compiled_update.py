@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch._inductor.config
 from lightning.fabric import Fabric
+from torch._inductor import cpu_vec_isa
 
 from typedrl.agents import AUTO_COMPILE_MIN_UPDATES, PPOAgent, PPOConfig
 from typedrl.agents import _compiled_update as compiled_update_module
@@ -24,6 +25,8 @@ from typedrl.agents._compiled_update import (
     decide_compile,
     find_cpp_compiler,
     runtime_checks_active,
+    trust_checked_vector_isa,
+    vector_isa_machine,
 )
 from typedrl.agents._loss import EpochData
 from typedrl.envs import make
@@ -360,6 +363,63 @@ def test_compile_record_remembers_and_ignores_what_it_cannot_read(tmp_path: Path
     blocked.write_text("")
     CompileRecord(blocked).add(key, 1.0)  # its folder is a file: nothing recorded, no error
     assert not CompileRecord(blocked).compiled_before(key)
+
+
+@pytest.fixture
+def inductor_isa_settings() -> Iterator[None]:
+    """Inductor's vector-ISA settings and its cached ISA list, restored after the test."""
+    cpp = torch._inductor.config.cpp
+    saved = (cpp.vec_isa_ok, cpp.simdlen)
+    cpp.vec_isa_ok, cpp.simdlen = None, None
+    try:
+        yield
+    finally:
+        cpp.vec_isa_ok, cpp.simdlen = saved
+        cpu_vec_isa.valid_vec_isa_list.cache_clear()
+
+
+@pytest.mark.usefixtures("inductor_isa_settings")
+def test_the_first_check_of_the_vector_isa_is_recorded_and_trusted_after(tmp_path: Path) -> None:
+    """The first call runs inductor's checks and records their ISA; a later one reads it."""
+    record = CompileRecord(tmp_path)
+    checked = str(cpu_vec_isa.pick_vec_isa())  # inductor's own checks, untouched
+    assert trust_checked_vector_isa(record)
+    assert record.vector_isa(vector_isa_machine()) == checked
+    assert torch._inductor.config.cpp.vec_isa_ok is True
+    assert str(cpu_vec_isa.pick_vec_isa()) == checked
+    torch._inductor.config.cpp.vec_isa_ok = None
+    assert trust_checked_vector_isa(record)  # from the record
+    assert torch._inductor.config.cpp.vec_isa_ok is True
+
+
+@pytest.mark.usefixtures("inductor_isa_settings")
+def test_a_recorded_isa_the_cpu_flags_do_not_choose_leaves_the_checks_on(tmp_path: Path) -> None:
+    """Another machine's ISA under this key (a shared cache): inductor keeps checking."""
+    record = CompileRecord(tmp_path)
+    record.add_vector_isa(vector_isa_machine(), "no such isa")
+    assert not trust_checked_vector_isa(record)
+    assert torch._inductor.config.cpp.vec_isa_ok is None
+
+
+@pytest.mark.usefixtures("inductor_isa_settings")
+@pytest.mark.parametrize(("name", "value"), [("vec_isa_ok", False), ("simdlen", 256)])
+def test_a_user_isa_setting_is_left_alone(tmp_path: Path, name: str, value: object) -> None:
+    setattr(torch._inductor.config.cpp, name, value)
+    record = CompileRecord(tmp_path)
+    assert not trust_checked_vector_isa(record)
+    assert getattr(torch._inductor.config.cpp, name) == value
+    assert record.vector_isa(vector_isa_machine()) is None
+
+
+def test_the_record_keeps_compiled_updates_and_isa_checks_apart(tmp_path: Path) -> None:
+    record = CompileRecord(tmp_path)
+    key = CompileRecord.key(_config(), _SPACES, 32)
+    record.add(key, 2.0)
+    record.add_vector_isa("machine", "avx2")
+    assert record.compiled_before(key)
+    assert record.vector_isa("machine") == "avx2"
+    assert not record.compiled_before("vector-isa/machine")
+    assert record.vector_isa(key) is None
 
 
 def test_a_warm_cache_lowers_the_break_even() -> None:

@@ -34,6 +34,7 @@ that across runs.
 import hashlib
 import json
 import os
+import platform
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -62,6 +63,8 @@ __all__ = [
     "decide_compile",
     "find_cpp_compiler",
     "runtime_checks_active",
+    "trust_checked_vector_isa",
+    "vector_isa_machine",
 ]
 
 _AdamState = tuple[Tensor, Tensor, Tensor]
@@ -166,31 +169,95 @@ class CompileRecord:
         digest.update(f"{spaces!r}/{minibatch_rows}".encode())
         return digest.hexdigest()
 
-    def _read(self) -> dict[str, float]:
+    def _read(self) -> dict[str, float | str]:
         try:
             loaded = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
         if not isinstance(loaded, Mapping):
             return {}
-        return {
-            str(key): float(value)
-            for key, value in loaded.items()
-            if isinstance(value, int | float) and not isinstance(value, bool)
-        }
+        entries: dict[str, float | str] = {}
+        for key, value in loaded.items():
+            if isinstance(value, str) and str(key).startswith(_VECTOR_ISA_PREFIX):
+                entries[str(key)] = value
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                entries[str(key)] = float(value)
+        return entries
 
-    def compiled_before(self, key: str) -> bool:
-        """Whether an update with ``key`` was compiled here and recorded."""
-        return key in self._read()
-
-    def add(self, key: str, seconds: float) -> None:
-        """Record that compiling ``key`` took ``seconds`` (a failed write is ignored)."""
+    def _write(self, key: str, value: float | str) -> None:
         entries = self._read()
-        entries[key] = round(seconds, 3)
+        entries[key] = value
         try:
             write_text_atomically(self.path, json.dumps(entries, sort_keys=True, indent=1))
         except OSError:
             return
+
+    def compiled_before(self, key: str) -> bool:
+        """Whether an update with ``key`` was compiled here and recorded."""
+        return isinstance(self._read().get(key), float)
+
+    def add(self, key: str, seconds: float) -> None:
+        """Record that compiling ``key`` took ``seconds`` (a failed write is ignored)."""
+        self._write(key, round(seconds, 3))
+
+    def vector_isa(self, machine: str) -> str | None:
+        """The vector ISA inductor's build checks chose for ``machine``, if recorded."""
+        value = self._read().get(_VECTOR_ISA_PREFIX + machine)
+        return value if isinstance(value, str) else None
+
+    def add_vector_isa(self, machine: str, isa: str) -> None:
+        """Record the vector ISA the build checks chose for ``machine`` (failures ignored)."""
+        self._write(_VECTOR_ISA_PREFIX + machine, isa)
+
+
+_VECTOR_ISA_PREFIX = "vector-isa/"
+
+
+def vector_isa_machine() -> str:
+    """The key of this machine's vector-ISA check: torch, CPU architecture, C++ compiler."""
+    text = f"{torch.__version__}/{platform.machine()}/{find_cpp_compiler()}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def trust_checked_vector_isa(record: CompileRecord) -> bool:
+    """Skip inductor's per-process vector-ISA build checks where they passed before.
+
+    Before its first C++ kernel, inductor builds a probe library for every
+    vector ISA the CPU claims (AVX2, AVX-512, ...) and loads each in a child
+    Python, about 1.3 s in every process, warm cache or not. The first run on
+    a machine lets the checks run and records the ISA they chose (keyed by
+    torch's version, the CPU architecture and the C++ compiler); then every run,
+    that first one included, sets ``torch._inductor.config.cpp.vec_isa_ok``
+    when the CPU's own flags choose that same ISA without the checks, so that
+    the setting, which is part of inductor's cache key, is the same in every
+    run. Where they choose another, or the user set ``vec_isa_ok`` or
+    ``simdlen``, inductor's settings are left as they are.
+
+    Returns:
+        Whether the checks are now skipped.
+    """
+    cpp = torch._inductor.config.cpp
+    if cpp.vec_isa_ok is not None or cpp.simdlen is not None:
+        return False
+    try:
+        from torch._inductor import cpu_vec_isa  # noqa: PLC0415 - inductor's own, when compiling
+
+        pick, listed = cpu_vec_isa.pick_vec_isa, cpu_vec_isa.valid_vec_isa_list
+        cache_clear = listed.cache_clear
+    except (ImportError, AttributeError):
+        return False
+    machine = vector_isa_machine()
+    checked = record.vector_isa(machine)
+    if checked is None:
+        checked = str(pick())  # the checks, which the first compile would run anyway
+        record.add_vector_isa(machine, checked)
+    cpp.vec_isa_ok = True
+    cache_clear()
+    if str(pick()) == checked:
+        return True
+    cpp.vec_isa_ok = None
+    cache_clear()
+    return False
 
 
 _RUN_ONLY = frozenset({"total_timesteps", "seed", "compile_update", "extra", "learning_rate"})
@@ -366,6 +433,9 @@ class CompiledUpdate:
                 "seconds on a warm one; env steps/s exclude it)..."
             )
         started = time.perf_counter()
+        if self._record is not None and len(self._shapes) == 1:
+            # Part of compiling: the first compilation of the process runs the checks.
+            trust_checked_vector_isa(self._record[0])
         result = self._run(batch, group, beta1, beta2)
         seconds = time.perf_counter() - started
         self.compile_seconds += seconds
