@@ -79,16 +79,19 @@ and 0.52 ms on HalfCheetah-v5 ([256, 256] ReLU, batches of 64; after 112,000).
 With batches of 512 on the HalfCheetah networks the compiled update was slower
 than the eager one; such runs plan far fewer updates (see the PPO guide)."""
 
-AUTO_COMPILE_MIN_UPDATES_WARM = 6_500
+AUTO_COMPILE_MIN_UPDATES_WARM = 5_000
 """Planned minibatch updates from which ``"auto"`` compiles on a warm cache.
 
 Measured with ``typedrl train CartPole-v1 --set compile_update=true
---total-timesteps 4096`` twice on one CPU thread of a loaded 2-core machine
-with a fresh ``TORCHINDUCTOR_CACHE_DIR``: the first run compiled in 30.8 s,
-the second in 3.4 s. At the 0.52-0.66 ms a compiled update saves (see
-:data:`AUTO_COMPILE_MIN_UPDATES`), a warm compile pays after 5,200-6,500
-updates; the threshold is the upper end of that, as
-:data:`AUTO_COMPILE_MIN_UPDATES` is of the cold break-even."""
+--total-timesteps 4096`` three times on one CPU thread of a quiet 2-core
+machine with a fresh ``TORCHINDUCTOR_CACHE_DIR``: the first run compiled in
+20.5 s, the next two in 1.9 s (3.1-3.4 s before inductor's vector-ISA checks
+were recorded, :func:`trust_checked_vector_isa`). A compiled update saved
+0.77 ms on CartPole-v1 and 0.39 ms on HalfCheetah-v5 (batches of 64,
+``benchmarks/ppo_compile_break_even.py`` in the same session), so a warm
+compile pays after 2,500-4,900 updates; the threshold is the upper end of
+that, rounded up, as :data:`AUTO_COMPILE_MIN_UPDATES` is of the cold
+break-even."""
 
 COMPILE_SECONDS_MEASURED = "50-60 s on one CPU thread"
 """How long compiling one minibatch size took where it was measured (see
