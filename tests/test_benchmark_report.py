@@ -70,7 +70,14 @@ CANNED: dict[str, list[Any]] = {
         {"ratio": 2.59, "compile_update": True},
     ],
     "ppo_vs_rsl_rl": [
-        {"ratio": 1.07, "compile_update": False, "rsl_rl_version": "5.5.1", "num_envs": 4096}
+        {
+            "ratio": 1.25,
+            "compile_update": False,
+            "fresh_processes": True,
+            "rsl_rl_version": "5.5.1",
+            "num_envs": 4096,
+        },
+        {"ratio": 1.07, "compile_update": False, "rsl_rl_version": "5.5.1", "num_envs": 4096},
     ],
     "ppo_vs_sb3_process": [
         {
@@ -155,7 +162,7 @@ EXPECTED_RATIOS: dict[str, list[float | None]] = {
     "shape_checks_overhead": [2.9, 2.5],
     "apg_backward_cost": [2.4, 3.5],
     "ppo_vs_sb3": [1.39, 2.59],
-    "ppo_vs_rsl_rl": [1.07],
+    "ppo_vs_rsl_rl": [1.25, 1.07],
     "ppo_vs_sb3_process": [1.5, 1.8],
     "sample_efficiency": [42.7, None],
     "shac_learning": [None],
@@ -169,7 +176,7 @@ EXPECTED_MET: dict[str, list[bool | None]] = {
     "checkpoint_overhead": [True, None],
     "apg_backward_cost": [True, False],
     "ppo_vs_sb3": [None, True],
-    "ppo_vs_rsl_rl": [None],
+    "ppo_vs_rsl_rl": [False, None],
     "ppo_vs_sb3_process": [True, False],
     "shac_learning": [True],
 }
