@@ -287,9 +287,7 @@ def _print_profile(
     print(f"\n=== {title}: {total:.2f} s profiled ===")
     for label, (file_end, name) in marks.items():
         cumulative = sum(
-            entry[3]
-            for key, entry in table.items()
-            if key[2] == name and key[0].endswith(file_end)
+            entry[3] for key, entry in table.items() if key[2] == name and key[0].endswith(file_end)
         )
         print(f"  {label:<22} {cumulative:7.2f} s  {100 * cumulative / total:5.1f} %")
     out = io.StringIO()
