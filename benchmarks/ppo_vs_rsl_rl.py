@@ -295,9 +295,9 @@ def _print_profile(
     print(out.getvalue())
 
 
-def profile(num_envs: int, iterations: int, top: int) -> None:
+def profile(num_envs: int, iterations: int, top: int, *, tune_allocator: bool = True) -> None:
     """cProfile both trainers for ``iterations`` iterations; print the split and hot functions."""
-    agent = _typedrl_agent(num_envs, iterations, seed=0)
+    agent = _typedrl_agent(num_envs, iterations, seed=0, tune_allocator=tune_allocator)
     profiler = cProfile.Profile()
     profiler.runcall(agent.fit)
     marks = {
@@ -325,6 +325,7 @@ def _report_interleaved(args: argparse.Namespace) -> None:
     result = {
         "mode": "interleaved",
         "compile_update": args.compile,
+        "tune_allocator": not args.no_tune_allocator,
         "num_envs": args.num_envs,
         "iterations": args.iterations,
         "threads": args.threads,
@@ -413,7 +414,7 @@ def main() -> None:
         # One process for both sides: both run with the tuning typedrl's fit applies.
         retain_freed_memory()
     if args.profile:
-        profile(args.num_envs, args.iterations, args.top)
+        profile(args.num_envs, args.iterations, args.top, tune_allocator=not args.no_tune_allocator)
         return
     if args.side is not None:
         _run_side(args)

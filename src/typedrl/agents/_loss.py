@@ -51,8 +51,10 @@ class EpochData:
         """The samples at ``indices`` (one ``index_select`` per field).
 
         ``index_select`` gathers rows three to four times faster than advanced
-        indexing (``x[indices]``) on a CPU, with the same result.
+        indexing (``x[indices]``) on a CPU, with the same result. ``indices`` may
+        live on the CPU (the sampler's generator does) whatever the data's device.
         """
+        indices = indices.to(self.advantage.device, non_blocking=True)
         return EpochData(
             obs=_take_rows(self.obs, indices),
             action=self.action.index_select(0, indices),

@@ -11,8 +11,8 @@ cart-pole settings, one thread), that is about a third of the run's time.
 
 :func:`retain_freed_memory` raises both thresholds once per process, so that
 freed blocks stay in the heap for the next minibatch. It changes nothing where
-the user already tuned malloc (``MALLOC_*_`` environment variables or
-``GLIBC_TUNABLES``) and nothing outside glibc (macOS, Windows, musl), where
+the user already tuned malloc (any ``MALLOC_*`` environment variable, or
+``GLIBC_TUNABLES`` naming a malloc setting) and nothing outside glibc (macOS, Windows, musl), where
 the call reports why.
 """
 
@@ -38,12 +38,6 @@ TRIM_THRESHOLD_BYTES: Final = 64 * 1024 * 1024
 # mallopt's parameter numbers (glibc's malloc.h).
 _M_TRIM_THRESHOLD: Final = -1
 _M_MMAP_THRESHOLD: Final = -3
-_USER_SETTINGS: Final = (
-    "MALLOC_MMAP_THRESHOLD_",
-    "MALLOC_TRIM_THRESHOLD_",
-    "MALLOC_TOP_PAD_",
-    "MALLOC_MMAP_MAX_",
-)
 
 
 @final
@@ -67,8 +61,9 @@ def retain_freed_memory() -> AllocatorTuning:
 
     Called at the start of :meth:`~typedrl.training.AbstractTrainer.fit`
     unless ``RunOptions(tune_allocator=False)``. The setting is process-wide
-    and lasts for the process: it keeps up to 64 MiB of freed memory at the
-    top of the heap and serves blocks up to 32 MiB from the heap. To choose
+    and lasts for the process: up to 64 MiB of free memory at the top of the
+    heap is kept before any is trimmed (freed blocks below live ones are
+    kept in any case), and blocks up to 32 MiB come from the heap. To choose
     other values, set glibc's own variables (for example
     ``MALLOC_TRIM_THRESHOLD_``) before starting Python; then this leaves
     malloc alone.
@@ -85,7 +80,7 @@ def retain_freed_memory() -> AllocatorTuning:
 
 
 def _tune() -> AllocatorTuning:
-    if any(name in os.environ for name in _USER_SETTINGS) or "malloc" in os.environ.get(
+    if any(name.startswith("MALLOC_") for name in os.environ) or "malloc" in os.environ.get(
         "GLIBC_TUNABLES", ""
     ):
         return AllocatorTuning.USER_CONFIGURED
@@ -102,6 +97,9 @@ def _tune() -> AllocatorTuning:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     # Setting either threshold explicitly also turns off glibc's dynamic adjustment.
-    applied = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
-    applied = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1 and applied
-    return AllocatorTuning.APPLIED if applied else AllocatorTuning.UNSUPPORTED
+    # The mmap threshold first: where glibc refuses it (a 32-bit build caps it lower),
+    # nothing is changed at all.
+    if mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) != 1:
+        return AllocatorTuning.UNSUPPORTED
+    mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)  # any size is accepted
+    return AllocatorTuning.APPLIED
