@@ -49,6 +49,9 @@ not benchmarks of the package: the report does not run them."""
 NEEDS_OWN_ENV = frozenset({"newton_throughput.py"})
 """Benchmarks of an optional backend that the benchmark environment does not install (Newton:
 run it in the environment ``nox -s newton`` builds); the report does not run them."""
+NEEDS_REFERENCE_CHECKOUT = frozenset({"shac_vs_diffrl.py"})
+"""Benchmarks against reference code that is not a package (DiffRL's ``shac.py``: pass a
+checkout with ``--diffrl``); the report does not run them."""
 QUICK_TIMEOUT_S = 150.0
 FULL_TIMEOUT_S = 6 * 3600.0
 VERSIONED = (

@@ -6,7 +6,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -26,6 +26,7 @@ from typedrl.checkpoint import load_checkpoint, save_checkpoint
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
 from typedrl.normalization import RunningMeanStd
+from typedrl.policies import Activation
 from typedrl.protocols import VecEnv
 from typedrl.testing import CountingVecEnv, RandomEndsVectorEnv
 from typedrl.training import RunOptions
@@ -1184,7 +1185,7 @@ def _collected_epoch(agent: PPOAgent, advantages: Tensor, returns: Tensor) -> Ep
     )
 
 
-def _check_compiled_minibatch(out: str) -> None:
+def _check_compiled_minibatch(out: str, activation: str = "tanh") -> None:
     """One minibatch through the compiled update and the eager one, from the same state."""
     agents = []
     rollouts = []
@@ -1197,6 +1198,7 @@ def _check_compiled_minibatch(out: str) -> None:
             num_mini_epochs=1,
             max_grad_norm=0.05,  # small: the clipping is exercised
             compile_update=compile_update,
+            activation=cast(Activation, activation),
             **SMALL,
         )
         agent = PPOAgent(
@@ -1276,15 +1278,19 @@ def test_compiled_update_after_resume_follows_the_learning_rate(tmp_path: Path) 
     assert moved > 0.0
 
 
-def test_compiled_minibatch_matches_the_eager_one_and_skips_non_finite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("activation", ["tanh", "elu"])
+def test_compiled_minibatch_matches_the_eager_one_and_skips_non_finite(
+    tmp_path: Path, activation: str
+) -> None:
     """Loss, gradients, clipping and Adam: the compiled update equals eager to rounding.
 
     A minibatch whose gradient norm is not finite leaves parameters and
     optimizer state untouched, and the optimizer state is the eager Adam's.
-    In a fresh process, as above.
+    In a fresh process, as above. ELU runs in place (its backward reads its
+    output), which the traced update must handle as eager does.
     """
     out = tmp_path / "minibatch.pt"
-    run_in_fresh_process(_check_compiled_minibatch, str(out))
+    run_in_fresh_process(_check_compiled_minibatch, str(out), activation)
     results = torch.load(out, weights_only=False)
     eager_row, compiled_row = results["rows"]
     torch.testing.assert_close(compiled_row, eager_row, rtol=1e-4, atol=1e-6)

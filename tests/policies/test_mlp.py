@@ -1,12 +1,14 @@
 """Tests for typedrl.policies._mlp."""
 
+import copy
 import math
 
 import pytest
 import torch
+from torch import nn
 
 from typedrl.errors import ConfigError
-from typedrl.policies import build_mlp
+from typedrl.policies import Activation, build_mlp
 
 
 def test_layers_and_initialisation() -> None:
@@ -56,3 +58,37 @@ def test_rejects_non_positive_sizes(in_features: int, hidden: list[int], out_fea
     """Non-positive layer sizes raise ConfigError."""
     with pytest.raises(ConfigError, match="positive ints"):
         build_mlp(in_features, hidden, out_features)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "elu"])
+def test_in_place_activations_give_the_out_of_place_gradients(
+    activation: Activation, layer_norm: bool
+) -> None:
+    """ReLU and ELU run in place; outputs and gradients match the out-of-place modules.
+
+    ReLU's are bit-identical; ELU's backward reads its output (``y + 1`` on the
+    negative side), so its gradients agree to rounding.
+    """
+    torch.manual_seed(0)
+    mlp = build_mlp(3, [16, 16], 2, activation=activation, layer_norm=layer_norm)
+    activations = [layer for layer in mlp if isinstance(layer, nn.ReLU | nn.ELU)]
+    assert len(activations) == 2
+    assert all(layer.inplace for layer in activations)
+    reference = copy.deepcopy(mlp)
+    for index, layer in enumerate(reference):
+        if isinstance(layer, nn.ReLU | nn.ELU):
+            reference[index] = type(layer)()
+    x = torch.randn(64, 3) * 3.0
+    outputs = [net(x) for net in (mlp, reference)]
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=0.0, atol=0.0)
+    for output in outputs:
+        output.square().sum().backward()
+    exact = activation == "relu"
+    for mine, theirs in zip(mlp.parameters(), reference.parameters(), strict=True):
+        assert mine.grad is not None
+        assert theirs.grad is not None
+        if exact:
+            assert torch.equal(mine.grad, theirs.grad)
+        else:
+            torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-5, atol=1e-6)
