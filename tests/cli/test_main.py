@@ -1,5 +1,9 @@
 """Tests for the typedrl command's entry point."""
 
+import importlib.machinery
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -8,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from typedrl.cli import _train, main
+from typedrl.cli import _main, _train, main
 
 
 def test_info_prints_versions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -18,6 +22,55 @@ def test_info_prints_versions(capsys: pytest.CaptureFixture[str]) -> None:
     assert "torch" in out
     assert "gymnasium" in out
     assert "cuda" in out
+
+
+def test_info_knows_a_cpu_build_without_importing_torch(tmp_path: Path) -> None:
+    """On a CPU build, `typedrl info` reads torch's build from its version file, not torch."""
+    script = (
+        "import sys\n"
+        "from typedrl.cli import main\n"
+        "status = main(['info'])\n"
+        "print('torch imported:', 'torch' in sys.modules)\n"
+        "sys.exit(status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    built_for_cuda = torch.version.cuda is not None or torch.version.hip is not None
+    if built_for_cuda:
+        assert "torch imported: True" in done.stdout
+    else:
+        assert "cuda        0 device(s) (a CPU build of torch)" in done.stdout
+        assert "torch imported: False" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "cpu"),
+    [
+        ("cuda: Optional[str] = None\nhip: Optional[str] = None\n", True),
+        ("cuda = None\nhip = None\n", True),
+        ("cuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n", False),
+        ("cuda = None\nhip = '6.4'\n", False),
+        ("cuda = None\n", False),
+        ("this is not python(", False),
+    ],
+)
+def test_the_cpu_build_check_reads_both_assignments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, cpu: bool
+) -> None:
+    """Only a file saying neither CUDA nor ROCm counts as a CPU build; anything else asks torch."""
+    package = tmp_path / "torch"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "version.py").write_text(text)
+    origin = str(package / "__init__.py")
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name: importlib.machinery.ModuleSpec(name, None, origin=origin),
+    )
+    assert _main._torch_is_cpu_build() is cpu
 
 
 def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,6 +1,8 @@
 """Entry point and argument parsing of the ``typedrl`` command."""
 
 import argparse
+import ast
+import importlib.util
 import os
 import platform
 import sys
@@ -30,17 +32,48 @@ def _package_version(name: str) -> str:
         return "not installed"
 
 
+def _torch_is_cpu_build() -> bool:
+    """Whether the installed torch was built without CUDA and ROCm, known without importing it.
+
+    Reads the ``cuda`` and ``hip`` assignments of ``torch/version.py`` (importing
+    ``torch.version`` would import torch, about a second). Anything unexpected
+    (no such file, another layout) answers ``False``, so the caller asks torch.
+    """
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return False
+    try:
+        tree = ast.parse((Path(spec.origin).parent / "version.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    built: dict[str, object] = {}
+    for node in tree.body:
+        target: ast.expr | None = None
+        value: ast.expr | None = None
+        if isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            built[target.id] = value.value
+    return "cuda" in built and "hip" in built and built["cuda"] is None and built["hip"] is None
+
+
 def _run_info(_: argparse.Namespace) -> int:
     """Print package versions and available devices.
 
     Print the versions of typedrl and the packages it runs on, and the devices torch
-    sees: paste this into bug reports.
+    sees: paste this into bug reports. A CPU build of torch is not imported (it
+    would take about a second to say it sees no CUDA device).
     """
-    import torch  # noqa: PLC0415 - keep `typedrl --help` fast
-
     print(f"python      {platform.python_version()} ({platform.platform()})")
     for name in _REPORTED_PACKAGES:
         print(f"{name:<11} {_package_version(name)}")
+    if _torch_is_cpu_build():
+        print("cuda        0 device(s) (a CPU build of torch)")
+        return 0
+    import torch  # noqa: PLC0415 - keep `typedrl --help` fast
+
     cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
     print(f"cuda        {cuda} device(s)")
     return 0
