@@ -2,6 +2,9 @@
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,7 @@ from tests.cli.factories import SMALL_RUN
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 from typedrl.cli._config import parse_env_kwargs
+from typedrl.cli._run_folder import LOCK_FILE, lock_run_dir, unlock_run_dir
 from typedrl.errors import ConfigError
 from typedrl.runs import RUN_KEYS
 
@@ -370,6 +374,71 @@ def test_a_new_run_refuses_an_existing_run_and_overwrite_starts_clean(
     assert (run_dir / "notes.txt").read_text() == "mine"
     assert not (run_dir / "eval.json").exists()
     assert json.loads((run_dir / "summary.json").read_text())["global_step"] == 32
+
+
+_HOLD_A_FOLDER = """
+import sys
+from pathlib import Path
+from typedrl.cli._run_folder import lock_run_dir
+lock_run_dir(Path(sys.argv[1]), flag="holder")
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_folder_another_process_trains_in_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While another process holds a run folder, no overwrite or resume touches it."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "CartPole-v1", "--run-dir", str(run_dir), *_SMALL]
+    assert main([*argv, "--total-timesteps", "64"]) == 0
+    assert not (run_dir / LOCK_FILE).exists()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_A_FOLDER, str(run_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        before = _files(run_dir)
+        assert before[LOCK_FILE] == f"{holder.pid}\n".encode()
+        capsys.readouterr()
+        for extra in (["--overwrite"], ["--resume", str(run_dir)]):
+            assert main([*argv, "--total-timesteps", "128", *extra]) == 1
+            assert capsys.readouterr().err.strip().splitlines()[0] == (
+                f"typedrl: ConfigError: --run-dir {run_dir} is in use: a typedrl train in "
+                f"process {holder.pid} is writing to it; wait for it to end or stop it, or "
+                "choose another --run-dir (nothing was changed)"
+            )
+            assert _files(run_dir) == before
+    finally:
+        holder.communicate(timeout=60)
+    # The holder is gone: its lock went with it, though its file stays.
+    assert main([*argv, "--total-timesteps", "128", "--resume", str(run_dir)]) == 0
+    assert json.loads((run_dir / "summary.json").read_text())["global_step"] == 128
+    assert not (run_dir / LOCK_FILE).exists()
+
+
+def test_the_run_folder_lock_is_held_once_and_outlives_no_process(tmp_path: Path) -> None:
+    """Taking a held folder again is a no-op; a lock file left by a killed process is free."""
+    run_dir = tmp_path / "new" / "run"
+    lock_run_dir(run_dir, flag="--run-dir x")
+    try:
+        assert (run_dir / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+        lock_run_dir(run_dir, flag="--run-dir x")
+    finally:
+        unlock_run_dir(run_dir)
+    assert not (run_dir / LOCK_FILE).exists()
+    unlock_run_dir(run_dir)  # not held: nothing to do
+    (run_dir / LOCK_FILE).write_text("999999\n")  # no process holds its lock
+    lock_run_dir(run_dir, flag="--run-dir x")
+    unlock_run_dir(run_dir)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        lock_run_dir(tmp_path / "file", flag="--run-dir file")
 
 
 def test_a_run_that_fails_before_training_leaves_no_folder_behind(tmp_path: Path) -> None:

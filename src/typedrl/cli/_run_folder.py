@@ -3,16 +3,20 @@
 A folder is a *run* when it holds any of :data:`RUN_MARKERS`. A new run refuses
 such a folder (``--resume`` continues it, ``--overwrite`` clears it first), so
 that no command mixes two runs' files or replaces another run's checkpoints.
+While a command trains in a folder it holds a lock on it (:data:`LOCK_FILE`),
+and another command starting, resuming or overwriting a run there is refused.
 """
 
 import contextlib
 import json
+import os
 import shlex
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import IO, Any, Final, final
 
 from lightning.fabric import Fabric
 
@@ -25,6 +29,7 @@ from typedrl.logging import drop_rows_after
 from typedrl.runs import CONFIG_FILE
 
 __all__ = [
+    "LOCK_FILE",
     "OVERWRITTEN",
     "RUN_MARKERS",
     "RunStart",
@@ -34,12 +39,14 @@ __all__ = [
     "continue_run",
     "find_resume_checkpoint",
     "load_resume_point",
+    "lock_run_dir",
     "prepare_run_dir",
     "remove_failed_start",
     "resume_checkpoint",
     "run_markers",
     "saved_flags",
     "start_run",
+    "unlock_run_dir",
 ]
 
 CHECKPOINTS: Final = "checkpoints"
@@ -65,6 +72,69 @@ OVERWRITTEN: Final = (
 (``typedrl evaluate`` writes ``eval.json``), nothing else."""
 
 _TEMPORARIES: Final = (".config.yaml.tmp", ".metrics.csv.tmp", ".summary.json.tmp")
+
+LOCK_FILE: Final = ".typedrl.lock"
+"""The file in a run folder whose lock the training command holds (it holds the
+process id). Neither a run's file nor removed by ``--overwrite``: a lock left by
+a killed process is free again, and the next command takes it."""
+
+_held: dict[Path, IO[str]] = {}
+"""The run folders this process holds, by resolved path."""
+
+
+def lock_run_dir(run_dir: Path, *, flag: str) -> None:
+    """Hold ``run_dir`` for this process; refuse it when another process holds it.
+
+    Takes an exclusive ``flock`` on :data:`LOCK_FILE` (creating the folder and
+    the file), held until :func:`unlock_run_dir` or the process's end, a kill
+    included. Holding it already is fine. Where ``fcntl`` does not exist
+    (Windows), nothing is locked.
+
+    Raises:
+        ConfigError: ``run_dir`` is a file, or another process holds it.
+    """
+    if sys.platform == "win32":
+        return
+    import fcntl  # noqa: PLC0415 - POSIX only
+
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"{flag}: {run_dir} is a file, not a folder; choose another --run-dir")
+    key = run_dir.resolve()
+    if key in _held:
+        return
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        handle = (run_dir / LOCK_FILE).open("a+", encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(
+            f"{flag}: cannot create {run_dir / LOCK_FILE} ({error.strerror}); nothing was trained"
+        ) from None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip()
+        handle.close()
+        who = f"process {holder}" if holder.isdigit() else "another process"
+        raise ConfigError(
+            f"{flag} is in use: a typedrl train in {who} is writing to it; wait for it to "
+            "end or stop it, or choose another --run-dir (nothing was changed)"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    _held[key] = handle
+
+
+def unlock_run_dir(run_dir: Path) -> None:
+    """Let go of ``run_dir`` (:func:`lock_run_dir`), removing its lock file; no-op if not held."""
+    handle = _held.pop(run_dir.resolve(), None)
+    if handle is None:
+        return
+    with contextlib.suppress(OSError):
+        (run_dir / LOCK_FILE).unlink()
+    handle.close()
 
 
 def run_markers(run_dir: Path) -> list[str]:
@@ -139,8 +209,12 @@ class RunStart:
     """Lines rank 0 prints once the folder is ready."""
 
 
-def prepare_run_dir(start: RunStart, fabric: Fabric) -> bool:
-    """Rank 0 readies the run folder before anything is written; whether the command made it.
+def prepare_run_dir(start: RunStart, fabric: Fabric) -> tuple[Path, ...]:
+    """Rank 0 readies the run folder before anything is written; the folders it made.
+
+    Returns the folders that did not exist and now do (the run folder and
+    the parents made for it, deepest first; empty on the other ranks and when
+    a run continues), for :func:`remove_failed_start`.
 
     A new run refuses a folder holding another (or clears it, with
     ``--overwrite``); a continued run is tidied (:func:`continue_run`). Called
@@ -149,17 +223,23 @@ def prepare_run_dir(start: RunStart, fabric: Fabric) -> bool:
     rank with rank 0's message instead of leaving them waiting (or, on nodes
     that see the folder differently, deciding otherwise).
     """
-    created = False
+    created: tuple[Path, ...] = ()
     lines = list(start.notes)
     error: TypedRLError | None = None
     if fabric.is_global_zero:
         try:
+            # The lock makes the folder when missing: what this command made is known first.
+            missing = tuple(
+                folder
+                for folder in (start.run_dir, *start.run_dir.absolute().parents)
+                if not folder.exists()
+            )
+            lock_run_dir(start.run_dir, flag=start.flag)
             if start.continued_at is not None:
                 lines += continue_run(start.run_dir, env_steps=start.continued_at)
             else:
-                created, removed = start_run(
-                    start.run_dir, overwrite=start.overwrite, flag=start.flag
-                )
+                removed = start_run(start.run_dir, overwrite=start.overwrite, flag=start.flag)[1]
+                created = missing
                 if removed:
                     lines.append(
                         f"overwrite       removed {', '.join(removed)} of the run in "
@@ -169,6 +249,8 @@ def prepare_run_dir(start: RunStart, fabric: Fabric) -> bool:
             error = failure
     decided = FabricDistributed(fabric).all_gather_object(error)[0]
     if isinstance(decided, TypedRLError):
+        if fabric.is_global_zero:
+            unlock_run_dir(start.run_dir)
         raise decided
     if fabric.is_global_zero:
         for line in lines:
@@ -200,19 +282,19 @@ def continue_run(run_dir: Path, *, env_steps: int) -> list[str]:
     return lines
 
 
-def remove_failed_start(run_dir: Path, *, created: bool) -> None:
+def remove_failed_start(run_dir: Path, *, created: Sequence[Path]) -> None:
     """Remove what a run that failed before its first iteration wrote, so no husk remains.
 
     Nothing is removed once training logged a row or saved a checkpoint (that
     run is worth keeping). Otherwise ``config.yaml`` goes, an empty
-    ``tensorboard/`` too, and the folder itself when this command created it
-    and it is empty now.
+    ``tensorboard/`` too, and each folder this command ``created`` (the run
+    folder and the parents made for it, deepest first) that is empty now.
     """
     if (run_dir / "metrics.csv").exists() or (run_dir / CHECKPOINTS).exists():
         return
     for name in ("config.yaml", ".config.yaml.tmp"):
         (run_dir / name).unlink(missing_ok=True)
-    for folder in (run_dir / "tensorboard", *([run_dir] if created else [])):
+    for folder in (run_dir / "tensorboard", *created):
         # Left alone when missing, or holding files this command did not write.
         with contextlib.suppress(OSError):
             folder.rmdir()

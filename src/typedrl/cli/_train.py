@@ -426,7 +426,11 @@ def _train(
 ) -> int:
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
-    from typedrl.cli._run_folder import prepare_run_dir, remove_failed_start  # noqa: PLC0415
+    from typedrl.cli._run_folder import (  # noqa: PLC0415
+        prepare_run_dir,
+        remove_failed_start,
+        unlock_run_dir,
+    )
     from typedrl.training._fabric import fabric_from_environment, read_launch  # noqa: PLC0415
 
     run = resolved.run
@@ -453,8 +457,12 @@ def _train(
     except BaseException:
         # A run that fails before its first iteration leaves no folder holding only config.yaml.
         if fabric.is_global_zero and start.continued_at is None:
+            unlock_run_dir(start.run_dir)
             remove_failed_start(start.run_dir, created=created)
         raise
+    finally:
+        if fabric.is_global_zero:
+            unlock_run_dir(start.run_dir)
 
 
 def _agree_on_start(fabric: "Fabric", start: "RunStart", checkpoint: Path | None) -> "RunStart":
