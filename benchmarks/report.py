@@ -46,9 +46,10 @@ DEFAULT_IMAGES = REPO_ROOT / "docs" / "_static" / "benchmarks"
 REFACTORING_CHECKS = frozenset({"pinned_weights.py", "checkout_speed.py", "iteration_walk.py"})
 """Scripts here that check a refactor (two checkouts compared, the files an iteration walks),
 not benchmarks of the package: the report does not run them."""
-NEEDS_OWN_ENV = frozenset({"newton_throughput.py"})
+NEEDS_OWN_ENV = frozenset({"newton_throughput.py", "newton_gait.py"})
 """Benchmarks of an optional backend that the benchmark environment does not install (Newton:
-run it in the environment ``nox -s newton`` builds); the report does not run them."""
+run them in the environment ``nox -s newton`` builds; ``newton_gait.py`` also needs trained
+runs); the report does not run them."""
 NEEDS_REFERENCE_CHECKOUT = frozenset({"shac_vs_diffrl.py"})
 """Benchmarks against reference code that is not a package (DiffRL's ``shac.py``: pass a
 checkout with ``--diffrl``); the report does not run them."""
