@@ -56,16 +56,17 @@ def _gait(path: Path, episodes: int, seed: int) -> dict[str, float]:
     policy = restore_policy(checkpoint, env, path=path)
     obs, _ = env.reset(seed=seed)
     alive = torch.ones(episodes, dtype=torch.bool)
-    total = torch.zeros(episodes)
-    speed = torch.zeros(episodes)
-    heights = torch.zeros(episodes)
-    length = torch.zeros(episodes)
+    # Sums in float64, as typedrl evaluate's returns.
+    total = torch.zeros(episodes, dtype=torch.float64)
+    speed = torch.zeros(episodes, dtype=torch.float64)
+    heights = torch.zeros(episodes, dtype=torch.float64)
+    length = torch.zeros(episodes, dtype=torch.float64)
     with torch.no_grad():
         for _ in range(env.max_episode_steps):
             action = policy.act(obs, deterministic=True)["action"]
             result = env.step(action)
             reached = result.final_obs["obs"] if result.final_obs is not None else result.obs["obs"]
-            weight = alive.float()
+            weight = alive.double()
             total += weight * result.reward
             speed += weight * reached[:, forward]
             heights += weight * reached[:, height]
