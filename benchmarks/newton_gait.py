@@ -1,12 +1,14 @@
-"""Return, forward speed and torso height of trained Newton locomotion policies.
+"""Return, forward speed and root height of trained Newton locomotion policies.
 
 For each checkpoint (a file, or every checkpoint of a run folder's ``checkpoints/``,
 ordered by env steps), plays one deterministic episode per row on the env the run
-trained on, seeded as ``typedrl evaluate`` seeds it, and prints the env steps the
-checkpoint was saved at, the episode return, the forward speed (the root's ``x``
-velocity, m/s, averaged over every step a row was alive), the root height and the
-episode length. It gives the learning curves of docs/guides/differentiable_locomotion.rst
-their forward-speed column:
+trained on, seeded as ``typedrl evaluate --episodes N --num-envs N`` seeds it (the
+same episodes, so the same returns), and prints the env steps the checkpoint was
+saved at, the episode return, the forward speed (the root's ``x`` velocity, m/s,
+averaged over every step a row was alive), the root height (the Ant's torso height;
+the planar tasks' ``rootz``, relative to the start) and the episode length. It
+gives the learning curves of docs/guides/differentiable_locomotion.rst their
+forward-speed column:
 
     python benchmarks/newton_gait.py runs/shac-ant --episodes 4
 """

@@ -46,7 +46,29 @@ def test_gait_plays_the_episodes_typedrl_evaluate_plays(tmp_path: Path) -> None:
     assert gait["env_steps"] == 16
     assert gait["return"] == result.metrics["return_mean"]
     assert gait["length"] == result.metrics["length_mean"]
-    assert 0.0 < gait["length"] <= env.max_episode_steps
+
+    # The speed and height again, row by row: each row's steps up to its first end,
+    # read from the observation the step reached (the terminal one where it ended).
+    reached, ended = [], []
+    obs, _ = env.reset(seed=5)
+    with torch.no_grad():
+        for _ in range(env.max_episode_steps):
+            step = env.step(policy.act(obs, deterministic=True)["action"])
+            assert step.final_obs is not None
+            reached.append(step.final_obs["obs"])
+            ended.append(step.terminated | step.truncated)
+            obs = step.obs
+            if bool(torch.stack(ended).any(0).all()):
+                break
+    speeds, heights, lengths = [], [], []
+    for row in range(3):
+        last = next(t for t, done in enumerate(ended) if bool(done[row]))
+        lengths.append(last + 1)
+        speeds.append(torch.stack([reached[t][row, 5] for t in range(last + 1)]).double().mean())
+        heights.append(torch.stack([reached[t][row, 0] for t in range(last + 1)]).double().mean())
+    assert len(set(lengths)) > 1, "the rows should end at different steps"
+    assert gait["speed"] == pytest.approx(float(torch.stack(speeds).mean()), rel=1e-9)
+    assert gait["height"] == pytest.approx(float(torch.stack(heights).mean()), rel=1e-9)
 
 
 @pytest.mark.parametrize(

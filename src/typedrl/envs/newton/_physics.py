@@ -108,8 +108,12 @@ class NewtonPhysics:
         # diagonal: one 6 x 6 spatial inertia per body) by Warp's tile kernel, with its
         # Cholesky factor in the same kernel. Newton's default forms it with a dense
         # (6 bodies) x (6 bodies) product that is 94 % of an Ant step on a CPU; the
-        # tile kernel gives the same states and gradients to float32 rounding, 5 to 9
-        # times faster on the Ant (docs/guides/differentiable_locomotion.rst).
+        # tile kernel gives the same states and gradients to float32 rounding, about 8
+        # times faster on the Ant (docs/guides/differentiable_locomotion.rst). Its
+        # gradient of H is the dense path's only because Warp 1.19 has no adjoint for
+        # the factorisation's diagonal shift (tile_diag_add), so the gradient reaching
+        # the factor stops there, as the dense path's no-op Cholesky adjoint stops it;
+        # tests_newton checks the two paths against each other.
         self._solver = newton_module.solvers.SolverFeatherstone(
             model, use_tile_gemm=True, fuse_cholesky=True
         )
