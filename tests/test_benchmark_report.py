@@ -5,7 +5,6 @@ results, failures come from tiny stand-in scripts, and the plans are checked
 against the scripts' sources.
 """
 
-import importlib.util
 import itertools
 import json
 import os
@@ -14,30 +13,19 @@ import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
 from tensordict import TensorDict
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from tests._benchmarks import BENCHMARKS, load_benchmark
+
 TIMES = "\N{MULTIPLICATION SIGN}"
 
 
-def _load(name: str) -> ModuleType:
-    """Import ``benchmarks/<name>.py`` (the folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-report = _load("report")
-shape_checks = _load("shape_checks_overhead")
+report = load_benchmark("report")
+shape_checks = load_benchmark("shape_checks_overhead")
 
 CANNED: dict[str, list[Any]] = {
     "builtin_cartpole_throughput": [
@@ -649,7 +637,7 @@ def test_shape_checks_compare_reports_the_ratio_of_medians(
 
 def test_ppo_vs_sb3_curves_and_policy_adapter(tmp_path: Path) -> None:
     """The SB3 adapter acts like a typedrl policy; both curves go into one small PNG."""
-    sb3 = _load("ppo_vs_sb3")
+    sb3 = load_benchmark("ppo_vs_sb3")
 
     class FakeSb3Policy:
         def _predict(self, obs: torch.Tensor, *, deterministic: bool) -> torch.Tensor:

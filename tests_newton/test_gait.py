@@ -1,32 +1,17 @@
 """benchmarks/newton_gait.py: the forward-speed column of the locomotion guide's curves."""
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 
+from tests._benchmarks import load_benchmark
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 from typedrl.envs import make
 from typedrl.envs.newton import NewtonVecEnv
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.restore import locate_checkpoint, restore_policy, trained_env
-
-_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "newton_gait.py"
-
-
-def _gait_module() -> ModuleType:
-    """Import the script (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("benchmarks_newton_gait", _SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_gait_plays_the_episodes_typedrl_evaluate_plays(tmp_path: Path) -> None:
@@ -36,7 +21,7 @@ def test_gait_plays_the_episodes_typedrl_evaluate_plays(tmp_path: Path) -> None:
     budget = ["--num-envs", "2", "--total-timesteps", "16", "--set", "segment_length=4"]
     assert main([*argv, *budget, "--eval-episodes", "1", "--no-progress"]) == 0
     path = run_dir / "checkpoints" / "last.ckpt"
-    gait = _gait_module()._gait(path, 3, 5)
+    gait = load_benchmark("newton_gait")._gait(path, 3, 5)
 
     checkpoint = load_checkpoint(path)
     env = trained_env(checkpoint, locate_checkpoint(path), env_id=None).make(num_envs=3, seed=5)
@@ -81,7 +66,7 @@ def test_gait_plays_the_episodes_typedrl_evaluate_plays(tmp_path: Path) -> None:
 )
 def test_gait_reads_the_roots_velocity_and_height(env_id: str, height_coordinate: int) -> None:
     """The observation entries it reads are joint_qd[0] (x velocity) and the root's height."""
-    gait = _gait_module()
+    gait = load_benchmark("newton_gait")
     env = make(env_id, num_envs=2, seed=0)
     assert isinstance(env, NewtonVecEnv)
     obs, _ = env.reset(seed=3)
