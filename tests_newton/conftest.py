@@ -19,10 +19,29 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", line)
 
 
-def ant(num_envs: int = 3, *, seed: int = 0, max_episode_steps: int = 1000) -> NewtonVecEnv:
+DEVICES = (
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=(
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+        ),
+    ),
+)
+"""Devices the device-parametrised tests run on (CUDA where one is present)."""
+
+
+def ant(
+    num_envs: int = 3, *, seed: int = 0, max_episode_steps: int = 1000, device: str = "cpu"
+) -> NewtonVecEnv:
     """An Ant env of ``num_envs`` rows."""
     return NewtonVecEnv(
-        task=AntTask(), num_envs=num_envs, seed=seed, max_episode_steps=max_episode_steps
+        task=AntTask(),
+        num_envs=num_envs,
+        seed=seed,
+        max_episode_steps=max_episode_steps,
+        device=device,
     )
 
 
