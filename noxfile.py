@@ -157,11 +157,12 @@ NEWTON_TOOLS = frozenset({"pytest", "hypothesis", "mypy", "ruff"})
 def newton(session: nox.Session) -> None:
     """Real Newton physics: typedrl.envs.newton's Ant on the CPU (own env, about 1.6 GB).
 
-    Not part of the default run or of CI. Installs typedrl with its ``newton`` extra
-    (Newton 1.8 on Warp 1.19) and the test tools, then runs mypy and ruff over
-    tests_newton/ and pytest on it: the differentiable-env checker, gradients against
-    central differences in contact, per-row independence, seeding, state_dict round
-    trips and the float64 refusal. Warp compiles its kernels on first use (minutes;
+    Not part of the default run or of CI. Installs typedrl with its ``newton`` and
+    ``newton-usd`` extras (Newton 1.8 on Warp 1.19, OpenUSD) and the test tools, then
+    runs mypy and ruff over tests_newton/ and pytest on it: the differentiable-env
+    checker, gradients against central differences in contact, per-row independence,
+    seeding, state_dict round trips, the float64 refusal and models read from URDF and
+    USD. Warp compiles its kernels on first use (minutes;
     cached afterwards).
     """
     # Only the test tools: the test group's pins (mujoco) are not needed here.
@@ -171,7 +172,7 @@ def newton(session: nox.Session) -> None:
         for req in nox.project.dependency_groups(PYPROJECT, group)
         if re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0] in NEWTON_TOOLS
     ]
-    session.install(*CONSTRAINTS, "-e", ".[newton]", *tools)
+    session.install(*CONSTRAINTS, "-e", ".[newton,newton-usd]", *tools)
     session.run("mypy", "tests_newton")
     session.run("ruff", "check", "tests_newton")
     session.run("pytest", "tests_newton", "-p", "no:cacheprovider", *session.posargs)

@@ -3,7 +3,7 @@
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from jaxtyping import Float
 from torch import Tensor
@@ -26,8 +26,15 @@ class BaseMjcfTaskSpec:
     :class:`~typedrl.envs.newton.NewtonTaskSpec`) adds its physics settings.
     """
 
+    _MODEL_FILE: ClassVar[str] = "MJCF file"
+    """What :attr:`model_path` names, in error messages."""
+
     model_path: Path
-    """The MJCF file (read once, when the env is built; nothing is downloaded)."""
+    """The model file (read once, when the env is built; nothing is downloaded).
+
+    MJCF for every backend; the Newton backend also reads URDF and USD
+    (:class:`~typedrl.envs.newton.NewtonTaskSpec`).
+    """
 
     max_episode_steps: int
     """Default time limit of the task."""
@@ -51,7 +58,9 @@ class BaseMjcfTaskSpec:
                 f"{owner}.model_path must be a pathlib.Path, got {describe(self.model_path)}"
             )
         if not self.model_path.is_file():
-            raise ConfigError(f"{owner}.model_path: no MJCF file at {str(self.model_path)!r}")
+            raise ConfigError(
+                f"{owner}.model_path: no {self._MODEL_FILE} at {str(self.model_path)!r}"
+            )
         for name in ("max_episode_steps", "num_initial_draws"):
             positive_int(owner, name, getattr(self, name))
         high, mask = self.observation_high, self.observation_normalize_mask

@@ -2,12 +2,20 @@
 
 import dataclasses
 import sys
+from pathlib import Path
 
 import pytest
 
 from typedrl.envs import make
 from typedrl.envs.builtin._registration import NEWTON_ENV_IDS
-from typedrl.envs.newton import EXTRA, AntTask, HalfCheetahTask, HopperTask, NewtonVecEnv
+from typedrl.envs.newton import (
+    EXTRA,
+    MODEL_FORMATS,
+    AntTask,
+    HalfCheetahTask,
+    HopperTask,
+    NewtonVecEnv,
+)
 from typedrl.errors import ConfigError, MissingDependencyError
 
 
@@ -80,3 +88,53 @@ def test_spec_rejects_a_wrong_number_of_per_dof_values() -> None:
         dataclasses.replace(spec, joint_damping=(1.0, 2.0))
     with pytest.raises(ConfigError, match="actuated_dofs"):
         dataclasses.replace(spec, actuated_dofs=(6, 6, 7, 8, 9, 10, 11, 12))
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("robot.xml", "mjcf"),
+        ("robot.MJCF", "mjcf"),
+        ("robot.urdf", "urdf"),
+        ("robot.usd", "usd"),
+        ("robot.usda", "usd"),
+        ("robot.usdc", "usd"),
+        ("robot.usdz", "usd"),
+    ],
+)
+def test_model_format_follows_the_suffix(tmp_path: Path, name: str, kind: str) -> None:
+    """MJCF, URDF and USD files are told apart by their suffix, in any case."""
+    path = tmp_path / name
+    path.write_text("")
+    spec = dataclasses.replace(AntTask().spec, model_path=path)
+    assert spec.model_format == kind
+    assert MODEL_FORMATS[path.suffix.lower()] == kind
+
+
+def test_spec_refuses_other_model_files(tmp_path: Path) -> None:
+    """A suffix Newton cannot import, or a missing file, is a ConfigError naming the path."""
+    mesh = tmp_path / "robot.obj"
+    mesh.write_text("")
+    with pytest.raises(ConfigError, match=r"model_path must end in one of .xml.*robot\.obj"):
+        dataclasses.replace(AntTask().spec, model_path=mesh)
+    with pytest.raises(ConfigError, match=r"no model file at .*nope\.urdf"):
+        dataclasses.replace(AntTask().spec, model_path=tmp_path / "nope.urdf")
+
+
+@pytest.mark.usefixtures("without_runtime_checks")
+def test_spec_checks_ground_and_importer_options() -> None:
+    """``ground`` is a bool and ``importer_options`` maps keyword names to values.
+
+    Without the suite's runtime type checks, as in production: the spec's own checks answer.
+    """
+    spec = AntTask().spec
+    assert spec.ground is True
+    assert dict(spec.importer_options) == {}
+    with pytest.raises(ConfigError, match="ground must be a bool"):
+        dataclasses.replace(spec, ground=1)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="importer_options must be a mapping"):
+        dataclasses.replace(spec, importer_options=[("floating", True)])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="importer_options must be a mapping"):
+        dataclasses.replace(spec, importer_options={1: True})  # type: ignore[dict-item]
+    floating = dataclasses.replace(spec, importer_options={"floating": True})
+    assert dict(floating.importer_options) == {"floating": True}

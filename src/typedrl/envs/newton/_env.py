@@ -1,5 +1,6 @@
-"""A differentiable vector env over an MJCF model, stepped by Newton's Featherstone solver."""
+"""A differentiable vector env over a model file, stepped by Newton's Featherstone solver."""
 
+import inspect
 from typing import Any, Unpack, final
 
 import torch
@@ -10,7 +11,7 @@ from typedrl._optional import require_extra
 from typedrl._validation import describe
 from typedrl.envs._mjcf_env import BaseMjcfVecEnv
 from typedrl.envs.builtin._base import EnvOptions
-from typedrl.envs.newton._dependency import EXTRA
+from typedrl.envs.newton._dependency import EXTRA, USD_EXTRA
 from typedrl.envs.newton._physics import NewtonPhysics, gear_matrix
 from typedrl.envs.newton._task import NewtonState, NewtonTask
 from typedrl.errors import ConfigError
@@ -24,16 +25,17 @@ _State = Float[Tensor, "num_envs state_dim"]
 
 @final
 class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
-    """A batched, differentiable env: an MJCF model on Newton's Featherstone solver, and a task.
+    """A batched, differentiable env: a robot model on Newton's Featherstone solver, and a task.
 
-    The model is read with Newton's MJCF importer and replicated into one
-    world per row; worlds never collide with each other, and every world
-    touches one shared ground plane. An env step applies the actions as
-    generalised forces (``joint_f = gear * action`` on the task's actuated
-    dofs), finds the contacts once, then runs ``substeps`` steps of
+    The model (the task's MJCF, URDF or USD file) is read with Newton's
+    importer for its format and replicated into one world per row; worlds
+    never collide with each other, and every world touches one shared ground
+    plane (unless the task's ``ground`` is off). An env step applies the
+    actions as generalised forces (``joint_f = gear * action`` on the task's
+    actuated dofs), finds the contacts once, then runs ``substeps`` steps of
     ``SolverFeatherstone`` (reduced coordinates, semi-implicit Euler) with
-    penalty contacts whose depth is recomputed at every substep (so ``control_dt``
-    is ``substeps * substep_dt``). Warp's tape differentiates the whole step,
+    penalty contacts whose depth is recomputed at every substep (so
+    ``control_dt`` is ``substeps * substep_dt``). Warp's tape differentiates the whole step,
     bridged into torch's autograd, so the reward and the next observation have
     gradients with respect to the action and to the earlier state, contacts
     included (the contact set and normals are held fixed within an env step).
@@ -60,9 +62,11 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
             the physics runs on ``device``.
 
     Raises:
-        MissingDependencyError: If ``newton`` (or ``warp``) is not installed.
-        ConfigError: For an invalid option (float64 included) or a model the
-            env cannot drive.
+        MissingDependencyError: If ``newton`` (or ``warp``) is not installed,
+            or ``usd-core`` for a USD model (the ``newton-usd`` extra).
+        ConfigError: For an invalid option (float64 included), a model file
+            Newton cannot read, an importer option its importer does not take,
+            or a model the env cannot drive.
     """
 
     def __init__(
@@ -154,16 +158,44 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
         )
 
 
+_IMPORT_ERRORS = (
+    ValueError,
+    KeyError,
+    OSError,
+    RuntimeError,
+    AttributeError,
+    IndexError,
+    SyntaxError,
+)
+"""What Newton's importers raise on a file they cannot read (XML's ParseError is a
+SyntaxError, pxr's errors are RuntimeErrors)."""
+
+
 def _build_model(owner: str, task: NewtonTask, num_envs: int, newton: Any, device: Any) -> Any:
-    """One world per row from the task's MJCF file, a shared ground, the task's materials."""
+    """One world per row from the task's model file, the ground, the task's materials."""
     spec = task.spec
+    kind, path = spec.model_format, str(spec.model_path)
+    if kind == "usd":
+        require_extra("pxr", extra=USD_EXTRA, where=f"{owner} (the USD model {path!r})")
     robot = newton.ModelBuilder()
-    try:
-        robot.add_mjcf(str(spec.model_path), enable_self_collisions=False)
-    except (ValueError, KeyError, OSError) as err:
+    importer = {"mjcf": robot.add_mjcf, "urdf": robot.add_urdf, "usd": robot.add_usd}[kind]
+    options = {"enable_self_collisions": False, **spec.importer_options}
+    parameters = inspect.signature(importer).parameters
+    unknown = sorted(set(options) - set(parameters))
+    if unknown:
         raise ConfigError(
-            f"{owner}: cannot load the MJCF file {str(spec.model_path)!r}: {err}"
+            f"{owner}: Newton's add_{kind} takes no {', '.join(map(repr, unknown))} "
+            f"(importer_options of {type(spec).__name__}); it takes "
+            f"{', '.join(name for name in parameters if name != 'source')}"
+        )
+    try:
+        importer(path, **options)
+    except _IMPORT_ERRORS as err:
+        raise ConfigError(
+            f"{owner}: cannot load the {kind.upper()} file {path!r}: {type(err).__name__}: {err}"
         ) from err
+    if robot.joint_dof_count == 0:
+        raise ConfigError(f"{owner}: the {kind.upper()} file {path!r} holds no joints")
     num_dofs = robot.joint_dof_count
     if max(spec.actuated_dofs) >= num_dofs:
         raise ConfigError(
@@ -179,7 +211,8 @@ def _build_model(owner: str, task: NewtonTask, num_envs: int, newton: Any, devic
         robot.joint_limit_kd[dof] = spec.joint_limit_kd
     scene = newton.ModelBuilder()
     scene.replicate(robot, num_envs)
-    scene.add_ground_plane()
+    if spec.ground:
+        scene.add_ground_plane()
     for shape in range(scene.shape_count):
         scene.shape_gap[shape] = spec.contact_gap
         scene.shape_material_ke[shape] = spec.contact_ke

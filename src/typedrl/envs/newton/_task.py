@@ -1,7 +1,10 @@
-"""What a task adds to an MJCF model on Newton: physics settings, reset, observation, reward."""
+"""What a task adds to a model on Newton: physics settings, reset, observation, reward."""
 
 import abc
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import ClassVar, Literal
 
 from jaxtyping import Float
 from torch import Tensor
@@ -10,12 +13,28 @@ from typedrl._validation import describe, non_negative_float, positive_float, po
 from typedrl.envs._mjcf_task import BaseMjcfTaskSpec, MjcfTask
 from typedrl.errors import ConfigError
 
-__all__ = ["NewtonState", "NewtonTask", "NewtonTaskSpec"]
+__all__ = ["MODEL_FORMATS", "ModelFormat", "NewtonState", "NewtonTask", "NewtonTaskSpec"]
+
+ModelFormat = Literal["mjcf", "urdf", "usd"]
+"""The model formats Newton's builder reads (``add_mjcf``, ``add_urdf``, ``add_usd``)."""
+
+MODEL_FORMATS: Mapping[str, ModelFormat] = MappingProxyType(
+    {
+        ".xml": "mjcf",
+        ".mjcf": "mjcf",
+        ".urdf": "urdf",
+        ".usd": "usd",
+        ".usda": "usd",
+        ".usdc": "usd",
+        ".usdz": "usd",
+    }
+)
+"""The model file's suffix (lower case) to its format."""
 
 Draws = Float[Tensor, "num_envs num_draws"]
 """The uniforms in ``(0, 1]`` that :meth:`NewtonTask.initial_state` maps, per row."""
 ReferenceQ = Float[Tensor, " nq"]
-"""The model's reference coordinates (``joint_q`` of one world as the MJCF file places it)."""
+"""The model's reference coordinates (``joint_q`` of one world as the model file places it)."""
 Joints = tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]
 """``(joint_q, joint_qd)`` of every row."""
 
@@ -40,7 +59,15 @@ class NewtonState:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewtonTaskSpec(BaseMjcfTaskSpec):
-    """The static description of a task: its model, its physics settings, its observations."""
+    """The static description of a task: its model, its physics settings, its observations.
+
+    :attr:`model_path` is an MJCF (``.xml``, ``.mjcf``), URDF (``.urdf``) or
+    USD (``.usd``, ``.usda``, ``.usdc``, ``.usdz``) file, read by Newton's
+    builder (``add_mjcf``, ``add_urdf``, ``add_usd``); USD needs the
+    ``newton-usd`` extra (``usd-core``).
+    """
+
+    _MODEL_FILE: ClassVar[str] = "model file"
 
     actuated_dofs: tuple[int, ...]
     """The generalised velocities (indices into ``joint_qd`` of one world) the actions drive."""
@@ -87,9 +114,34 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
     joint_limit_kd: float = 10.0
     """Damping of the joint-limit springs."""
 
+    ground: bool = True
+    """Whether every world stands on a shared ground plane (its contact material is the
+    task's). A fixed-base model that hangs in space (an arm, a cart on a rail) may set
+    ``False``: placed at the origin, such a model would otherwise intersect the ground."""
+
+    importer_options: Mapping[str, object] = field(default_factory=dict)
+    """Keyword arguments for Newton's importer of the model's format, e.g.
+    ``{"floating": True}`` for a URDF robot with a free base (a URDF's base is
+    fixed by default; an MJCF or USD model says so itself). typedrl passes
+    ``enable_self_collisions=False`` unless this mapping sets it."""
+
     def __post_init__(self) -> None:
         owner = type(self).__name__
         self._check_layout(owner)
+        if self.model_path.suffix.lower() not in MODEL_FORMATS:
+            raise ConfigError(
+                f"{owner}.model_path must end in one of {', '.join(MODEL_FORMATS)} "
+                f"(MJCF, URDF or USD), got {str(self.model_path)!r}"
+            )
+        if not isinstance(self.ground, bool):
+            raise ConfigError(f"{owner}.ground must be a bool, got {describe(self.ground)}")
+        if not isinstance(self.importer_options, Mapping) or not all(
+            isinstance(key, str) for key in self.importer_options
+        ):
+            raise ConfigError(
+                f"{owner}.importer_options must be a mapping of keyword names to values, "
+                f"got {describe(self.importer_options)}"
+            )
         self._validate_actuation(owner)
         positive_int(owner, "substeps", self.substeps)
         positive_float(owner, "substep_dt", self.substep_dt)
@@ -140,6 +192,11 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
         return value if isinstance(value, tuple) else (value,) * len(self.actuated_dofs)
 
     @property
+    def model_format(self) -> ModelFormat:
+        """The model file's format, from its suffix."""
+        return MODEL_FORMATS[self.model_path.suffix.lower()]
+
+    @property
     def control_dt(self) -> float:
         """Seconds of simulated time per env step."""
         return self.substeps * self.substep_dt
@@ -170,5 +227,5 @@ class NewtonTask(MjcfTask[NewtonState]):
         Args:
             uniform: ``[num_envs, num_initial_draws]``, a pure function of
                 ``(seed, row, episode)``.
-            joint_q0: The model's reference coordinates (as the MJCF file places it).
+            joint_q0: The model's reference coordinates (as the model file places it).
         """
