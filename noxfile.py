@@ -155,7 +155,7 @@ NEWTON_TOOLS = frozenset({"pytest", "hypothesis", "mypy", "ruff"})
 
 @nox.session(default=False)
 def newton(session: nox.Session) -> None:
-    """Real Newton physics: typedrl.envs.newton's Ant on the CPU (own env, about 1.6 GB).
+    """Real Newton physics: typedrl.envs.newton's tasks and models (own env, about 1.7 GB).
 
     Not part of the default run or of CI. Installs typedrl with its ``newton`` and
     ``newton-usd`` extras (Newton 1.8 on Warp 1.19, OpenUSD) and the test tools, then

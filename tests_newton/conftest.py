@@ -1,5 +1,8 @@
 """Fixtures of the real Newton tests: one Ant env per test module, small and short."""
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import pytest
 import torch
 
@@ -19,17 +22,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("filterwarnings", line)
 
 
-DEVICES = (
-    "cpu",
-    pytest.param(
-        "cuda",
-        marks=(
-            pytest.mark.gpu,
-            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
-        ),
+_Test = TypeVar("_Test", bound=Callable[..., object])
+
+NEEDS_CUDA = (
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        not torch.cuda.is_available(),
+        reason="needs a CUDA device and a CUDA build of torch (constraints.txt pins a CPU one)",
     ),
 )
+"""The marks of a test, or a test's parameter, that runs on CUDA only."""
+
+DEVICES = ("cpu", pytest.param("cuda", marks=NEEDS_CUDA))
 """Devices the device-parametrised tests run on (CUDA where one is present)."""
+
+
+def needs_cuda(test: _Test) -> _Test:
+    """Mark ``test`` ``gpu`` and skip it where torch sees no CUDA device."""
+    for mark in NEEDS_CUDA:
+        test = mark(test)
+    return test
 
 
 def ant(

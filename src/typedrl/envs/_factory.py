@@ -39,7 +39,13 @@ from typedrl.envs._workers import signal_safe_worker
 from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
 
-__all__ = ["WrapperFactory", "make_from_factory", "resolve_env_factory", "resolve_wrapper"]
+__all__ = [
+    "WrapperFactory",
+    "accepts",
+    "make_from_factory",
+    "resolve_env_factory",
+    "resolve_wrapper",
+]
 
 # typing_extensions (a dependency of torch) has its own Unpack before Python 3.12.
 _UNPACK: frozenset[object] = frozenset({typing.Unpack, typing_extensions.Unpack})
@@ -131,7 +137,7 @@ def resolve_wrapper(name: str) -> WrapperFactory:
     return wrapper  # type: ignore[no-any-return]
 
 
-def _accepts(factory: Callable[..., Any], name: str) -> bool:
+def accepts(factory: Callable[..., Any], name: str) -> bool:
     """Whether ``factory`` takes ``name``.
 
     It does when it has a parameter of that name, or when its ``**kwargs`` unpack a
@@ -187,7 +193,7 @@ def make_from_factory(
             kind must return, or options that cannot apply to it were given.
     """
     kwargs = dict(env_kwargs)
-    if _accepts(factory, "num_envs"):
+    if accepts(factory, "num_envs"):
         if wrappers or vectorization != "sync":
             raise ConfigError(
                 f"env {spec!r} builds vector envs itself (it takes num_envs): vectorization "
@@ -198,7 +204,7 @@ def make_from_factory(
         extras: dict[str, Any] = {
             name: value
             for name, value in offered.items()
-            if _accepts(factory, name) and not (name == "float_dtype" and name in kwargs)
+            if accepts(factory, name) and not (name == "float_dtype" and name in kwargs)
         }
         built = _call(spec, factory, {**kwargs, **extras, "num_envs": num_envs})
         if isinstance(built, VecEnv):

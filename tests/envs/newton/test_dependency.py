@@ -136,5 +136,10 @@ def test_spec_checks_ground_and_importer_options() -> None:
         dataclasses.replace(spec, importer_options=[("floating", True)])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="importer_options must be a mapping"):
         dataclasses.replace(spec, importer_options={1: True})  # type: ignore[dict-item]
-    floating = dataclasses.replace(spec, importer_options={"floating": True})
+    options: dict[str, object] = {"floating": True}
+    floating = dataclasses.replace(spec, importer_options=options)
+    options["floating"] = False  # the spec holds a read-only copy
     assert dict(floating.importer_options) == {"floating": True}
+    with pytest.raises(TypeError):
+        floating.importer_options["floating"] = False  # type: ignore[index]
+    assert hash(floating) == hash(spec)  # importer_options is left out of the hash

@@ -6,4 +6,7 @@ EXTRA = "newton"
 """Name of the package extra that installs the Newton backend (``newton`` and ``warp``)."""
 
 USD_EXTRA = "newton-usd"
-"""Name of the package extra that lets the Newton backend read USD models (``usd-core``)."""
+"""The package extra that lets the Newton backend read USD models.
+
+It installs ``usd-core`` and ``newton-usd-schemas``.
+"""

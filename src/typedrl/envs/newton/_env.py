@@ -9,12 +9,13 @@ from torch import Tensor
 
 from typedrl._optional import require_extra
 from typedrl._validation import describe
+from typedrl.envs._factory import accepts
 from typedrl.envs._mjcf_env import BaseMjcfVecEnv
 from typedrl.envs.builtin._base import EnvOptions
 from typedrl.envs.newton._dependency import EXTRA, USD_EXTRA
 from typedrl.envs.newton._physics import NewtonPhysics, gear_matrix
 from typedrl.envs.newton._task import NewtonState, NewtonTask
-from typedrl.errors import ConfigError
+from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.types import ContinuousAction
 
 __all__ = ["NewtonVecEnv"]
@@ -158,17 +159,12 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
         )
 
 
-_IMPORT_ERRORS = (
-    ValueError,
-    KeyError,
-    OSError,
-    RuntimeError,
-    AttributeError,
-    IndexError,
-    SyntaxError,
-)
+_IMPORT_ERRORS = (ValueError, KeyError, OSError, RuntimeError, SyntaxError)
 """What Newton's importers raise on a file they cannot read (XML's ParseError is a
 SyntaxError, pxr's errors are RuntimeErrors)."""
+
+_IMPORTER_DEPENDENCIES = "newton[importers]"
+"""Newton's own extra with what its importers load on demand (meshes, package URIs)."""
 
 
 def _build_model(owner: str, task: NewtonTask, num_envs: int, newton: Any, device: Any) -> Any:
@@ -176,26 +172,33 @@ def _build_model(owner: str, task: NewtonTask, num_envs: int, newton: Any, devic
     spec = task.spec
     kind, path = spec.model_format, str(spec.model_path)
     if kind == "usd":
-        require_extra("pxr", extra=USD_EXTRA, where=f"{owner} (the USD model {path!r})")
+        for module in ("pxr", "newton_usd_schemas"):
+            require_extra(module, extra=USD_EXTRA, where=f"{owner} (the USD model {path!r})")
     robot = newton.ModelBuilder()
     importer = {"mjcf": robot.add_mjcf, "urdf": robot.add_urdf, "usd": robot.add_usd}[kind]
     options = {"enable_self_collisions": False, **spec.importer_options}
-    parameters = inspect.signature(importer).parameters
-    unknown = sorted(set(options) - set(parameters))
+    unknown = sorted(name for name in options if name == "source" or not accepts(importer, name))
     if unknown:
+        takes = [name for name in inspect.signature(importer).parameters if name != "source"]
         raise ConfigError(
             f"{owner}: Newton's add_{kind} takes no {', '.join(map(repr, unknown))} "
-            f"(importer_options of {type(spec).__name__}); it takes "
-            f"{', '.join(name for name in parameters if name != 'source')}"
+            f"(importer_options of {type(spec).__name__}); it takes {', '.join(takes)}"
         )
+    given = f" with importer_options {dict(spec.importer_options)}" if spec.importer_options else ""
     try:
         importer(path, **options)
+    except ImportError as err:
+        # Meshes and package:// URIs make Newton import what its own extra installs.
+        raise MissingDependencyError(
+            f"{owner}: Newton's add_{kind} needs a package to load {path!r} that is not "
+            f"installed ({err}); install Newton's importer dependencies: "
+            f"pip install '{_IMPORTER_DEPENDENCIES}'"
+        ) from err
     except _IMPORT_ERRORS as err:
         raise ConfigError(
-            f"{owner}: cannot load the {kind.upper()} file {path!r}: {type(err).__name__}: {err}"
+            f"{owner}: cannot load the {kind.upper()} file {path!r}{given}: "
+            f"{type(err).__name__}: {err}"
         ) from err
-    if robot.joint_dof_count == 0:
-        raise ConfigError(f"{owner}: the {kind.upper()} file {path!r} holds no joints")
     num_dofs = robot.joint_dof_count
     if max(spec.actuated_dofs) >= num_dofs:
         raise ConfigError(

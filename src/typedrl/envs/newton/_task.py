@@ -64,7 +64,7 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
     :attr:`model_path` is an MJCF (``.xml``, ``.mjcf``), URDF (``.urdf``) or
     USD (``.usd``, ``.usda``, ``.usdc``, ``.usdz``) file, read by Newton's
     builder (``add_mjcf``, ``add_urdf``, ``add_usd``); USD needs the
-    ``newton-usd`` extra (``usd-core``).
+    ``newton-usd`` extra (``usd-core`` and ``newton-usd-schemas``).
     """
 
     _MODEL_FILE: ClassVar[str] = "model file"
@@ -119,7 +119,9 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
     task's). A fixed-base model that hangs in space (an arm, a cart on a rail) may set
     ``False``: placed at the origin, such a model would otherwise intersect the ground."""
 
-    importer_options: Mapping[str, object] = field(default_factory=dict)
+    importer_options: Mapping[str, object] = field(
+        default_factory=lambda: MappingProxyType({}), hash=False
+    )
     """Keyword arguments for Newton's importer of the model's format, e.g.
     ``{"floating": True}`` for a URDF robot with a free base (a URDF's base is
     fixed by default; an MJCF or USD model says so itself). typedrl passes
@@ -142,6 +144,9 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
                 f"{owner}.importer_options must be a mapping of keyword names to values, "
                 f"got {describe(self.importer_options)}"
             )
+        # A read-only copy: the caller's dict can change neither this frozen spec nor
+        # the model it builds.
+        object.__setattr__(self, "importer_options", MappingProxyType(dict(self.importer_options)))
         self._validate_actuation(owner)
         positive_int(owner, "substeps", self.substeps)
         positive_float(owner, "substep_dt", self.substep_dt)
