@@ -97,7 +97,7 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
         newton = require_extra("newton", extra=EXTRA, where=owner)
         wp = require_extra("warp", extra=EXTRA, where=owner)
         wp.init()  # idempotent; device lookups need it
-        model = _build_model(owner, task, num_envs, newton, wp.device_from_torch(self.device))
+        model = _build_model(owner, task, num_envs, newton, _warp_device(wp, self.device))
         self._nq = model.joint_coord_count // num_envs
         self._nv = model.joint_dof_count // num_envs
         self._act_dim = len(spec.actuated_dofs)
@@ -157,6 +157,17 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
             f"device={self.device}, max_episode_steps={self.max_episode_steps}, "
             f"substeps={spec.substeps}, substep_dt={spec.substep_dt:.6g})"
         )
+
+
+def _warp_device(wp: Any, device: torch.device) -> Any:
+    """Warp's device for a torch device; plain ``"cuda"`` is torch's current CUDA device.
+
+    ``wp.device_from_torch`` looks a CUDA device up by its index, which ``"cuda"`` lacks.
+    """
+    index: int | None = device.index  # None for plain "cuda" (torch's stubs say int)
+    if device.type == "cuda" and index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return wp.device_from_torch(device)
 
 
 _IMPORT_ERRORS = (ValueError, KeyError, OSError, RuntimeError, SyntaxError)
