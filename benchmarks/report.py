@@ -61,7 +61,7 @@ VERSIONED = (
     "typedrl",
     "numpy",
     "tensordict",
-    "lightning",
+    "lightning-fabric",
     "jaxtyping",
     "beartype",
     "stable-baselines3",

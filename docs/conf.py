@@ -40,7 +40,7 @@ root_doc = "index"
 # list below.
 nitpicky = True
 nitpick_ignore_regex = [
-    ("py:.*", r"(torch|tensordict|gymnasium|jaxtyping|numpy|lightning|rich)(\..*)?"),
+    ("py:.*", r"(torch|tensordict|gymnasium|jaxtyping|numpy|lightning|lightning_fabric|rich)(\..*)?"),
     # The bare ``Tensor`` inside jaxtyping annotations such as Float[Tensor, "..."].
     ("py:class", r"Tensor"),
     # The standard library, unlinkable without intersphinx.

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from typing import Any
 
-from lightning.fabric.loggers.logger import Logger
+from lightning_fabric.loggers.logger import Logger
 
 __all__ = ["RecordingLogger"]
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import torch
 import torch.distributed as torch_dist
-from lightning.fabric import Fabric
-from lightning.fabric.strategies.ddp import DDPStrategy
+from lightning_fabric import Fabric
+from lightning_fabric.strategies.ddp import DDPStrategy
 from torch import Tensor
 
 from tests.multiprocess import free_port, run_two_ranks

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import lightning.pytorch.loggers
 import pytest
 import torch
-from lightning.fabric.loggers.logger import Logger
+from lightning_fabric.loggers.logger import Logger
 
 import typedrl.logging as logging_module
 from typedrl.distributed import SingleProcess
@@ -111,7 +111,11 @@ def test_build_loggers_adds_wandb_when_asked(
     _pretend_installed(monkeypatch, set())
     with pytest.raises(MissingDependencyError, match="needs W&B"):
         build_loggers(tmp_path, wandb_project="typedrl-tests")
+    # The logger is PyTorch Lightning's: W&B alone is not enough.
     _pretend_installed(monkeypatch, {"wandb"})
+    with pytest.raises(MissingDependencyError, match=r"needs W&B \(missing: lightning\)"):
+        build_loggers(tmp_path, wandb_project="typedrl-tests")
+    _pretend_installed(monkeypatch, {"wandb", "lightning"})
     monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", _FakeLogger)
     _FakeLogger.built.clear()
     loggers = build_loggers(tmp_path, wandb_project="typedrl-tests", run_name="r")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
 
 from tests_isaaclab._real import MANAGER_TASK, make_real, overrides_variable
 from typedrl.agents import PPOAgent, PPOConfig

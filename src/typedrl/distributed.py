@@ -34,7 +34,7 @@ Rules shared by every implementation:
 Implementations: :class:`SingleProcess` (world of one, no process group),
 :class:`TorchDistributed` (the default group of :mod:`torch.distributed`,
 initialised by the caller) and :class:`FabricDistributed` (a launched
-:class:`lightning.fabric.Fabric`).
+:class:`lightning_fabric.Fabric`).
 """
 
 import datetime
@@ -45,7 +45,7 @@ from typing import Any, Final, Protocol, final, runtime_checkable
 import torch
 import torch.distributed as torch_dist
 from jaxtyping import Shaped
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
 from torch import Tensor
 
 from typedrl.errors import ConfigError, DistributedError, TypedRLError
@@ -257,7 +257,7 @@ class TorchDistributed:
 
 @final
 class FabricDistributed:
-    """Collectives through a launched :class:`lightning.fabric.Fabric`.
+    """Collectives through a launched :class:`lightning_fabric.Fabric`.
 
     With ``world_size == 1`` (Fabric launched on one device) every collective
     is the identity on a copy, as with :class:`SingleProcess`. Fabric moves
@@ -269,7 +269,7 @@ class FabricDistributed:
 
     Example:
         >>> import torch
-        >>> from lightning.fabric import Fabric
+        >>> from lightning_fabric import Fabric
         >>> dist = FabricDistributed(Fabric(accelerator="cpu", devices=1))
         >>> dist.world_size, dist.is_main
         (1, True)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, final
 
 import torch
-from lightning.fabric.loggers.logger import Logger
-from lightning.fabric.loggers.tensorboard import TensorBoardLogger
+from lightning_fabric.loggers.logger import Logger
+from lightning_fabric.loggers.tensorboard import TensorBoardLogger
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from torch import Tensor
 
@@ -26,6 +26,7 @@ __all__ = [
     "ProgressDisplay",
     "build_loggers",
     "drop_rows_after",
+    "require_wandb",
 ]
 
 
@@ -243,6 +244,20 @@ def _after(row: list[str], column: int, step: int) -> bool:
         return False
 
 
+def require_wandb(what: str) -> None:
+    """Raise :class:`MissingDependencyError` unless the W&B logger can be built.
+
+    The logger is PyTorch Lightning's ``WandbLogger``: it needs ``wandb`` and the
+    ``lightning`` package, which the ``wandb`` extra installs. ``what`` names the
+    option that asked for it.
+    """
+    missing = [name for name in ("wandb", "lightning") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingDependencyError(
+            f"{what} needs W&B (missing: {', '.join(missing)}): pip install 'typedrl[wandb]'"
+        )
+
+
 def build_loggers(
     run_dir: str | Path,
     *,
@@ -281,10 +296,7 @@ def build_loggers(
         # TensorBoard writes to <root>/<name>/<version>: here <run_dir>/tensorboard/.
         loggers.append(TensorBoardLogger(root, name="tensorboard", version=""))
     if wandb_project is not None:
-        if importlib.util.find_spec("wandb") is None:
-            raise MissingDependencyError(
-                f"wandb_project={wandb_project!r} needs W&B: pip install 'typedrl[wandb]'"
-            )
+        require_wandb(f"wandb_project={wandb_project!r}")
         from lightning.pytorch.loggers import WandbLogger  # noqa: PLC0415 - optional extra
 
         wandb_logger: Any = WandbLogger(

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
 from tensordict import TensorDict
 
 from tests.agents._envs import RandomWalkEnv

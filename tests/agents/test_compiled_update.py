@@ -12,7 +12,7 @@ from typing import Any, Final
 import pytest
 import torch
 import torch._inductor.config
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
 from torch._inductor import cpu_vec_isa
 
 from typedrl.agents import AUTO_COMPILE_MIN_UPDATES, PPOAgent, PPOConfig

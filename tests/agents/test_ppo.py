@@ -10,8 +10,8 @@ from typing import Any, cast
 
 import pytest
 import torch
-from lightning.fabric import Fabric
-from lightning.fabric.plugins.precision import MixedPrecision
+from lightning_fabric import Fabric
+from lightning_fabric.plugins.precision import MixedPrecision
 from tensordict import TensorDict
 from torch import Tensor, nn
 
@@ -1096,7 +1096,7 @@ def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
 
 def _compare_compiled_update(out: str) -> None:
     """Eager and compiled runs from the same seed, in 32-true and 64-true precision."""
-    from lightning.fabric import Fabric
+    from lightning_fabric import Fabric
 
     results: dict[str, list[dict[str, Any]]] = {}
     for precision in ("32-true", "64-true"):
@@ -1149,7 +1149,7 @@ def test_compile_update_trains_like_the_eager_update(tmp_path: Path) -> None:
 
 def test_compile_update_is_single_process_with_plain_precision_only() -> None:
     """compile_update with several ranks or a mixed-precision plugin is refused up front."""
-    from lightning.fabric import Fabric
+    from lightning_fabric import Fabric
 
     from typedrl.agents._ppo import _require_single_process_compile
 

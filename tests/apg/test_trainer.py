@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.fabric import Fabric
-from lightning.fabric.loggers.logger import Logger
+from lightning_fabric import Fabric
+from lightning_fabric.loggers.logger import Logger
 from torch import Tensor
 
 from tests.loggers import RecordingLogger

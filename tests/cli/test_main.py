@@ -41,7 +41,7 @@ def test_info_knows_a_cpu_build_without_importing_torch(tmp_path: Path) -> None:
     if built_for_cuda:
         assert "torch imported: True" in done.stdout
     else:
-        assert "cuda        0 device(s) (a CPU build of torch)" in done.stdout
+        assert "cuda             0 device(s) (a CPU build of torch)" in done.stdout
         assert "torch imported: False" in done.stdout
 
 

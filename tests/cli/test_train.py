@@ -8,7 +8,7 @@ from typing import Any
 
 import lightning.pytorch.loggers
 import pytest
-from lightning.fabric.loggers.logger import Logger
+from lightning_fabric.loggers.logger import Logger
 
 from typedrl.cli import main
 from typedrl.cli._config import parse_override

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import final
 
 import pytest
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
 
 from tests.agents._envs import RandomWalkEnv
 from tests.apg.test_trainer import Faulty, point_mass, trainer_for

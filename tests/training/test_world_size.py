@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
 
 from tests.agents._envs import RandomWalkEnv
 from tests.apg.test_trainer import assert_same, cpu_fabric, point_mass

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 from typing import cast, final
 
 import torch
-from lightning.fabric import Fabric
-from lightning.fabric.plugins.precision import MixedPrecision
+from lightning_fabric import Fabric
+from lightning_fabric.plugins.precision import MixedPrecision
 from torch import Tensor, nn
 from torch.optim import Optimizer
 

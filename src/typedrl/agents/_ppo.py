@@ -4,8 +4,8 @@ import time
 from typing import Any, final
 
 import gymnasium as gym
-from lightning.fabric import Fabric
-from lightning.fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
+from lightning_fabric import Fabric
+from lightning_fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
 from torch.optim import Optimizer
 
 from typedrl import _validation

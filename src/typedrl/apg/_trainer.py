@@ -7,8 +7,8 @@ from typing import Any, cast, final
 
 import gymnasium as gym
 import torch
-from lightning.fabric import Fabric
-from lightning.fabric.plugins.precision import DoublePrecision, Precision
+from lightning_fabric import Fabric
+from lightning_fabric.plugins.precision import DoublePrecision, Precision
 from tensordict import TensorDict
 from torch import Tensor, nn
 

@@ -22,7 +22,7 @@ from typedrl.errors import TypedRLError
 _INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
 
-_REPORTED_PACKAGES = ("typedrl", "torch", "gymnasium", "tensordict", "lightning", "numpy")
+_REPORTED_PACKAGES = ("typedrl", "torch", "gymnasium", "tensordict", "lightning-fabric", "numpy")
 
 
 def _package_version(name: str) -> str:
@@ -66,16 +66,16 @@ def _run_info(_: argparse.Namespace) -> int:
     sees: paste this into bug reports. A CPU build of torch is not imported (it
     would take about a second to say it sees no CUDA device).
     """
-    print(f"python      {platform.python_version()} ({platform.platform()})")
+    print(f"{'python':<16} {platform.python_version()} ({platform.platform()})")
     for name in _REPORTED_PACKAGES:
-        print(f"{name:<11} {_package_version(name)}")
+        print(f"{name:<16} {_package_version(name)}")
     if _torch_is_cpu_build():
-        print("cuda        0 device(s) (a CPU build of torch)")
+        print(f"{'cuda':<16} 0 device(s) (a CPU build of torch)")
         return 0
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
     cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    print(f"cuda        {cuda} device(s)")
+    print(f"{'cuda':<16} {cuda} device(s)")
     return 0
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final, final
 
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
 
 from typedrl._config_fields import plain
 from typedrl.checkpoint import Checkpoint, CheckpointPaths, load_checkpoint

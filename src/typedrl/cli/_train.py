@@ -18,13 +18,13 @@ from typedrl.cli._config import (
     resolve,
 )
 from typedrl.cli._parser import Commands, add_command, add_debug_flag, add_env_kwargs_argument
-from typedrl.errors import ConfigError, MissingDependencyError
+from typedrl.errors import ConfigError
 from typedrl.metrics import TIME_COMPILE_SECONDS
 from typedrl.runs import CONFIG_FILE, dump_run_config, write_run_config
 
 if TYPE_CHECKING:
     import torch
-    from lightning.fabric import Fabric
+    from lightning_fabric import Fabric
 
     from typedrl.cli._run_folder import RunStart
     from typedrl.protocols import VecEnv
@@ -304,9 +304,11 @@ def run_train(args: argparse.Namespace) -> int:
         return 0
     _check_env_names(resolved)
     _check_differentiable(resolved)
-    if resolved.run.wandb_project is not None and importlib.util.find_spec("wandb") is None:
+    if resolved.run.wandb_project is not None:
+        from typedrl.logging import require_wandb  # noqa: PLC0415 - keep start-up light
+
         # Checked by every process before any starts, so that all of them stop.
-        raise MissingDependencyError("--wandb-project needs W&B: pip install 'typedrl[wandb]'")
+        require_wandb("--wandb-project")
     # Fixed before Fabric launches the other ranks, which inherit it: one folder for all.
     stamped = _RUN_STAMP_VARIABLE in os.environ
     stamp = os.environ.setdefault(_RUN_STAMP_VARIABLE, time.strftime("%Y%m%d-%H%M%S"))

@@ -1,5 +1,11 @@
 """Typed helpers around Lightning Fabric: building one for the launch, ``setup`` typed.
 
+typedrl runs on the ``lightning-fabric`` distribution (import name
+``lightning_fabric``), not on the ``lightning`` one: ``lightning.fabric`` is a
+second copy of the same code whose import also loads PyTorch Lightning and
+torchmetrics (over a second per process). :func:`require_fabric` and
+:func:`is_fabric_logger` are the checks where a user's Fabric or loggers come in.
+
 A process started by ``torchrun`` or by SLURM's ``srun`` belongs to a world
 that the launcher made; :func:`fabric_from_environment` reads that world and
 builds a Fabric that joins it, or (without a launcher) one that starts its
@@ -12,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeVar, cast, final
 
-from lightning.fabric import Fabric
+from lightning_fabric import Fabric
+from lightning_fabric.loggers.logger import Logger
 from torch import nn
 from torch.optim import Optimizer
 
@@ -23,7 +30,9 @@ __all__ = [
     "check_accelerator",
     "default_fabric",
     "fabric_from_environment",
+    "is_fabric_logger",
     "read_launch",
+    "require_fabric",
     "setup_module_and_optimizer",
 ]
 
@@ -41,6 +50,46 @@ def default_fabric() -> Fabric:
     fabric = Fabric(accelerator=accelerator, devices=1)
     fabric.launch()
     return fabric
+
+
+_LOGGER_MODULES = frozenset({"lightning_fabric.loggers.logger", "lightning.fabric.loggers.logger"})
+"""Where Fabric's ``Logger`` base class lives, in either distribution."""
+
+
+def require_fabric(fabric: object, owner: str) -> Fabric:
+    """``fabric`` if it is a :class:`lightning_fabric.Fabric`; else a :class:`ConfigError`.
+
+    A ``lightning.fabric.Fabric`` (from the ``lightning`` distribution) is refused
+    with what to import instead: its precision plugins are other classes, so
+    typedrl could not tell mixed precision from full precision through it.
+    """
+    if isinstance(fabric, Fabric):
+        return fabric
+    module = type(fabric).__module__
+    if module.startswith("lightning.fabric"):
+        raise ConfigError(
+            f"{owner}: fabric is a lightning.fabric.Fabric (the lightning package); typedrl "
+            "runs on the lightning-fabric package: build it with "
+            "'from lightning_fabric import Fabric' (the same class, without PyTorch Lightning)"
+        )
+    raise ConfigError(
+        f"{owner}: fabric must be a lightning_fabric.Fabric, got {type(fabric).__name__}"
+    )
+
+
+def is_fabric_logger(value: object) -> bool:
+    """Whether ``value`` is a Fabric logger, from ``lightning_fabric`` or from ``lightning``.
+
+    Fabric only calls a logger's methods, so both distributions' loggers work
+    (PyTorch Lightning's ``WandbLogger`` among them). Decided from the class
+    hierarchy, without importing ``lightning``.
+    """
+    if isinstance(value, Logger):
+        return True
+    return any(
+        cls.__name__ == "Logger" and cls.__module__ in _LOGGER_MODULES
+        for cls in type(value).__mro__
+    )
 
 
 @final
@@ -201,7 +250,7 @@ def fabric_from_environment(
             raise ConfigError(f"{name} must be a positive int or None, got {value!r}")
     per_node, nodes = _checked_against_launch(launch, devices=devices, num_nodes=num_nodes)
     check_accelerator(accelerator, per_node)
-    from lightning.fabric.strategies.ddp import DDPStrategy  # noqa: PLC0415 - keep the import light
+    from lightning_fabric.strategies.ddp import DDPStrategy  # noqa: PLC0415 - keep the import light
 
     from typedrl.distributed import collective_timeout  # noqa: PLC0415
 
@@ -301,7 +350,7 @@ def _checked_against_launch(
 def check_accelerator(accelerator: str, devices: int) -> None:
     """Raise :class:`~typedrl.errors.ConfigError` when ``"cuda"`` asks for GPUs torch cannot see.
 
-    Checked before :class:`~lightning.fabric.Fabric` is built, whose own error is
+    Checked before :class:`~lightning_fabric.Fabric` is built, whose own error is
     a traceback.
 
     Example:

@@ -5,13 +5,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, final
 
-from lightning.fabric.loggers.logger import Logger
+from lightning_fabric.loggers.logger import Logger
 
 from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, optional
 from typedrl._validation import describe, positive_float, positive_int
 from typedrl.errors import ConfigError
 from typedrl.metrics import EVAL_PREFIX, EVAL_SCORE
+from typedrl.training._fabric import is_fabric_logger
 
 __all__ = ["RunOptions"]
 
@@ -26,7 +27,8 @@ def _path(owner: str, name: str, value: object) -> Path | None:
     raise ConfigError(f"{owner}.{name} must be a str, a Path or None, got {describe(value)}")
 
 
-def _loggers(owner: str, name: str, value: object) -> tuple[Logger, ...] | None:
+def _loggers(owner: str, name: str, value: object) -> tuple[object, ...] | None:
+    # object, not Logger: the lightning package's loggers (another Logger class) pass too.
     if value is None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
@@ -34,9 +36,10 @@ def _loggers(owner: str, name: str, value: object) -> tuple[Logger, ...] | None:
             f"{owner}.{name} must be a sequence of Fabric loggers or None, got {describe(value)}"
         )
     for logger in value:
-        if not isinstance(logger, Logger):
+        if not is_fabric_logger(logger):
             raise ConfigError(
-                f"{owner}.{name} must hold lightning.fabric Logger objects, got {describe(logger)}"
+                f"{owner}.{name} must hold Fabric Logger objects (lightning_fabric.loggers), "
+                f"got {describe(logger)}"
             )
     return tuple(value)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Final, final
 
 import torch
-from lightning.fabric import Fabric
-from lightning.fabric.loggers.logger import Logger
+from lightning_fabric import Fabric
+from lightning_fabric.loggers.logger import Logger
 from torch.optim.lr_scheduler import LambdaLR
 
 from typedrl._config_fields import plain
@@ -59,7 +59,7 @@ from typedrl.metrics import (
 from typedrl.protocols import Evaluator, Policy, SupportsStateDict, VecEnv
 from typedrl.seeding import derive_seed
 from typedrl.training._allocator import retain_freed_memory
-from typedrl.training._fabric import default_fabric
+from typedrl.training._fabric import default_fabric, require_fabric
 from typedrl.training._options import RunOptions
 from typedrl.training._signals import StopRequest
 from typedrl.training._state import GeneratorState, SupportsSharedState, TrainerState
@@ -236,7 +236,9 @@ class AbstractTrainer(ABC):
             )
         self.env = env
         self.options = options
-        self.fabric = fabric if fabric is not None else default_fabric()
+        self.fabric = (
+            require_fabric(fabric, type(self).__name__) if fabric is not None else default_fabric()
+        )
         self.dist: Distributed = FabricDistributed(self.fabric)
         self.device = self.fabric.device
         device_error = (
