@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
+import gymnasium as gym
 import pytest
 import torch
 import torch._inductor.config
@@ -24,6 +25,7 @@ from typedrl.agents._compiled_update import (
     CompileRecord,
     decide_compile,
     find_cpp_compiler,
+    precompile_supported,
     runtime_checks_active,
     trust_checked_vector_isa,
     vector_isa_machine,
@@ -31,6 +33,7 @@ from typedrl.agents._compiled_update import (
 from typedrl.agents._loss import EpochData
 from typedrl.envs import make
 from typedrl.errors import ConfigError
+from typedrl.policies import MLPActorCritic
 from typedrl.training import RunOptions
 
 SMALL: dict[str, Any] = {"actor_hidden": (8,), "critic_hidden": (8,)}
@@ -236,7 +239,7 @@ def _uncompiled(agent: PPOAgent, monkeypatch: pytest.MonkeyPatch) -> CompiledUpd
     The same update body then runs eagerly: the suite's runtime checks wrap it,
     which the compiler could not trace, and inductor's import warns.
     """
-    monkeypatch.setattr(torch, "compile", lambda function: function)
+    monkeypatch.setattr(torch, "compile", lambda function, **_: function)
     agent.setup()
     update = agent.algorithm.compiled
     assert isinstance(update, CompiledUpdate)
@@ -451,3 +454,83 @@ def test_a_compiled_run_makes_the_next_auto_run_warm(monkeypatch: pytest.MonkeyP
     after = _agent(monkeypatch, total_timesteps=budget)
     assert after.compile_decision.enabled
     assert "(a warm compile cache)" in after.compile_decision.reason
+
+
+def _compiled_update(policy: MLPActorCritic, record: CompileRecord | None) -> CompiledUpdate:
+    """A CompiledUpdate over ``policy`` with a fresh Adam, recording into ``record``."""
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    key = (record, lambda rows: f"rows {rows}") if record is not None else None
+    return CompiledUpdate(policy, optimizer, _config(), record=key)
+
+
+def _policy(hidden: tuple[int, ...] = (8,), **options: Any) -> MLPActorCritic:
+    return MLPActorCritic(
+        gym.spaces.Box(-1.0, 1.0, (4,)),
+        gym.spaces.Discrete(2),
+        actor_hidden=hidden,
+        critic_hidden=hidden,
+        **options,
+    )
+
+
+def test_precompiled_files_are_named_by_what_the_update_traces(tmp_path: Path) -> None:
+    """The file's name changes with the shape, Adam's constants and the network's layout."""
+    record = CompileRecord()
+    update = _compiled_update(_policy(), record)
+    constants = (0.9, 0.999, 1e-8)
+    key = update._precompiled_key("record", (32, True), constants)
+    assert (
+        _compiled_update(_policy(), record)._precompiled_key("record", (32, True), constants) == key
+    )
+    others = [
+        update._precompiled_key("other record", (32, True), constants),
+        update._precompiled_key("record", (16, True), constants),
+        update._precompiled_key("record", (32, False), constants),
+        update._precompiled_key("record", (32, True), (0.8, 0.999, 1e-8)),
+        update._precompiled_key("record", (32, True), (0.9, 0.999, 1e-5)),
+        _compiled_update(_policy((16,)), record)._precompiled_key("record", (32, True), constants),
+        _compiled_update(_policy(normalize_observations=True), record)._precompiled_key(
+            "record", (32, True), constants
+        ),
+    ]
+    assert key not in others
+    assert len(set(others)) == len(others)
+    path = record.precompiled_path(key)
+    assert path.parent.parent == tmp_path / "inductor"  # the test's TORCHINDUCTOR_CACHE_DIR
+    assert path.name == f"{key}.pt2"
+
+
+def test_only_typedrls_own_policy_with_a_record_is_precompiled() -> None:
+    """A subclass's code is not in the file's name, and without a record there is no folder."""
+
+    class Subclass(MLPActorCritic):  # type: ignore[misc]  # final for typing, not at run time
+        pass
+
+    record = CompileRecord()
+    assert _compiled_update(_policy(), record)._precompile == precompile_supported()
+    assert not _compiled_update(_policy(), None)._precompile
+    subclass = Subclass(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2))
+    assert not _compiled_update(subclass, record)._precompile
+
+
+def test_a_missing_or_unreadable_precompiled_file_is_compiled_again(tmp_path: Path) -> None:
+    """Loading answers None for an absent or corrupt file; the caller then compiles."""
+
+    def update() -> None:
+        """A stand-in: its globals are passed to the loader."""
+
+    path = tmp_path / "update.pt2"
+    assert compiled_update_module._load_precompiled(path, update) is None  # type: ignore[arg-type]
+    path.write_bytes(b"not a compiled function")
+    assert compiled_update_module._load_precompiled(path, update) is None  # type: ignore[arg-type]
+
+
+def test_a_refused_precompile_saves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When torch cannot precompile (here: no aot_compile), nothing is saved and None returned."""
+    monkeypatch.setattr(torch, "compile", lambda function, **_: function)
+    path = tmp_path / "folder" / "update.pt2"
+    result = compiled_update_module._precompile(lambda **_: None, {}, path)  # type: ignore[arg-type]
+    assert result is None
+    assert not path.parent.exists()

@@ -21,6 +21,7 @@ from tests.multiprocess import run_in_fresh_process, run_two_ranks
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl._results import EvaluationResult, StepResult
 from typedrl.agents import OnPolicyRollout, PPOAgent, PPOConfig
+from typedrl.agents._compiled_update import precompile_supported
 from typedrl.agents._loss import EpochData
 from typedrl.checkpoint import load_checkpoint, save_checkpoint
 from typedrl.envs import GymnasiumVecEnv, make
@@ -1239,6 +1240,81 @@ def _check_compiled_minibatch(out: str, activation: str = "tanh") -> None:
     # The compiled update's optimizer state loads into an eager agent.
     agents[0].algorithm.optimizer.load_state_dict(compiled.algorithm.optimizer.state_dict())
     torch.save(results, out)
+
+
+def _check_precompiled_update(out: str, cache: str) -> None:
+    """A precompiled update saved by one agent, loaded by the next, against the eager one.
+
+    Three agents from the same seed, with observation normalisation: the first
+    precompiles and saves, the second loads, the third runs eagerly. After two
+    minibatches, the normalisers of the loaded and the eager agent take the
+    same (shifted) observations; the first agent's do not.
+    """
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    from typedrl.distributed import SingleProcess
+
+    agents = []
+    rollouts = []
+    for compile_update in (True, True, False):
+        torch.manual_seed(0)
+        config = PPOConfig(
+            total_timesteps=64,
+            num_steps=16,
+            batch_size=32,
+            num_mini_epochs=1,
+            normalize_observations=True,
+            compile_update=compile_update,
+            **SMALL,
+        )
+        agent = PPOAgent(
+            env=make("CartPole-v1", num_envs=4, seed=0),
+            config=config,
+            options=RunOptions(loggers=[]),
+        )
+        rollouts.append(_collect(agent))
+        agents.append(agent)
+    rollout = rollouts[-1]
+    advantages, returns = agents[2].algorithm._advantages(rollout)
+    shifted = rollout.data["obs"].reshape(-1).apply(lambda x: x * 3.0 + 1.0)
+    results: dict[str, Any] = {"loads": [], "files": []}
+    for index, agent in enumerate(agents):
+        epoch = _collected_epoch(agent, advantages, returns)
+        row = torch.zeros(8)
+        for _ in range(2):
+            agent.algorithm._minibatch_step(epoch.select(torch.arange(32)), row, iteration=0)
+        if index > 0:
+            agent.model_unwrapped.update_normalizers(shifted, dist=SingleProcess())
+        agent.algorithm._minibatch_step(epoch.select(torch.arange(32, 64)), row, iteration=0)
+        compiled = agent.algorithm.compiled
+        results["loads"].append(None if compiled is None else compiled.precompiled_loads)
+        results["files"].append(sorted(p.name for p in Path(cache).rglob("*.pt2")))
+    results["parameters"] = [parameters(agent) for agent in agents]
+    torch.save(results, out)
+
+
+def test_a_precompiled_update_is_saved_loaded_and_reads_live_state(tmp_path: Path) -> None:
+    """The second run loads the first one's precompiled update and computes what eager does.
+
+    The loaded update checks none of its inputs, so this shows that the
+    normalisers' statistics are read at each call, not traced in as constants:
+    after they change, the loaded update follows the eager one, and leaves the
+    agent whose statistics stayed.
+    """
+    out = tmp_path / "precompiled.pt"
+    run_in_fresh_process(_check_precompiled_update, str(out), str(tmp_path / "cache"))
+    results = torch.load(out, weights_only=False)
+    if not precompile_supported():
+        # An older torch compiles in every process, and saves nothing.
+        assert results["loads"] == [0, 0, None]
+        assert results["files"] == [[], [], []]
+        return
+    assert results["loads"] == [0, 1, None]
+    assert len(results["files"][0]) == 1
+    assert results["files"][1] == results["files"][0]
+    first, loaded, eager = results["parameters"]
+    for name, value in eager.items():
+        torch.testing.assert_close(loaded[name], value, rtol=1e-5, atol=1e-6)
+    assert any(not torch.allclose(first[name], value) for name, value in loaded.items())
 
 
 def _check_compiled_resume(out: str, run_dir: str) -> None:

@@ -29,8 +29,24 @@ system's temporary directory), so a second run with the same network and
 minibatch shape compiles in seconds. Point ``TORCHINDUCTOR_CACHE_DIR`` at a
 folder that persists (a cluster's ``/tmp`` may be wiped between jobs) to keep
 that across runs.
+
+Where torch can (``torch.compile(...).aot_compile``, torch 2.10 and later),
+the update is also *precompiled*: traced once, saved beside the compile record
+(:meth:`CompileRecord.precompiled_path`) and loaded by the next run in about
+a second on a CPU (most of it importing inductor's runtime), without tracing
+the Python code again. A precompiled
+update checks none of its inputs when called (no guards, which also saves
+their cost on every call), so its file is named by everything the traced
+graph depends on: torch's version, the source of the whole typedrl package,
+the config's loss settings, Adam's betas and epsilon, the spaces, every
+parameter's and buffer's name, shape, dtype and device, the minibatch's
+rows, whether it carries a validity mask, and inductor's vector-ISA setting.
+Only :class:`~typedrl.policies.MLPActorCritic` itself is precompiled (a
+subclass's code is not in the key); a file that cannot be read, loaded or
+written, or a torch without the API, falls back to the in-process compile.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -62,6 +78,7 @@ __all__ = [
     "CompiledUpdate",
     "decide_compile",
     "find_cpp_compiler",
+    "precompile_supported",
     "runtime_checks_active",
     "trust_checked_vector_isa",
     "vector_isa_machine",
@@ -79,19 +96,18 @@ and 0.52 ms on HalfCheetah-v5 ([256, 256] ReLU, batches of 64; after 112,000).
 With batches of 512 on the HalfCheetah networks the compiled update was slower
 than the eager one; such runs plan far fewer updates (see the PPO guide)."""
 
-AUTO_COMPILE_MIN_UPDATES_WARM = 5_000
+AUTO_COMPILE_MIN_UPDATES_WARM = 2_000
 """Planned minibatch updates from which ``"auto"`` compiles on a warm cache.
 
-Measured with ``typedrl train CartPole-v1 --set compile_update=true
---total-timesteps 4096`` three times on one CPU thread of a quiet 2-core
-machine with a fresh ``TORCHINDUCTOR_CACHE_DIR``: the first run compiled in
-20.5 s, the next two in 1.9 s (3.1-3.4 s before inductor's vector-ISA checks
-were recorded, :func:`trust_checked_vector_isa`). A compiled update saved
-0.77 ms on CartPole-v1 and 0.39 ms on HalfCheetah-v5 (batches of 64,
-``benchmarks/ppo_compile_break_even.py`` in the same session), so a warm
-compile pays after 2,500-4,900 updates; the threshold is the upper end of
-that, rounded up, as :data:`AUTO_COMPILE_MIN_UPDATES` is of the cold
-break-even."""
+Measured with ``benchmarks/ppo_compile_break_even.py`` twice on one CPU thread
+of a quiet 2-core machine, the second time on the first one's cache: loading
+the precompiled update (a fresh process's first use of inductor included)
+took 1.0-1.2 s, and it saved 0.94-1.02 ms per update on CartPole-v1 ([64, 64]
+tanh, batches of 64), 0.74 ms on HalfCheetah-v5 ([256, 256] ReLU, batches of
+64) and 0.85 ms with batches of 512 there. A warm load pays after 1,200-1,600
+updates; the threshold is the upper end, rounded up, as
+:data:`AUTO_COMPILE_MIN_UPDATES` is of the cold break-even. (Before updates
+were precompiled, a warm compile took 1.9 s and saved 0.39-0.77 ms: 5,000.)"""
 
 COMPILE_SECONDS_MEASURED = "50-60 s on one CPU thread"
 """How long compiling one minibatch size took where it was measured (see
@@ -203,6 +219,10 @@ class CompileRecord:
         """Record that compiling ``key`` took ``seconds`` (a failed write is ignored)."""
         self._write(key, round(seconds, 3))
 
+    def precompiled_path(self, key: str) -> Path:
+        """Where the precompiled update named ``key`` is saved (beside the record)."""
+        return self.path.parent / _PRECOMPILED_FOLDER / f"{key}.pt2"
+
     def vector_isa(self, machine: str) -> str | None:
         """The vector ISA inductor's build checks chose for ``machine``, if recorded."""
         value = self._read().get(_VECTOR_ISA_PREFIX + machine)
@@ -214,6 +234,25 @@ class CompileRecord:
 
 
 _VECTOR_ISA_PREFIX = "vector-isa/"
+_PRECOMPILED_FOLDER = "typedrl-precompiled-updates"
+
+
+@functools.cache
+def _package_digest() -> str:
+    """SHA-256 of every Python source file of the installed typedrl package, in path order."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def precompile_supported() -> bool:
+    """Whether this torch can save and load a compiled update (``aot_compile``, no guards)."""
+    return hasattr(torch.compiler, "load_compiled_function") and hasattr(
+        torch.compiler, "skip_all_guards_unsafe"
+    )
 
 
 def vector_isa_machine() -> str:
@@ -399,16 +438,31 @@ class CompiledUpdate:
         self._values = {name: p.detach() for name, p in named}
         device = self._parameters[0].device
         # The learning rate is an input, not a constant: schedules change it without
-        # recompiling.
-        self._learning_rate = torch.zeros((), dtype=torch.float64, device=device)
+        # recompiling. One element, not 0-dim: the compiler would read a 0-dim tensor
+        # as a Python float, which a precompiled function cannot take.
+        self._learning_rate = torch.zeros((1,), dtype=torch.float64, device=device)
         self._config = config
-        self._step = torch.compile(_update)
-        # The minibatch shapes seen so far: the first update of each one compiles.
+        # Adam's constants are traced into the update; other values compile it again.
+        self._constants: tuple[float, float, float] | None = None
+        # The compiled update of each minibatch shape seen so far (the first compiles).
+        self._compiled: dict[tuple[int, bool], Callable[..., tuple[Tensor, Tensor]]] = {}
         self._shapes: set[tuple[int, bool]] = set()
         self._report = report
         self._record = record
+        # Precompiling needs the record's folder, and a policy whose code is typedrl's own.
+        self._precompile = (
+            record is not None and type(policy) is MLPActorCritic and precompile_supported()
+        )
+        self._layout = json.dumps(
+            [
+                (name, list(t.shape), str(t.dtype), str(t.device))
+                for name, t in (*policy.named_parameters(), *policy.named_buffers())
+            ]
+        )
         self.compile_seconds = 0.0
         """Wall time of the updates that compiled (the first of each minibatch shape)."""
+        self.precompiled_loads = 0
+        """Minibatch shapes whose update was loaded from a precompiled file."""
 
     def __call__(self, batch: EpochData) -> tuple[Tensor, Tensor]:
         """Update the policy on ``batch``; return the gradient norm and the loss statistics.
@@ -424,9 +478,22 @@ class CompiledUpdate:
             self._checked_group = group
         self._learning_rate.fill_(float(group["lr"]))
         beta1, beta2 = group["betas"]
+        constants = (float(beta1), float(beta2), float(group["eps"]))
+        if constants != self._constants:
+            self._constants = constants
+            self._compiled.clear()
+        inputs = {
+            "evaluator": self._evaluator,
+            "values": self._values,
+            "states": [self._state(p, group) for p in self._parameters],
+            "batch": batch,
+            "learning_rate": self._learning_rate,
+        }
         shape = (int(batch.advantage.shape[0]), batch.valid is None)
-        if shape in self._shapes:
-            return self._run(batch, group, beta1, beta2)
+        update = self._compiled.get(shape)
+        if update is not None:
+            return update(**inputs)
+        first_of_shape = shape not in self._shapes
         self._shapes.add(shape)
         if self._report is not None:
             once = "once" if len(self._shapes) == 1 else "once more, for a new minibatch size"
@@ -436,33 +503,78 @@ class CompiledUpdate:
                 "seconds on a warm one; env steps/s exclude it)..."
             )
         started = time.perf_counter()
-        if self._record is not None and len(self._shapes) == 1:
+        if self._record is not None and len(self._shapes) == 1 and first_of_shape:
             # Part of compiling: the first compilation of the process runs the checks.
             trust_checked_vector_isa(self._record[0])
-        result = self._run(batch, group, beta1, beta2)
+        update, loaded = self._compile(shape, constants, inputs)
+        result = update(**inputs)
         seconds = time.perf_counter() - started
+        self._compiled[shape] = update
         self.compile_seconds += seconds
+        self.precompiled_loads += int(loaded)
         if self._record is not None:
             record, key = self._record
             record.add(key(shape[0]), seconds)
         if self._report is not None:
-            self._report(f"compiled the update in {seconds:.1f} s")
+            how = "loaded the precompiled update" if loaded else "compiled the update"
+            self._report(f"{how} in {seconds:.1f} s")
         return result
 
-    def _run(
-        self, batch: EpochData, group: dict[str, Any], beta1: float, beta2: float
-    ) -> tuple[Tensor, Tensor]:
-        return self._step(
-            evaluator=self._evaluator,
-            values=self._values,
-            states=[self._state(p, group) for p in self._parameters],
-            batch=batch,
-            learning_rate=self._learning_rate,
-            config=self._config,
-            beta1=float(beta1),
-            beta2=float(beta2),
-            eps=float(group["eps"]),
-        )
+    def _compile(
+        self,
+        shape: tuple[int, bool],
+        constants: tuple[float, float, float],
+        inputs: dict[str, Any],
+    ) -> tuple[Callable[..., tuple[Tensor, Tensor]], bool]:
+        """The update for ``shape``: loaded, precompiled and saved, or compiled in-process.
+
+        Returns it and whether it was loaded from a precompiled file.
+        """
+        beta1, beta2, eps = constants
+        config = self._config
+
+        def update(
+            *,
+            evaluator: _Evaluator,
+            values: dict[str, Tensor],
+            states: list[_AdamState],
+            batch: EpochData,
+            learning_rate: Tensor,
+        ) -> tuple[Tensor, Tensor]:
+            return _update(
+                evaluator=evaluator,
+                values=values,
+                states=states,
+                batch=batch,
+                learning_rate=learning_rate,
+                config=config,
+                beta1=beta1,
+                beta2=beta2,
+                eps=eps,
+            )
+
+        if self._precompile and self._record is not None:
+            record, key = self._record
+            path = record.precompiled_path(self._precompiled_key(key(shape[0]), shape, constants))
+            loaded = _load_precompiled(path, update)
+            if loaded is not None:
+                return loaded, True
+            precompiled = _precompile(update, inputs, path)
+            if precompiled is not None:
+                return precompiled, False
+        compiled: Callable[..., tuple[Tensor, Tensor]] = torch.compile(update)
+        return compiled, False
+
+    def _precompiled_key(
+        self, record_key: str, shape: tuple[int, bool], constants: tuple[float, float, float]
+    ) -> str:
+        """The name of the precompiled update: everything its traced graph depends on."""
+        digest = hashlib.sha256(record_key.encode())
+        digest.update(_package_digest().encode())
+        digest.update(self._layout.encode())
+        cpp = torch._inductor.config.cpp
+        digest.update(repr((shape, constants, cpp.vec_isa_ok, cpp.simdlen)).encode())
+        return digest.hexdigest()
 
     def _state(self, parameter: Tensor, group: dict[str, Any]) -> _AdamState:
         """The optimizer's state of ``parameter``, created as Adam creates it on its first step."""
@@ -477,6 +589,49 @@ class CompiledUpdate:
             state["exp_avg"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
         return state["step"], state["exp_avg"], state["exp_avg_sq"]
+
+
+def _load_precompiled(
+    path: Path, update: Callable[..., tuple[Tensor, Tensor]]
+) -> Callable[..., tuple[Tensor, Tensor]] | None:
+    """The precompiled update saved at ``path``, or ``None`` when it is absent or unusable."""
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as handle:
+            loaded: Callable[..., tuple[Tensor, Tensor]] = torch.compiler.load_compiled_function(
+                handle, f_globals=update.__globals__
+            )
+    except Exception:  # any failure of the experimental loader: compile instead
+        return None
+    return loaded
+
+
+def _precompile(
+    update: Callable[..., tuple[Tensor, Tensor]], inputs: dict[str, Any], path: Path
+) -> Callable[..., tuple[Tensor, Tensor]] | None:
+    """Trace and compile ``update`` for ``inputs`` without guards, and save it at ``path``.
+
+    ``None`` when torch cannot (the in-process compile takes over). A file that
+    cannot be written is not saved; the compiled update is returned anyway.
+    """
+    skip_guards = torch.compiler.skip_all_guards_unsafe
+    try:
+        compiled: Any = torch.compile(
+            update, fullgraph=True, options={"guard_filter_fn": skip_guards}
+        )
+        precompiled: Any = compiled.aot_compile(((), inputs))
+    except Exception:  # the experimental precompiler refused: compile instead
+        return None
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        precompiled.save_compiled_function(str(temporary))
+        temporary.replace(path)
+    except Exception:  # not saved: the next run compiles again
+        temporary.unlink(missing_ok=True)
+    result: Callable[..., tuple[Tensor, Tensor]] = precompiled
+    return result
 
 
 def _update(
@@ -526,7 +681,8 @@ def _update(
             bias_correction2_sqrt = (1.0 - beta2**t).sqrt()
             denominator = new_exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
             new_parameter = (
-                parameter - (learning_rate / bias_correction1) * new_exp_avg / denominator
+                parameter
+                - (learning_rate.reshape(()) / bias_correction1) * new_exp_avg / denominator
             )
             # A non-finite norm keeps every value (no host read to decide).
             # (A step kept on the CPU, as non-fused Adam keeps it, takes the flag there.)
