@@ -513,7 +513,8 @@ def plan() -> tuple[Benchmark, ...]:
             script="ppo_vs_sb3_process.py",
             full=(("--rounds", "3", "--json"),),
             quick_excluded_because=(
-                "each round trains four whole processes on 49k env steps (minutes a round)"
+                "each round trains three whole processes on 49k env steps and waits for a "
+                "background compile (about a minute a round)"
             ),
             extract=extract_ppo_vs_sb3_process,
         ),

@@ -1,5 +1,6 @@
 """Tests for typedrl.agents._compiled_update: when compile_update="auto" compiles."""
 
+import os
 import re
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 import torch
 import torch._inductor.config
 from lightning_fabric import Fabric
+from tensordict import TensorDict
 from torch._inductor import cpu_vec_isa
 
 from typedrl.agents import AUTO_COMPILE_MIN_UPDATES, PPOAgent, PPOConfig
@@ -534,3 +536,117 @@ def test_a_refused_precompile_saves_nothing(
     result = compiled_update_module._precompile(lambda **_: None, {}, path)  # type: ignore[arg-type]
     assert result is None
     assert not path.parent.exists()
+
+
+def test_the_background_lock_is_held_by_a_live_process_only(tmp_path: Path) -> None:
+    """One background compile per folder: a live holder keeps it, a dead one frees it."""
+    lock = tmp_path / "folder" / ".background.lock"
+    take = compiled_update_module._take_background_lock
+    assert take(lock)
+    assert not take(lock)  # being taken (no id yet), recently
+    lock.write_text(str(os.getpid()))
+    assert not take(lock)  # this process is alive
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    lock.write_text(str(finished.pid))
+    assert take(lock)  # its process ended without removing it
+    lock.write_text("")
+    old = time.time() - 2 * compiled_update_module._LOCK_GRACE_S
+    os.utime(lock, (old, old))
+    assert take(lock)  # left empty long ago
+
+
+def test_auto_precompiles_in_the_background_only_where_the_cache_is_cold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plan between the warm and the cold threshold, on a cold cache: in the background."""
+    monkeypatch.delenv("TYPEDRL_BACKGROUND_COMPILE")
+    between = 16 * (AUTO_COMPILE_MIN_UPDATES_WARM + 1)  # 4 updates per 64 env steps
+    cold = _agent(monkeypatch, total_timesteps=between)
+    assert not cold.compile_decision.enabled
+    assert cold.background_precompile == precompile_supported()
+    assert not _agent(monkeypatch, total_timesteps=640).background_precompile  # too short
+    assert not _agent(monkeypatch, total_timesteps=between, compiler=None).background_precompile
+    large = _agent(monkeypatch, total_timesteps=16 * AUTO_COMPILE_MIN_UPDATES)
+    assert not large.background_precompile  # it compiles in the run itself
+    explicit = _agent(monkeypatch, total_timesteps=between, compile_update=False)
+    assert not explicit.background_precompile
+    monkeypatch.setenv("TYPEDRL_BACKGROUND_COMPILE", "0")
+    assert not _agent(monkeypatch, total_timesteps=between).background_precompile
+
+
+def test_a_failed_background_compile_is_not_tried_again(tmp_path: Path) -> None:
+    """The worker writes <key>.failed with the traceback; the next start declines."""
+    from typedrl.agents import _precompile_worker
+
+    folder = tmp_path / "inductor" / "typedrl-precompiled-updates"
+    folder.mkdir(parents=True)
+    lock = folder / ".background.lock"
+    lock.write_text(str(os.getpid()))
+    spec = tmp_path / "spec.pt"
+    torch.save({"key": "abc", "batch": "not a batch"}, spec)
+    assert _precompile_worker.main([str(spec), str(lock)]) == 1
+    assert "KeyError" in (folder / "abc.failed").read_text()
+    assert not spec.exists()
+    assert not lock.exists()  # it named this process
+    policy = _policy()
+    record = CompileRecord()
+    config = _config()
+    epoch = EpochData(
+        obs=TensorDict({"obs": torch.zeros(32, 4)}, batch_size=[32]),
+        action=torch.zeros(32, dtype=torch.int64),
+        log_prob=torch.zeros(32),
+        value=torch.zeros(32),
+        valid=None,
+        advantage=torch.zeros(32),
+        returns=torch.zeros(32),
+    )
+    spaces = (gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2))
+    key = CompileRecord.key(config, spaces, 32)
+    (folder / f"{key}.failed").write_text("earlier failure")
+    optimizer = torch.optim.Adam(policy.parameters())
+    started = compiled_update_module.start_background_precompile(
+        policy, optimizer, config, spaces, epoch, record=record
+    )
+    assert started is None
+
+
+def _train(run_dir: Path, cache: Path) -> str:
+    """``typedrl train`` in a fresh process (no runtime checks), 2,000+ planned updates."""
+    command = [
+        sys.executable, "-m", "typedrl", "train", "CartPole-v1", "--num-envs", "4",
+        "--total-timesteps", "1664", "--run-dir", str(run_dir), "--set", "num_steps=16",
+        "--set", "batch_size=8", "--set", "num_mini_epochs=10", "--set", "actor_hidden=[8]",
+        "--set", "critic_hidden=[8]", "--eval-episodes", "1",
+    ]  # fmt: skip
+    environment = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(cache),
+        "TYPEDRL_BACKGROUND_COMPILE": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    done = subprocess.run(
+        command, env=environment, capture_output=True, text=True, check=True, timeout=240
+    )
+    return done.stdout
+
+
+def test_a_cold_auto_run_precompiles_for_the_next_one(tmp_path: Path) -> None:
+    """The first run stays eager and compiles in the background; the second one loads it."""
+    cache = tmp_path / "cache"
+    first = _train(tmp_path / "first", cache)
+    if not precompile_supported():
+        assert "background" not in first
+        return
+    assert "precompiling the update in the background (process" in first
+    assert "compile time" not in first  # eager
+    lock = cache / "typedrl-precompiled-updates" / ".background.lock"
+    deadline = time.monotonic() + 240.0
+    while lock.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not lock.exists(), "the background compile did not finish"
+    folder = cache / "typedrl-precompiled-updates"
+    assert [p.suffix for p in folder.iterdir()] == [".pt2"], sorted(folder.iterdir())
+    second = _train(tmp_path / "second", cache)
+    assert "loaded the precompiled update in" in second
+    assert "background" not in second

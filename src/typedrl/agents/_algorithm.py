@@ -1,6 +1,7 @@
 """PPO's update: one epoch of on-policy experience in, the policy's minibatch updates out."""
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast, final
 
@@ -90,6 +91,8 @@ class PPO:
         sampler_seed: Seed of this rank's minibatch sampler.
         compiled: The compiled form of the minibatch update
             (``PPOConfig.compile_update``), or ``None`` to run it eagerly.
+        on_first_minibatch: Called once, with the first minibatch of the first
+            update, before it is applied (the agent's background precompile).
     """
 
     def __init__(
@@ -104,6 +107,7 @@ class PPO:
         num_minibatches: int,
         sampler_seed: int,
         compiled: CompiledUpdate | None = None,
+        on_first_minibatch: Callable[[EpochData], object] | None = None,
     ) -> None:
         self.policy = policy
         self.config = config
@@ -114,6 +118,7 @@ class PPO:
         self.num_minibatches = num_minibatches
         self.compiled = compiled
         """The compiled minibatch update, or ``None`` (eager)."""
+        self._on_first_minibatch = on_first_minibatch
         device = fabric.device
         self.reward_normalizer = (
             RewardNormalizer(gamma=config.gamma, clip=config.reward_clip, device=device)
@@ -244,6 +249,9 @@ class PPO:
                 f"{self.num_minibatches} every rank agreed on; pass rollouts of the "
                 "collector PPO was built for"
             )
+        if self._on_first_minibatch is not None:
+            hook, self._on_first_minibatch = self._on_first_minibatch, None
+            hook(epoch.select(batches[0]))
         stats = self._stats
         done = 0
         for indices in batches:

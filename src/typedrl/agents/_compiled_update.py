@@ -44,6 +44,14 @@ rows, whether it carries a validity mask, and inductor's vector-ISA setting.
 Only :class:`~typedrl.policies.MLPActorCritic` itself is precompiled (a
 subclass's code is not in the key); a file that cannot be read, loaded or
 written, or a torch without the API, falls back to the in-process compile.
+
+A run that ``"auto"`` keeps eager only because the cache is cold (its plan
+would amortise a warm load) precompiles its update in the background
+(:func:`start_background_precompile`): a child process at low priority, one
+at a time per cache folder, builds the same update from the run's first
+minibatch and saves it, so that the machine's next such run loads it. The
+run itself stays eager throughout. ``TYPEDRL_BACKGROUND_COMPILE=0`` turns it
+off.
 """
 
 import functools
@@ -52,6 +60,9 @@ import json
 import os
 import platform
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +83,7 @@ from typedrl.policies import MLPActorCritic
 __all__ = [
     "AUTO_COMPILE_MIN_UPDATES",
     "AUTO_COMPILE_MIN_UPDATES_WARM",
+    "BACKGROUND_COMPILE_VARIABLE",
     "COMPILE_SECONDS_MEASURED",
     "CompileDecision",
     "CompileRecord",
@@ -80,6 +92,7 @@ __all__ = [
     "find_cpp_compiler",
     "precompile_supported",
     "runtime_checks_active",
+    "start_background_precompile",
     "trust_checked_vector_isa",
     "vector_isa_machine",
 ]
@@ -246,6 +259,113 @@ def _package_digest() -> str:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+BACKGROUND_COMPILE_VARIABLE = "TYPEDRL_BACKGROUND_COMPILE"
+"""Set to ``0`` to keep ``compile_update="auto"`` from precompiling in the background."""
+
+_BACKGROUND_LOCK = ".background.lock"
+_LOCK_GRACE_S = 60.0
+"""How long a lock without a process id (being taken) counts as held."""
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _take_background_lock(lock: Path) -> bool:
+    """Take the cache folder's one background-compile lock; ``False`` while another holds it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                text = lock.read_text().strip()
+                age = time.time() - lock.stat().st_mtime
+            except OSError:
+                continue
+            held = _process_alive(int(text)) if text.isdigit() else age < _LOCK_GRACE_S
+            if held:
+                return False
+            lock.unlink(missing_ok=True)  # its process ended without removing it
+            continue
+        os.close(handle)
+        return True
+    return False
+
+
+def start_background_precompile(
+    policy: MLPActorCritic,
+    optimizer: torch.optim.Optimizer,
+    config: PPOConfig,
+    spaces: tuple[object, object],
+    batch: EpochData,
+    *,
+    record: CompileRecord,
+) -> int | None:
+    """Precompile this run's update in a child process, for the machine's next run.
+
+    The child (``python -m typedrl.agents._precompile_worker``) runs at low
+    priority on one thread, rebuilds the policy (these weights), an Adam with
+    the optimizer's settings and ``batch``'s shapes, compiles the update as
+    :class:`CompiledUpdate` does, saves it and records it in ``record``. Its
+    output goes nowhere; it removes the lock when it ends, and a failure
+    leaves ``<key>.failed`` (the traceback) beside the precompiled files, which
+    stops later runs from trying again.
+
+    Returns:
+        The child's process id, or ``None`` when it was not started: another
+        background compile holds the cache folder's lock, an earlier one
+        failed for this update, or the child could not be started.
+    """
+    group = optimizer.param_groups[0]
+    key = CompileRecord.key(config, spaces, int(batch.advantage.shape[0]))
+    folder = record.precompiled_path(key).parent
+    if folder.joinpath(f"{key}.failed").exists():
+        return None
+    lock = folder / _BACKGROUND_LOCK
+    if not _take_background_lock(lock):
+        return None
+    spec = {
+        "config": config.to_dict(),
+        "spaces": spaces,
+        "dtype": next(iter(policy.parameters())).dtype,
+        "policy": {name: t.detach().cpu().clone() for name, t in policy.state_dict().items()},
+        "adam": {"betas": tuple(group["betas"]), "eps": float(group["eps"])},
+        "batch": batch,
+        "record": str(record.path.parent),
+        "key": key,
+    }
+    try:
+        handle, name = tempfile.mkstemp(prefix="typedrl-precompile-", suffix=".pt")
+        os.close(handle)
+        torch.save(spec, name)
+        environment = {
+            **os.environ,
+            "TORCHINDUCTOR_CACHE_DIR": str(record.path.parent),
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        }
+        child = subprocess.Popen(
+            [sys.executable, "-m", "typedrl.agents._precompile_worker", name, str(lock)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
+        )
+    except (OSError, RuntimeError, ValueError):
+        lock.unlink(missing_ok=True)
+        return None
+    lock.write_text(str(child.pid))
+    return child.pid
 
 
 def precompile_supported() -> bool:

@@ -1,5 +1,7 @@
 """Proximal policy optimisation on Lightning Fabric."""
 
+import functools
+import os
 import time
 from typing import Any, final
 
@@ -13,14 +15,18 @@ from typedrl.agents._algorithm import PPO
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OnPolicyCollector
 from typedrl.agents._compiled_update import (
+    BACKGROUND_COMPILE_VARIABLE,
     CompileDecision,
     CompiledUpdate,
     CompileRecord,
     decide_compile,
     find_cpp_compiler,
+    precompile_supported,
     runtime_checks_active,
+    start_background_precompile,
 )
 from typedrl.agents._config import PPOConfig
+from typedrl.agents._loss import EpochData
 from typedrl.errors import ConfigError
 from typedrl.metrics import (
     TIME_COLLECT_FRACTION,
@@ -156,22 +162,35 @@ class PPOAgent(AbstractTrainer):
         auto = config.compile_update == "auto"
         self._compile_record = CompileRecord() if config.compile_update is not False else None
         spaces = (env.single_observation_space, env.single_action_space)
-        self.compile_decision: CompileDecision = decide_compile(
-            config.compile_update,
+        decide = functools.partial(
+            decide_compile,
             world_size=self.dist.world_size,
             plain_precision=_plain_precision(self.fabric),
             planned_updates=self.planned_updates,
             compiler=find_cpp_compiler() if auto else None,
             runtime_checks=runtime_checks_active(),
-            warm_cache=(
-                self._compile_record is not None
-                and auto
-                and self._compile_record.compiled_before(
-                    CompileRecord.key(config, spaces, config.batch_size)
-                )
-            ),
         )
+        warm = (
+            self._compile_record is not None
+            and auto
+            and self._compile_record.compiled_before(
+                CompileRecord.key(config, spaces, config.batch_size)
+            )
+        )
+        self.compile_decision: CompileDecision = decide(config.compile_update, warm_cache=warm)
         """Whether this run compiles its minibatch updates (``compile_update``), and why."""
+        self.background_precompile: bool = (
+            auto
+            and not self.compile_decision.enabled
+            and decide("auto", warm_cache=True).enabled
+            and self.device.type == "cpu"
+            and precompile_supported()
+            and os.environ.get(BACKGROUND_COMPILE_VARIABLE, "1") != "0"
+        )
+        """Whether this run precompiles its update in the background, for the next run.
+
+        Only where ``"auto"`` runs eagerly because the compile cache is cold, on a
+        CPU (:func:`~typedrl.agents._compiled_update.start_background_precompile`)."""
         self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
 
     # --------------------------------------------------------------- properties
@@ -270,6 +289,20 @@ class PPOAgent(AbstractTrainer):
             if compile_record is None
             else (compile_record, lambda rows: CompileRecord.key(config, spaces, rows))
         )
+        on_first_minibatch = None
+        if self.background_precompile and compile_record is not None:
+            background_record = compile_record
+
+            def on_first_minibatch(batch: EpochData) -> None:
+                pid = start_background_precompile(
+                    model, optimizer, config, spaces, batch, record=background_record
+                )
+                if pid is not None and report is not None:
+                    report(
+                        f"precompiling the update in the background (process {pid}) for "
+                        "the next run on this machine; this run stays eager"
+                    )
+
         self.algorithm = PPO(
             model,
             config,
@@ -284,6 +317,7 @@ class PPOAgent(AbstractTrainer):
                 if self.compile_decision.enabled
                 else None
             ),
+            on_first_minibatch=on_first_minibatch,
         )
         """The update: advantages, minibatches, learning rate, normalisers (:class:`PPO`)."""
 
