@@ -475,24 +475,47 @@ def _policy(hidden: tuple[int, ...] = (8,), **options: Any) -> MLPActorCritic:
     )
 
 
+def _inputs(obs_dtype: torch.dtype = torch.float32, rows: int = 32) -> dict[str, object]:
+    """Update inputs of the shapes a 4-float observation, 2-action policy takes."""
+    return {
+        "values": {"policy.w": torch.zeros(8, 4)},
+        "states": [(torch.zeros(()), torch.zeros(8, 4), torch.zeros(8, 4))],
+        "batch": EpochData(
+            obs=TensorDict({"obs": torch.zeros(rows, 4, dtype=obs_dtype)}, batch_size=[rows]),
+            action=torch.zeros(rows, dtype=torch.int64),
+            log_prob=torch.zeros(rows),
+            value=torch.zeros(rows),
+            valid=None,
+            advantage=torch.zeros(rows),
+            returns=torch.zeros(rows),
+        ),
+        "learning_rate": torch.zeros(1, dtype=torch.float64),
+    }
+
+
 def test_precompiled_files_are_named_by_what_the_update_traces(tmp_path: Path) -> None:
-    """The file's name changes with the shape, Adam's constants and the network's layout."""
+    """The name changes with the shape, Adam's constants, the network and every input tensor."""
     record = CompileRecord()
     update = _compiled_update(_policy(), record)
     constants = (0.9, 0.999, 1e-8)
-    key = update._precompiled_key("record", (32, True), constants)
-    assert (
-        _compiled_update(_policy(), record)._precompiled_key("record", (32, True), constants) == key
-    )
+    inputs = _inputs()
+    key = update._precompiled_key("record", (32, True), constants, inputs)
+    same = _compiled_update(_policy(), record)
+    assert same._precompiled_key("record", (32, True), constants, _inputs()) == key
+    transposed = {**inputs, "values": {"policy.w": torch.zeros(4, 8).t()}}
     others = [
-        update._precompiled_key("other record", (32, True), constants),
-        update._precompiled_key("record", (16, True), constants),
-        update._precompiled_key("record", (32, False), constants),
-        update._precompiled_key("record", (32, True), (0.8, 0.999, 1e-8)),
-        update._precompiled_key("record", (32, True), (0.9, 0.999, 1e-5)),
-        _compiled_update(_policy((16,)), record)._precompiled_key("record", (32, True), constants),
+        update._precompiled_key("other record", (32, True), constants, inputs),
+        update._precompiled_key("record", (16, True), constants, inputs),
+        update._precompiled_key("record", (32, False), constants, inputs),
+        update._precompiled_key("record", (32, True), (0.8, 0.999, 1e-8), inputs),
+        update._precompiled_key("record", (32, True), (0.9, 0.999, 1e-5), inputs),
+        update._precompiled_key("record", (32, True), constants, _inputs(torch.float64)),
+        update._precompiled_key("record", (32, True), constants, transposed),
+        _compiled_update(_policy((16,)), record)._precompiled_key(
+            "record", (32, True), constants, inputs
+        ),
         _compiled_update(_policy(normalize_observations=True), record)._precompiled_key(
-            "record", (32, True), constants
+            "record", (32, True), constants, inputs
         ),
     ]
     assert key not in others
@@ -500,6 +523,15 @@ def test_precompiled_files_are_named_by_what_the_update_traces(tmp_path: Path) -
     path = record.precompiled_path(key)
     assert path.parent.parent == tmp_path / "inductor"  # the test's TORCHINDUCTOR_CACHE_DIR
     assert path.name == f"{key}.pt2"
+
+
+def test_the_tensor_layout_names_every_leaf_in_order() -> None:
+    """Observation leaves, fields, list items and dict keys each give one line."""
+    lines = compiled_update_module._tensor_layout(_inputs(), "inputs")
+    assert lines[0] == "inputs.batch.obs.obs: (32, 4) (4, 1) torch.float32 cpu"
+    assert "inputs.batch.valid: NoneType" in lines
+    assert "inputs.states.[0].[1]: (8, 4) (4, 1) torch.float32 cpu" in lines
+    assert lines[-1] == "inputs.values.policy.w: (8, 4) (4, 1) torch.float32 cpu"
 
 
 def test_only_typedrls_own_policy_with_a_record_is_precompiled() -> None:

@@ -54,6 +54,7 @@ run itself stays eager throughout. ``TYPEDRL_BACKGROUND_COMPILE=0`` turns it
 off.
 """
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -65,7 +66,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -128,7 +128,7 @@ COMPILE_SECONDS_MEASURED = "50-60 s on one CPU thread"
 
 
 @final
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class CompileDecision:
     """Whether a run compiles its minibatch updates, and why."""
 
@@ -675,7 +675,8 @@ class CompiledUpdate:
 
         if self._precompile and self._record is not None:
             record, key = self._record
-            path = record.precompiled_path(self._precompiled_key(key(shape[0]), shape, constants))
+            name = self._precompiled_key(key(shape[0]), shape, constants, inputs)
+            path = record.precompiled_path(name)
             loaded = _load_precompiled(path, update)
             if loaded is not None:
                 return loaded, True
@@ -686,12 +687,23 @@ class CompiledUpdate:
         return compiled, False
 
     def _precompiled_key(
-        self, record_key: str, shape: tuple[int, bool], constants: tuple[float, float, float]
+        self,
+        record_key: str,
+        shape: tuple[int, bool],
+        constants: tuple[float, float, float],
+        inputs: Mapping[str, object],
     ) -> str:
-        """The name of the precompiled update: everything its traced graph depends on."""
+        """The name of the precompiled update: everything its traced graph depends on.
+
+        ``inputs`` are the update's arguments: the shape, stride, dtype and
+        device of every tensor among them (parameters, Adam's state, each
+        field and observation leaf of the minibatch, the learning rate) are
+        part of the name, as are the policy's buffers (:attr:`_layout`).
+        """
         digest = hashlib.sha256(record_key.encode())
         digest.update(_package_digest().encode())
         digest.update(self._layout.encode())
+        digest.update("\n".join(_tensor_layout(inputs)).encode())
         cpp = torch._inductor.config.cpp
         digest.update(repr((shape, constants, cpp.vec_isa_ok, cpp.simdlen)).encode())
         return digest.hexdigest()
@@ -709,6 +721,30 @@ class CompiledUpdate:
             state["exp_avg"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
         return state["step"], state["exp_avg"], state["exp_avg_sq"]
+
+
+def _tensor_layout(value: object, path: str = "") -> list[str]:
+    """``path: shape stride dtype device`` of every tensor in ``value``, in a fixed order.
+
+    Walks mappings (by sorted key), sequences, TensorDicts (every leaf) and
+    dataclasses (every field); a module or any other value is written as its
+    type (a module's parameters and buffers are named elsewhere).
+    """
+    if isinstance(value, Tensor):
+        return [f"{path}: {tuple(value.shape)} {value.stride()} {value.dtype} {value.device}"]
+    children: list[tuple[str, object]]
+    if isinstance(value, TensorDict):
+        leaves = value.items(include_nested=True, leaves_only=True)
+        children = sorted(((str(key), leaf) for key, leaf in leaves), key=lambda item: item[0])
+    elif isinstance(value, Mapping) and not isinstance(value, nn.Module):
+        children = [(str(key), value[key]) for key in sorted(value, key=str)]
+    elif isinstance(value, list | tuple):
+        children = [(f"[{index}]", item) for index, item in enumerate(value)]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        children = [(field.name, getattr(value, field.name)) for field in dataclasses.fields(value)]
+    else:
+        return [f"{path}: {type(value).__qualname__}"]
+    return [line for name, child in children for line in _tensor_layout(child, f"{path}.{name}")]
 
 
 def _load_precompiled(
