@@ -54,6 +54,7 @@ run itself stays eager throughout. ``TYPEDRL_BACKGROUND_COMPILE=0`` turns it
 off.
 """
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -69,6 +70,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, final
 
+import tensordict
 import torch
 import torch._inductor.config
 from tensordict import TensorDict
@@ -77,6 +79,7 @@ from torch import Tensor, nn
 from typedrl._atomic import write_text_atomically
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._loss import EpochData, ppo_loss
+from typedrl.agents._precompile_worker import write_spec
 from typedrl.errors import ConfigError
 from typedrl.policies import MLPActorCritic
 
@@ -159,7 +162,6 @@ def find_cpp_compiler(names: Sequence[str | None] | str | None = None) -> str | 
 
 
 _RECORD_FILE = "typedrl-compiled-updates.json"
-_RECORDED_SOURCES = ("_compiled_update.py", "_loss.py")
 
 
 @final
@@ -190,15 +192,26 @@ class CompileRecord:
         """The record's file."""
 
     @staticmethod
-    def key(config: PPOConfig, spaces: object, minibatch_rows: int) -> str:
-        """The key of the update ``config`` compiles for ``spaces`` and ``minibatch_rows``."""
-        here = Path(__file__).parent
+    def key(
+        config: PPOConfig,
+        spaces: object,
+        minibatch_rows: int,
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: str = "cpu",
+    ) -> str:
+        """The key of the update ``config`` compiles for ``spaces`` and ``minibatch_rows``.
+
+        ``dtype`` is the policy's (``torch.float64`` under Fabric's 64-true
+        precision), ``device`` the type of its device (``"cpu"``, ``"cuda"``).
+        The key also covers torch's version and the source of the typedrl
+        package.
+        """
         digest = hashlib.sha256(torch.__version__.encode())
-        for name in _RECORDED_SOURCES:
-            digest.update((here / name).read_bytes())
+        digest.update(_package_digest().encode())
         fields = {name: value for name, value in config.to_dict().items() if name not in _RUN_ONLY}
         digest.update(json.dumps(fields, sort_keys=True, default=repr).encode())
-        digest.update(f"{spaces!r}/{minibatch_rows}".encode())
+        digest.update(f"{spaces!r}/{minibatch_rows}/{dtype}/{device}".encode())
         return digest.hexdigest()
 
     def _read(self) -> dict[str, float | str]:
@@ -269,6 +282,10 @@ _LOCK_GRACE_S = 60.0
 """How long a lock without a process id (being taken) counts as held."""
 
 
+_LOCK_EXPIRY_S = 30 * 60.0
+"""A lock older than this is taken over whatever it names (a process id may be reused)."""
+
+
 def _process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -280,7 +297,12 @@ def _process_alive(pid: int) -> bool:
 
 
 def _take_background_lock(lock: Path) -> bool:
-    """Take the cache folder's one background-compile lock; ``False`` while another holds it."""
+    """Take the cache folder's one background-compile lock; ``False`` while another holds it.
+
+    The lock holds the child's process id. It is held while that process
+    lives, for :data:`_LOCK_GRACE_S` while it names none yet, and never
+    beyond :data:`_LOCK_EXPIRY_S`.
+    """
     lock.parent.mkdir(parents=True, exist_ok=True)
     for _ in range(2):
         try:
@@ -292,7 +314,7 @@ def _take_background_lock(lock: Path) -> bool:
             except OSError:
                 continue
             held = _process_alive(int(text)) if text.isdigit() else age < _LOCK_GRACE_S
-            if held:
+            if held and age < _LOCK_EXPIRY_S:
                 return False
             lock.unlink(missing_ok=True)  # its process ended without removing it
             continue
@@ -312,59 +334,67 @@ def start_background_precompile(
 ) -> int | None:
     """Precompile this run's update in a child process, for the machine's next run.
 
-    The child (``python -m typedrl.agents._precompile_worker``) runs at low
-    priority on one thread, rebuilds the policy (these weights), an Adam with
-    the optimizer's settings and ``batch``'s shapes, compiles the update as
-    :class:`CompiledUpdate` does, saves it and records it in ``record``. Its
-    output goes nowhere; it removes the lock when it ends, and a failure
-    leaves ``<key>.failed`` (the traceback) beside the precompiled files, which
-    stops later runs from trying again.
+    The child (``python -P -m typedrl.agents._precompile_worker``, so that the
+    working folder cannot shadow a package) runs at low priority with this
+    process's torch thread count, rebuilds the policy (these weights), an
+    Adam with the optimizer's settings and ``batch``'s shapes, compiles the
+    update as :class:`CompiledUpdate` does, saves it and records it in
+    ``record``. Its output goes nowhere; it removes the lock when it ends, and
+    a failure leaves ``<key>.failed`` (the traceback) beside the precompiled
+    files, which stops later runs from trying again. It is a best effort:
+    anything that keeps it from starting (an unwritable cache folder, another
+    platform than POSIX) starts nothing and raises nothing.
 
     Returns:
         The child's process id, or ``None`` when it was not started: another
         background compile holds the cache folder's lock, an earlier one
         failed for this update, or the child could not be started.
     """
-    group = optimizer.param_groups[0]
-    key = CompileRecord.key(config, spaces, int(batch.advantage.shape[0]))
+    if os.name != "posix":
+        return None
+    dtype = next(iter(policy.parameters())).dtype
+    key = CompileRecord.key(config, spaces, int(batch.advantage.shape[0]), dtype=dtype)
     folder = record.precompiled_path(key).parent
-    if folder.joinpath(f"{key}.failed").exists():
-        return None
     lock = folder / _BACKGROUND_LOCK
-    if not _take_background_lock(lock):
-        return None
-    spec = {
-        "config": config.to_dict(),
-        "spaces": spaces,
-        "dtype": next(iter(policy.parameters())).dtype,
-        "policy": {name: t.detach().cpu().clone() for name, t in policy.state_dict().items()},
-        "adam": {"betas": tuple(group["betas"]), "eps": float(group["eps"])},
-        "batch": batch,
-        "record": str(record.path.parent),
-        "key": key,
-    }
+    name: str | None = None
     try:
+        if folder.joinpath(f"{key}.failed").exists() or not _take_background_lock(lock):
+            return None
         handle, name = tempfile.mkstemp(prefix="typedrl-precompile-", suffix=".pt")
         os.close(handle)
-        torch.save(spec, name)
+        written = write_spec(
+            Path(name),
+            config=config,
+            spaces=spaces,
+            policy=policy,
+            optimizer=optimizer,
+            batch=batch,
+            record_folder=record.path.parent,
+        )
+        if not written:  # a space the worker cannot rebuild
+            Path(name).unlink(missing_ok=True)
+            lock.unlink(missing_ok=True)
+            return None
         environment = {
             **os.environ,
             "TORCHINDUCTOR_CACHE_DIR": str(record.path.parent),
             "TORCHINDUCTOR_COMPILE_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
         }
         child = subprocess.Popen(
-            [sys.executable, "-m", "typedrl.agents._precompile_worker", name, str(lock)],
+            [sys.executable, "-P", "-m", "typedrl.agents._precompile_worker", name, str(lock), key],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=environment,
             start_new_session=True,
         )
-    except (OSError, RuntimeError, ValueError):
-        lock.unlink(missing_ok=True)
+        lock.write_text(str(child.pid))
+    except Exception:  # a best effort: the run goes on without it
+        with contextlib.suppress(OSError):
+            lock.unlink(missing_ok=True)
+            if name is not None:
+                Path(name).unlink(missing_ok=True)
         return None
-    lock.write_text(str(child.pid))
     return child.pid
 
 
@@ -573,7 +603,7 @@ class CompiledUpdate:
         self._precompile = (
             record is not None and type(policy) is MLPActorCritic and precompile_supported()
         )
-        self._layout = json.dumps(
+        self._layout = repr(policy) + json.dumps(
             [
                 (name, list(t.shape), str(t.dtype), str(t.device))
                 for name, t in (*policy.named_parameters(), *policy.named_buffers())
@@ -627,7 +657,14 @@ class CompiledUpdate:
             # Part of compiling: the first compilation of the process runs the checks.
             trust_checked_vector_isa(self._record[0])
         update, loaded = self._compile(shape, constants, inputs)
-        result = update(**inputs)
+        if loaded:
+            try:
+                result = update(**inputs)
+            except Exception:  # a file this process cannot run: compile it again, and save
+                update, loaded = self._compile(shape, constants, inputs, load=False)
+                result = update(**inputs)
+        else:
+            result = update(**inputs)
         seconds = time.perf_counter() - started
         self._compiled[shape] = update
         self.compile_seconds += seconds
@@ -645,10 +682,13 @@ class CompiledUpdate:
         shape: tuple[int, bool],
         constants: tuple[float, float, float],
         inputs: dict[str, Any],
+        *,
+        load: bool = True,
     ) -> tuple[Callable[..., tuple[Tensor, Tensor]], bool]:
         """The update for ``shape``: loaded, precompiled and saved, or compiled in-process.
 
-        Returns it and whether it was loaded from a precompiled file.
+        Returns it and whether it was loaded from a precompiled file
+        (``load=False``: never; a file there is replaced).
         """
         beta1, beta2, eps = constants
         config = self._config
@@ -677,7 +717,7 @@ class CompiledUpdate:
             record, key = self._record
             name = self._precompiled_key(key(shape[0]), shape, constants, inputs)
             path = record.precompiled_path(name)
-            loaded = _load_precompiled(path, update)
+            loaded = _load_precompiled(path, update) if load else None
             if loaded is not None:
                 return loaded, True
             precompiled = _precompile(update, inputs, path)
@@ -704,8 +744,8 @@ class CompiledUpdate:
         digest.update(_package_digest().encode())
         digest.update(self._layout.encode())
         digest.update("\n".join(_tensor_layout(inputs)).encode())
-        cpp = torch._inductor.config.cpp
-        digest.update(repr((shape, constants, cpp.vec_isa_ok, cpp.simdlen)).encode())
+        digest.update(repr((shape, constants)).encode())
+        digest.update(_build_target().encode())
         return digest.hexdigest()
 
     def _state(self, parameter: Tensor, group: dict[str, Any]) -> _AdamState:
@@ -721,6 +761,35 @@ class CompiledUpdate:
             state["exp_avg"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
         return state["step"], state["exp_avg"], state["exp_avg_sq"]
+
+
+def _build_target() -> str:
+    """What the compiled C++ is built for and with, beside the traced graph.
+
+    The vector ISA inductor picks (its width is written into the generated
+    code), the CPU architecture, the C++ compiler, the thread count (written
+    into the kernels' parallel loops), the versions of torch and tensordict
+    (whose internals the traced code reads), torch's default dtype and
+    deterministic mode, and inductor's own vector settings.
+    """
+    from torch._inductor import cpu_vec_isa  # noqa: PLC0415 - inductor's own, when compiling
+
+    cpp = torch._inductor.config.cpp
+    return repr(
+        (
+            str(cpu_vec_isa.pick_vec_isa()),
+            platform.machine(),
+            find_cpp_compiler(),
+            torch.get_num_threads(),
+            torch.__version__,
+            tensordict.__version__,
+            torch.get_default_dtype(),
+            torch.are_deterministic_algorithms_enabled(),
+            cpp.vec_isa_ok,
+            cpp.simdlen,
+            cpp.dynamic_threads,
+        )
+    )
 
 
 def _tensor_layout(value: object, path: str = "") -> list[str]:

@@ -6,6 +6,7 @@ import time
 from typing import Any, final
 
 import gymnasium as gym
+import torch
 from lightning_fabric import Fabric
 from lightning_fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
 from torch.optim import Optimizer
@@ -160,6 +161,9 @@ class PPOAgent(AbstractTrainer):
             dist=self.dist,
         )
         auto = config.compile_update == "auto"
+        # Fabric's 64-true precision turns the policy to float64 at setup.
+        double = isinstance(self.fabric.strategy.precision, DoublePrecision)
+        self._policy_dtype = torch.float64 if double else torch.float32
         self._compile_record = CompileRecord() if config.compile_update is not False else None
         spaces = (env.single_observation_space, env.single_action_space)
         decide = functools.partial(
@@ -174,7 +178,13 @@ class PPOAgent(AbstractTrainer):
             self._compile_record is not None
             and auto
             and self._compile_record.compiled_before(
-                CompileRecord.key(config, spaces, config.batch_size)
+                CompileRecord.key(
+                    config,
+                    spaces,
+                    config.batch_size,
+                    dtype=self._policy_dtype,
+                    device=self.device.type,
+                )
             )
         )
         self.compile_decision: CompileDecision = decide(config.compile_update, warm_cache=warm)
@@ -287,7 +297,12 @@ class PPOAgent(AbstractTrainer):
         record = (
             None
             if compile_record is None
-            else (compile_record, lambda rows: CompileRecord.key(config, spaces, rows))
+            else (
+                compile_record,
+                lambda rows: CompileRecord.key(
+                    config, spaces, rows, dtype=self._policy_dtype, device=self.device.type
+                ),
+            )
         )
         on_first_minibatch = None
         if self.background_precompile and compile_record is not None:
