@@ -40,7 +40,10 @@ root_doc = "index"
 # list below.
 nitpicky = True
 nitpick_ignore_regex = [
-    ("py:.*", r"(torch|tensordict|gymnasium|jaxtyping|numpy|lightning|lightning_fabric|rich)(\..*)?"),
+    (
+        "py:.*",
+        r"(torch|tensordict|gymnasium|jaxtyping|numpy|lightning|lightning_fabric|rich)(\..*)?",
+    ),
     # The bare ``Tensor`` inside jaxtyping annotations such as Float[Tensor, "..."].
     ("py:class", r"Tensor"),
     # The standard library, unlinkable without intersphinx.
@@ -56,8 +59,12 @@ nitpick_ignore_regex = [
     # MujocoTask and NewtonTask inherit observe, reward and terminated with it.
     ("py:class", r"typedrl\.envs\._mjcf_task\.StateT"),
     # PPO's internal pieces that appear in its signatures by their private paths:
-    # the compiled update and the state value its trainer merges into a checkpoint.
-    ("py:class", r"typedrl\.agents\._(compiled_update\.CompiledUpdate|algorithm\.PPOState)"),
+    # the compiled update, the state value its trainer merges into a checkpoint and
+    # the epoch's minibatch (the background precompile's hook takes one).
+    (
+        "py:class",
+        r"typedrl\.agents\._(compiled_update\.CompiledUpdate|algorithm\.PPOState|loss\.EpochData)",
+    ),
 ]
 
 # -- autodoc ---------------------------------------------------------------

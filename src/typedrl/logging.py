@@ -245,7 +245,7 @@ def _after(row: list[str], column: int, step: int) -> bool:
 
 
 def require_wandb(what: str) -> None:
-    """Raise :class:`MissingDependencyError` unless the W&B logger can be built.
+    """Raise :class:`~typedrl.errors.MissingDependencyError` unless the W&B logger can be built.
 
     The logger is PyTorch Lightning's ``WandbLogger``: it needs ``wandb`` and the
     ``lightning`` package, which the ``wandb`` extra installs. ``what`` names the

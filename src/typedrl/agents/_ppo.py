@@ -200,7 +200,7 @@ class PPOAgent(AbstractTrainer):
         """Whether this run precompiles its update in the background, for the next run.
 
         Only where ``"auto"`` runs eagerly because the compile cache is cold, on a
-        CPU (:func:`~typedrl.agents._compiled_update.start_background_precompile`)."""
+        CPU (``start_background_precompile`` in ``typedrl.agents._compiled_update``)."""
         self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
 
     # --------------------------------------------------------------- properties
