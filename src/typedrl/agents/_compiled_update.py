@@ -70,6 +70,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, final
 
+import gymnasium as gym
 import tensordict
 import torch
 import torch._inductor.config
@@ -327,7 +328,7 @@ def start_background_precompile(
     policy: MLPActorCritic,
     optimizer: torch.optim.Optimizer,
     config: PPOConfig,
-    spaces: tuple[object, object],
+    spaces: tuple[gym.Space[Any], gym.Space[Any]],
     batch: EpochData,
     *,
     record: CompileRecord,

@@ -14,15 +14,23 @@ typedrl reads: it holds tensors and plain values only, the spaces included
 """
 
 import contextlib
+import dataclasses
 import os
 import sys
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.optim import Optimizer
+
+    from typedrl.agents._config import PPOConfig
+    from typedrl.agents._loss import EpochData
 
 __all__ = ["decode_space", "encode_space", "main", "write_spec"]
 
@@ -74,36 +82,39 @@ def decode_space(encoded: Mapping[str, Any]) -> gym.Space[Any]:
     raise ValueError(f"not an encoded space: {kind!r}")
 
 
-def write_spec(path: Path, **values: Any) -> bool:
+def write_spec(
+    path: Path,
+    *,
+    config: "PPOConfig",
+    spaces: tuple[gym.Space[Any], gym.Space[Any]],
+    policy: "nn.Module",
+    optimizer: "Optimizer",
+    batch: "EpochData",
+    record_folder: Path,
+) -> bool:
     """Save what the worker needs; ``False`` (nothing written) when a space cannot be encoded.
 
-    ``values``: ``config`` (a ``PPOConfig``), ``spaces`` (observation, action),
-    ``policy`` (the module, its weights are saved), ``optimizer`` (its first
-    group's betas and eps), ``batch`` (an ``EpochData``), ``record_folder``.
+    The policy's weights, Adam's betas and eps (its first group), the
+    minibatch's tensors (the observations as a plain dict) and the folder of
+    the compile record.
     """
     import torch  # noqa: PLC0415 - see encode_space
 
-    observation, action = (encode_space(space) for space in values["spaces"])
+    observation, action = (encode_space(space) for space in spaces)
     if observation is None or action is None:
         return False
-    policy, batch = values["policy"], values["batch"]
-    group = values["optimizer"].param_groups[0]
+    group = optimizer.param_groups[0]
+    tensors = {field.name: getattr(batch, field.name) for field in dataclasses.fields(batch)}
+    tensors["obs"] = batch.obs.to_dict()
     spec = {
-        "config": values["config"].to_dict(),
+        "config": config.to_dict(),
         "spaces": [observation, action],
         "dtype": next(iter(policy.parameters())).dtype,
         "threads": torch.get_num_threads(),
         "policy": {name: t.detach().cpu().clone() for name, t in policy.state_dict().items()},
         "adam": {"betas": [float(beta) for beta in group["betas"]], "eps": float(group["eps"])},
-        "batch": {
-            "obs": batch.obs.to_dict(),
-            "rows": int(batch.advantage.shape[0]),
-            **{
-                name: getattr(batch, name)
-                for name in ("action", "log_prob", "value", "valid", "advantage", "returns")
-            },
-        },
-        "record": str(values["record_folder"]),
+        "batch": {"rows": int(batch.advantage.shape[0]), "tensors": tensors},
+        "record": str(record_folder),
     }
     torch.save(spec, path)
     return True
@@ -159,16 +170,9 @@ def _compile(spec: dict[str, Any]) -> None:
         eps=spec["adam"]["eps"],
         fused=True,
     )
-    fields = spec["batch"]
-    batch = EpochData(
-        obs=TensorDict(fields["obs"], batch_size=[fields["rows"]]),
-        action=fields["action"],
-        log_prob=fields["log_prob"],
-        value=fields["value"],
-        valid=fields["valid"],
-        advantage=fields["advantage"],
-        returns=fields["returns"],
-    )
+    tensors = dict(spec["batch"]["tensors"])
+    tensors["obs"] = TensorDict(tensors["obs"], batch_size=[spec["batch"]["rows"]])
+    batch = EpochData(**tensors)
     record = CompileRecord(Path(spec["record"]))
     spaces = (observation_space, action_space)
     update = CompiledUpdate(
