@@ -35,18 +35,26 @@ import importlib
 import importlib.metadata
 import io
 import json
+import os
 import pstats
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.agents import (
+    CompileRecord,
+    PPOAgent,
+    PPOConfig,
+    wait_for_background_precompile,
+)
 from typedrl.envs import make
 from typedrl.envs.builtin import CartPole
 from typedrl.training import RunOptions, retain_freed_memory
@@ -148,7 +156,7 @@ def _rsl_rl_train_cfg() -> dict[str, Any]:
 
 
 def typedrl_config(
-    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
+    num_envs: int, iterations: int, seed: int, *, compile_update: bool | str = "auto"
 ) -> PPOConfig:
     """The PPOConfig equivalent to :func:`_rsl_rl_train_cfg`."""
     return PPOConfig(
@@ -170,7 +178,7 @@ def typedrl_config(
         critic_hidden=HIDDEN,
         activation="elu",
         log_std_init=0.0,
-        compile_update=compile_update,
+        compile_update=compile_update,  # type: ignore[arg-type]  # checked by PPOConfig
         seed=seed,
     )
 
@@ -190,7 +198,7 @@ def _typedrl_agent(
     iterations: int,
     seed: int,
     *,
-    compile_update: bool = False,
+    compile_update: bool | str,
     tune_allocator: bool = True,
 ) -> PPOAgent:
     env = _continuous_cartpole(num_envs, seed)
@@ -216,10 +224,13 @@ def typedrl_rate(
     iterations: int,
     seed: int,
     *,
-    compile_update: bool = False,
+    compile_update: bool | str = "auto",
     tune_allocator: bool = True,
-) -> float:
-    """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling is not)."""
+) -> tuple[float, str]:
+    """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling or loading is not).
+
+    Also returns the run's ``compile_update`` decision and its reason.
+    """
     agent = _typedrl_agent(
         num_envs, iterations, seed, compile_update=compile_update, tune_allocator=tune_allocator
     )
@@ -227,7 +238,7 @@ def typedrl_rate(
     result = agent.fit()
     elapsed = time.perf_counter() - start
     agent.env.close()
-    return float(result.env_steps) / elapsed
+    return float(result.env_steps) / elapsed, agent.compile_decision.reason
 
 
 def rsl_rl_rate(num_envs: int, iterations: int, seed: int) -> float:
@@ -297,7 +308,9 @@ def _print_profile(
 
 def profile(num_envs: int, iterations: int, top: int, *, tune_allocator: bool = True) -> None:
     """cProfile both trainers for ``iterations`` iterations; print the split and hot functions."""
-    agent = _typedrl_agent(num_envs, iterations, seed=0, tune_allocator=tune_allocator)
+    agent = _typedrl_agent(
+        num_envs, iterations, seed=0, compile_update=False, tune_allocator=tune_allocator
+    )
     profiler = cProfile.Profile()
     profiler.runcall(agent.fit)
     marks = {
@@ -345,8 +358,10 @@ def _report_interleaved(args: argparse.Namespace) -> None:
     print(f"quartiles     {shown}")
 
 
-def _fresh_process_rate(side: str, args: argparse.Namespace, seed: int) -> float:
-    """The env steps per second of one run of ``side`` in a fresh Python process."""
+def _fresh_process_rate(
+    side: str, args: argparse.Namespace, seed: int, environment: dict[str, str] | None = None
+) -> tuple[float, str]:
+    """Env steps per second of one run of ``side`` in a fresh process; typedrl's decision."""
     command = [
         sys.executable,
         __file__,
@@ -365,19 +380,22 @@ def _fresh_process_rate(side: str, args: argparse.Namespace, seed: int) -> float
         command.append("--compile")
     if args.no_tune_allocator:
         command.append("--no-tune-allocator")
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    return float(done.stdout.strip().splitlines()[-1])
+    done = subprocess.run(command, check=True, capture_output=True, text=True, env=environment)
+    lines = done.stdout.strip().splitlines()
+    # typedrl's side prints its compile decision before the rate.
+    return float(lines[-1]), lines[-2] if side == "typedrl" else ""
 
 
 def _run_side(args: argparse.Namespace) -> None:
     if args.side == "typedrl":
-        rate = typedrl_rate(
+        rate, decision = typedrl_rate(
             args.num_envs,
             args.iterations,
             args.seed,
-            compile_update=args.compile,
+            compile_update=True if args.compile else "auto",
             tune_allocator=not args.no_tune_allocator,
         )
+        print(decision)
     else:
         rate = rsl_rl_rate(args.num_envs, args.iterations, args.seed)
     print(rate)
@@ -422,45 +440,72 @@ def main() -> None:
     if args.interleave:
         _report_interleaved(args)
         return
-    ours: list[float] = []
-    theirs: list[float] = []
-    ratios: list[float] = []
-    for round_index in range(args.rounds):
-        # Swap the order every round, so that a drift in machine load cancels out.
-        if round_index % 2 == 0:
-            typedrl_sps = _fresh_process_rate("typedrl", args, round_index)
-            rsl_rl_sps = _fresh_process_rate("rsl_rl", args, round_index)
-        else:
-            rsl_rl_sps = _fresh_process_rate("rsl_rl", args, round_index)
-            typedrl_sps = _fresh_process_rate("typedrl", args, round_index)
-        ours.append(typedrl_sps)
-        theirs.append(rsl_rl_sps)
-        ratios.append(typedrl_sps / rsl_rl_sps)
-        if not args.json:
-            print(
-                f"round {round_index}: typedrl {typedrl_sps:>9,.0f}  rsl_rl {rsl_rl_sps:>9,.0f} "
-                f"env-steps/s  ratio {ratios[-1]:.2f}x"
-            )
+    rounds = _fresh_rounds(args)
+    cold = statistics.median(float(row["cold"]) / float(row["rsl_rl"]) for row in rounds)
+    warm = statistics.median(float(row["warm"]) / float(row["rsl_rl"]) for row in rounds)
     result = {
         "num_envs": args.num_envs,
         "iterations": args.iterations,
         "env_steps_per_run": args.iterations * NUM_STEPS * args.num_envs,
         "threads": args.threads,
-        "compile_update": args.compile,
+        "compile_update": True if args.compile else "auto",
         "tune_allocator": not args.no_tune_allocator,
         "fresh_processes": True,
         "rsl_rl_version": importlib.metadata.version("rsl-rl-lib"),
-        "typedrl_env_steps_per_s": statistics.median(ours),
-        "rsl_rl_env_steps_per_s": statistics.median(theirs),
-        "ratio": statistics.median(ratios),
-        "ratios": ratios,
+        "rounds": rounds,
+        "cold_ratio": cold,
+        "warm_ratio": warm,
     }
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"typedrl PPO   {result['typedrl_env_steps_per_s']:>9,.0f} env-steps/s (median)")
-        print(f"rsl_rl PPO    {result['rsl_rl_env_steps_per_s']:>9,.0f} env-steps/s (median)")
-        print(f"ratio         {result['ratio']:>9.2f}x (typedrl / rsl_rl, median of rounds)")
+        print(f"median: cold compile cache {cold:.2f}x rsl_rl, warm compile cache {warm:.2f}x")
+
+
+def _fresh_rounds(args: argparse.Namespace) -> list[dict[str, float | str]]:
+    """Each round: rsl_rl; typedrl on a fresh compile cache; then on the cache it left.
+
+    The cold run and rsl_rl's swap order every round, so that a drift in
+    machine load cancels out. Between the cold and the warm run the benchmark
+    waits for the background compile the cold run started (``"auto"``), as a
+    user's next run would find it. Each typedrl run's ``compile_update``
+    decision is kept with its rate.
+    """
+    rounds: list[dict[str, float | str]] = []
+    with tempfile.TemporaryDirectory() as root:
+        for index in range(args.rounds):
+            folder = Path(root) / f"cache{index}"
+            environment = {
+                **os.environ,
+                "TORCHINDUCTOR_CACHE_DIR": str(folder),
+                "TYPEDRL_BACKGROUND_COMPILE": "1",  # the shipped default
+            }
+            if index % 2 == 0:
+                cold, cold_decision = _fresh_process_rate("typedrl", args, index, environment)
+                theirs, _ = _fresh_process_rate("rsl_rl", args, index)
+            else:
+                theirs, _ = _fresh_process_rate("rsl_rl", args, index)
+                cold, cold_decision = _fresh_process_rate("typedrl", args, index, environment)
+            background_s = wait_for_background_precompile(CompileRecord(folder))
+            warm, warm_decision = _fresh_process_rate("typedrl", args, index, environment)
+            rounds.append(
+                {
+                    "rsl_rl": theirs,
+                    "cold": cold,
+                    "warm": warm,
+                    "background_s": background_s,
+                    "cold_decision": cold_decision,
+                    "warm_decision": warm_decision,
+                }
+            )
+            if not args.json:
+                print(
+                    f"round {index}: rsl_rl {theirs:>9,.0f}  typedrl cold {cold:>9,.0f} "
+                    f"({cold / theirs:.2f}x), warm {warm:>9,.0f} ({warm / theirs:.2f}x) "
+                    f"env-steps/s; background compile ended {background_s:.1f} s after\n"
+                    f"  warm run: {warm_decision}"
+                )
+    return rounds
 
 
 if __name__ == "__main__":

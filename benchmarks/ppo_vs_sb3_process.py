@@ -30,6 +30,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from typedrl.agents import CompileRecord, wait_for_background_precompile
+
 NUM_ENVS = 8
 _SB3_DEFAULTS = {
     "num_steps": 2048,
@@ -62,17 +64,6 @@ PPO("MlpPolicy", env, seed=0, device="cpu").learn(total_timesteps={timesteps})
 def _timed(command: Sequence[str], env: Mapping[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(list(command), env=dict(env), check=True, capture_output=True, text=True)
-    return time.perf_counter() - started
-
-
-def _wait_for_background(cache: Path, timeout_s: float = 600.0) -> float:
-    """Seconds until the cache folder's background compile (if any) has finished."""
-    lock = cache / "typedrl-precompiled-updates" / ".background.lock"
-    started = time.perf_counter()
-    while lock.exists():
-        if time.perf_counter() - started > timeout_s:
-            raise RuntimeError(f"the background compile holding {lock} did not finish")
-        time.sleep(0.2)
     return time.perf_counter() - started
 
 
@@ -121,7 +112,8 @@ def main() -> None:
             sb3_s = _timed(sb3, base)
             cold_s = _timed(_typedrl(args.timesteps, folder / "cold"), cache)
             # The cold run's background compile makes the next run warm.
-            background_s = _wait_for_background(Path(cache["TORCHINDUCTOR_CACHE_DIR"]))
+            record = CompileRecord(Path(cache["TORCHINDUCTOR_CACHE_DIR"]))
+            background_s = wait_for_background_precompile(record)
             warm_s = _timed(_typedrl(args.timesteps, folder / "warm"), cache)
             rows.append(
                 {"sb3_s": sb3_s, "cold_s": cold_s, "background_s": background_s, "warm_s": warm_s}

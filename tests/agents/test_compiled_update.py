@@ -1,5 +1,6 @@
 """Tests for typedrl.agents._compiled_update: when compile_update="auto" compiles."""
 
+import json
 import os
 import platform
 import re
@@ -24,9 +25,12 @@ from typedrl.agents import AUTO_COMPILE_MIN_UPDATES, PPOAgent, PPOConfig
 from typedrl.agents import _compiled_update as compiled_update_module
 from typedrl.agents import _ppo as ppo_module
 from typedrl.agents._compiled_update import (
+    AUTO_BACKGROUND_MIN_UPDATES,
     AUTO_COMPILE_MIN_UPDATES_WARM,
+    PRECOMPILED_LOAD_SECONDS,
     CompiledUpdate,
     CompileRecord,
+    UpdateTiming,
     decide_compile,
     find_cpp_compiler,
     precompile_supported,
@@ -445,6 +449,84 @@ def test_a_warm_cache_lowers_the_break_even() -> None:
     assert f"(a warm compile cache) (needs {AUTO_COMPILE_MIN_UPDATES_WARM})" in short.reason
 
 
+def test_a_measured_timing_sets_the_warm_break_even() -> None:
+    """ceil(load seconds / seconds saved per update); never when compiling saves nothing."""
+    timing = UpdateTiming(eager_ms=10.0, compiled_ms=6.0, load_seconds=1.2)
+    assert timing.break_even() == 300
+    assert UpdateTiming(eager_ms=10.0, compiled_ms=6.0, load_seconds=1.201).break_even() == 301
+    unmeasured_load = UpdateTiming(eager_ms=1.0, compiled_ms=0.5)
+    assert unmeasured_load.break_even() == round(PRECOMPILED_LOAD_SECONDS / 0.5e-3)
+    assert UpdateTiming(eager_ms=1.0, compiled_ms=1.0).break_even() is None
+    assert UpdateTiming(eager_ms=1.0, compiled_ms=1.5).break_even() is None
+
+
+def test_a_warm_cache_decides_from_the_measured_timing() -> None:
+    """On a warm cache the timing replaces the fixed threshold; a cold cache ignores it."""
+    timing = UpdateTiming(eager_ms=10.0, compiled_ms=6.0, load_seconds=1.2)
+    at = {**GOOD, "planned_updates": 300}
+    below = {**GOOD, "planned_updates": 299}
+    decision = decide_compile("auto", **at, warm_cache=True, timing=timing)
+    assert decision.enabled
+    assert "measured 6.00 ms compiled against 10.00 ms eager" in decision.reason
+    short = decide_compile("auto", **below, warm_cache=True, timing=timing)
+    assert not short.enabled
+    assert short.reason.endswith("(needs 300)")
+    assert not decide_compile("auto", **at, warm_cache=False, timing=timing).enabled
+    slower = UpdateTiming(eager_ms=1.0, compiled_ms=1.2)
+    large = {**GOOD, "planned_updates": 10 * AUTO_COMPILE_MIN_UPDATES}
+    never = decide_compile("auto", **large, warm_cache=True, timing=slower)
+    assert not never.enabled
+    assert "the compiled update is no faster here" in never.reason
+    # An explicit threshold wins over the measurement.
+    assert decide_compile("auto", **below, warm_cache=True, timing=timing, min_updates=1).enabled
+
+
+def test_the_record_keeps_timings_and_loads_and_drops_broken_ones(tmp_path: Path) -> None:
+    """add_timing + add_load -> timing(); malformed entries read as no timing."""
+    record = CompileRecord(tmp_path)
+    key = CompileRecord.key(_config(), _SPACES, 32)
+    assert record.timing(key) is None
+    record.add(key, 20.0)
+    record.add_timing(key, eager_ms=2.5, compiled_ms=1.25)
+    assert record.timing(key) == UpdateTiming(eager_ms=2.5, compiled_ms=1.25)
+    record.add_load(key, 1.1)
+    assert record.timing(key) == UpdateTiming(eager_ms=2.5, compiled_ms=1.25, load_seconds=1.1)
+    assert record.compiled_before(key)
+    other = CompileRecord.key(_config(), _SPACES, 16)
+    assert record.timing(other) is None
+    for broken in (
+        {"eager_ms": 2.5},
+        {"eager_ms": True, "compiled_ms": 1.0},
+        {"eager_ms": -1.0, "compiled_ms": 1.0},
+        {"eager_ms": "2", "compiled_ms": 1.0},
+        [2.5, 1.25],
+    ):
+        entries = json.loads(record.path.read_text())
+        entries[f"timing/{key}"] = broken
+        record.path.write_text(json.dumps(entries))
+        assert record.timing(key) is None, broken
+        assert record.compiled_before(key)
+
+
+def test_an_auto_agent_decides_from_the_recorded_timing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short plan compiles where the measured saving pays for a load, not otherwise."""
+    budget = 16 * AUTO_BACKGROUND_MIN_UPDATES  # 200 planned updates
+    agent = _agent(monkeypatch, total_timesteps=budget)
+    assert not agent.compile_decision.enabled
+    spaces = (agent.env.single_observation_space, agent.env.single_action_space)
+    key = CompileRecord.key(agent.config, spaces, 32)
+    record = CompileRecord()
+    record.add(key, 18.0)
+    record.add_timing(key, eager_ms=1.3, compiled_ms=0.3)
+    record.add_load(key, 0.19)  # pays after 190 updates
+    warm = _agent(monkeypatch, total_timesteps=budget)
+    assert warm.compile_decision.enabled
+    assert "measured 0.30 ms compiled against 1.30 ms eager" in warm.compile_decision.reason
+    assert not warm.background_precompile
+    record.add_load(key, 0.21)  # pays after 210
+    assert not _agent(monkeypatch, total_timesteps=budget).compile_decision.enabled
+
+
 def test_a_compiled_run_makes_the_next_auto_run_warm(monkeypatch: pytest.MonkeyPatch) -> None:
     """compile_update=True records its minibatch shapes; "auto" then counts a warm cache."""
     budget = 16 * (AUTO_COMPILE_MIN_UPDATES_WARM + 1)  # 4 updates per 64 env steps
@@ -593,13 +675,15 @@ def test_the_background_lock_is_held_by_a_live_process_only(tmp_path: Path) -> N
 def test_auto_precompiles_in_the_background_only_where_the_cache_is_cold(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A plan between the warm and the cold threshold, on a cold cache: in the background."""
+    """A plan between the background and the cold threshold, on a cold cache: in the background."""
     monkeypatch.delenv("TYPEDRL_BACKGROUND_COMPILE")
-    between = 16 * (AUTO_COMPILE_MIN_UPDATES_WARM + 1)  # 4 updates per 64 env steps
-    cold = _agent(monkeypatch, total_timesteps=between)
-    assert not cold.compile_decision.enabled
-    assert cold.background_precompile == precompile_supported()
-    assert not _agent(monkeypatch, total_timesteps=640).background_precompile  # too short
+    for updates in (AUTO_BACKGROUND_MIN_UPDATES, AUTO_COMPILE_MIN_UPDATES_WARM + 1):
+        cold = _agent(monkeypatch, total_timesteps=16 * updates)  # 4 updates per 64 env steps
+        assert not cold.compile_decision.enabled
+        assert cold.background_precompile == precompile_supported()
+    short = 16 * (AUTO_BACKGROUND_MIN_UPDATES - 4)
+    assert not _agent(monkeypatch, total_timesteps=short).background_precompile
+    between = 16 * (AUTO_COMPILE_MIN_UPDATES_WARM + 1)
     assert not _agent(monkeypatch, total_timesteps=between, compiler=None).background_precompile
     large = _agent(monkeypatch, total_timesteps=16 * AUTO_COMPILE_MIN_UPDATES)
     assert not large.background_precompile  # it compiles in the run itself
@@ -651,11 +735,12 @@ def test_a_failed_background_compile_is_not_tried_again(
     assert started is None
 
 
-def _train(run_dir: Path, cache: Path) -> str:
-    """``typedrl train`` in a fresh process (no runtime checks), 2,000+ planned updates."""
+def _train(run_dir: Path, cache: Path, total_timesteps: int = 1664) -> str:
+    """``typedrl train`` in a fresh process (no runtime checks), 80 updates per 64 steps."""
     command = [
         sys.executable, "-m", "typedrl", "train", "CartPole-v1", "--num-envs", "4",
-        "--total-timesteps", "1664", "--run-dir", str(run_dir), "--set", "num_steps=16",
+        "--total-timesteps", str(total_timesteps), "--run-dir", str(run_dir),
+        "--set", "num_steps=16",
         "--set", "batch_size=8", "--set", "num_mini_epochs=10", "--set", "actor_hidden=[8]",
         "--set", "critic_hidden=[8]", "--eval-episodes", "1",
     ]  # fmt: skip
@@ -690,9 +775,16 @@ def test_a_cold_auto_run_precompiles_for_the_next_one(tmp_path: Path) -> None:
         pytest.fail("the background compile did not finish within 600 s")
     folder = cache / "typedrl-precompiled-updates"
     assert [p.suffix for p in folder.iterdir()] == [".pt2"], sorted(folder.iterdir())
-    second = _train(tmp_path / "second", cache)
+    # The child measured what the compiled update saves, for the next run's break-even.
+    entries = json.loads((cache / "typedrl-compiled-updates.json").read_text())
+    (timing,) = [value for name, value in entries.items() if name.startswith("timing/")]
+    assert 0.0 < timing["compiled_ms"] < timing["eager_ms"], timing
+    # 6,240 planned updates: past any break-even a sub-millisecond saving gives.
+    second = _train(tmp_path / "second", cache, total_timesteps=3 * 1664)
     assert "loaded the precompiled update in" in second
     assert "background" not in second
+    entries = json.loads((cache / "typedrl-compiled-updates.json").read_text())
+    assert [name for name in entries if name.startswith("load/")]
 
 
 def _epoch(rows: int = 32) -> EpochData:

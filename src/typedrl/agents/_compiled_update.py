@@ -20,8 +20,10 @@ step count keep their values), without a host synchronisation.
 C++ compiler where inductor looks for one (:func:`find_cpp_compiler`), no
 runtime shape checking, and a planned number of minibatch updates that
 amortises the compile time: :data:`AUTO_COMPILE_MIN_UPDATES` on a cold
-compile cache, :data:`AUTO_COMPILE_MIN_UPDATES_WARM` when this machine has
-compiled the same update before (:class:`CompileRecord`).
+compile cache; when this machine has compiled the same update before
+(:class:`CompileRecord`), the break-even of what the precompiled update
+was measured to save per minibatch here (:class:`UpdateTiming`), or
+:data:`AUTO_COMPILE_MIN_UPDATES_WARM` where nothing was measured.
 
 Compiled code is cached by torch itself (inductor's FX-graph and AOTAutograd
 caches, in ``TORCHINDUCTOR_CACHE_DIR``, by default a folder under the
@@ -45,13 +47,14 @@ Only :class:`~typedrl.policies.MLPActorCritic` itself is precompiled (a
 subclass's code is not in the key); a file that cannot be read, loaded or
 written, or a torch without the API, falls back to the in-process compile.
 
-A run that ``"auto"`` keeps eager only because the cache is cold (its plan
-would amortise a warm load) precompiles its update in the background
-(:func:`start_background_precompile`): a child process at low priority, one
-at a time per cache folder, builds the same update from the run's first
-minibatch and saves it, so that the machine's next such run loads it. The
-run itself stays eager throughout. ``TYPEDRL_BACKGROUND_COMPILE=0`` turns it
-off.
+A run that ``"auto"`` keeps eager on a cold cache, with at least
+:data:`AUTO_BACKGROUND_MIN_UPDATES` planned updates, precompiles its update
+in the background (:func:`start_background_precompile`): a child process at
+low priority, one at a time per cache folder, builds the same update from
+the run's first minibatch, saves it, and times it against the eager update
+(:func:`measure_update`), so that the machine's next such run loads it
+where that measurement says it pays. The run itself stays eager
+throughout. ``TYPEDRL_BACKGROUND_COMPILE=0`` turns it off.
 """
 
 import contextlib
@@ -59,6 +62,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -81,24 +85,31 @@ from typedrl._atomic import write_text_atomically
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._loss import EpochData, ppo_loss
 from typedrl.agents._precompile_worker import write_spec
+from typedrl.distributed import SingleProcess
 from typedrl.errors import ConfigError
 from typedrl.policies import MLPActorCritic
+from typedrl.training import GradientStep
 
 __all__ = [
+    "AUTO_BACKGROUND_MIN_UPDATES",
     "AUTO_COMPILE_MIN_UPDATES",
     "AUTO_COMPILE_MIN_UPDATES_WARM",
     "BACKGROUND_COMPILE_VARIABLE",
     "COMPILE_SECONDS_MEASURED",
+    "PRECOMPILED_LOAD_SECONDS",
     "CompileDecision",
     "CompileRecord",
     "CompiledUpdate",
+    "UpdateTiming",
     "decide_compile",
     "find_cpp_compiler",
+    "measure_update",
     "precompile_supported",
     "runtime_checks_active",
     "start_background_precompile",
     "trust_checked_vector_isa",
     "vector_isa_machine",
+    "wait_for_background_precompile",
 ]
 
 _AdamState = tuple[Tensor, Tensor, Tensor]
@@ -126,6 +137,23 @@ updates; the threshold is the upper end, rounded up, as
 :data:`AUTO_COMPILE_MIN_UPDATES` is of the cold break-even. (Before updates
 were precompiled, a warm compile took 1.9 s and saved 0.39-0.77 ms: 5,000.)"""
 
+AUTO_BACKGROUND_MIN_UPDATES = 200
+"""Planned minibatch updates from which an eager ``"auto"`` run on a cold cache
+precompiles its update in the background (:func:`start_background_precompile`).
+
+Below the warm threshold on purpose: the child measures what the compiled
+update saves per minibatch (:class:`UpdateTiming`), and the machine's next run
+decides from that measurement. Large minibatches save milliseconds per update
+(the built-in CartPole with rsl_rl's settings: 16,384 rows, 20 updates per
+epoch), so a few hundred updates can pay for a load. Shorter plans take a few
+seconds of updates and start nothing."""
+
+PRECOMPILED_LOAD_SECONDS = 1.5
+"""The cost ``"auto"`` assumes for loading a precompiled update until this
+machine has measured one (:meth:`CompileRecord.load_seconds`): loads took
+1.0-1.2 s on one CPU thread of a 2-core machine, most of it importing
+inductor's runtime."""
+
 COMPILE_SECONDS_MEASURED = "50-60 s on one CPU thread"
 """How long compiling one minibatch size took where it was measured (see
 :data:`AUTO_COMPILE_MIN_UPDATES`); the console message quotes it."""
@@ -140,6 +168,41 @@ class CompileDecision:
     """Compile the minibatch update or run it eagerly."""
     reason: str
     """What decided it, for logs and errors."""
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateTiming:
+    """What a precompiled update saves on this machine, as measured when it was compiled.
+
+    The background compile (:func:`start_background_precompile`) times the
+    compiled update and the eager one on the run's first minibatch, in turn,
+    and keeps the fastest of several blocks of calls of each
+    (:func:`measure_update`).
+    """
+
+    eager_ms: float
+    """Milliseconds of one eager minibatch update (loss, backward, clipping, Adam)."""
+    compiled_ms: float
+    """Milliseconds of one call of the compiled update."""
+    load_seconds: float | None = None
+    """Seconds the last load of the precompiled file took in a run (``None``: none yet)."""
+
+    def break_even(self) -> int | None:
+        """Planned updates from which loading the precompiled update pays; ``None``: never.
+
+        ``ceil(load seconds / seconds saved per update)``, with
+        :data:`PRECOMPILED_LOAD_SECONDS` until a load has been measured.
+        """
+        saved_s = (self.eager_ms - self.compiled_ms) / 1e3
+        if saved_s <= 0.0:
+            return None
+        load = PRECOMPILED_LOAD_SECONDS if self.load_seconds is None else self.load_seconds
+        return max(1, -int(-load // saved_s))
+
+    def describe(self) -> str:
+        """``measured 6.10 ms compiled against 10.20 ms eager`` (for the decision's reason)."""
+        return f"measured {self.compiled_ms:.2f} ms compiled against {self.eager_ms:.2f} ms eager"
 
 
 def find_cpp_compiler(names: Sequence[str | None] | str | None = None) -> str | None:
@@ -163,6 +226,28 @@ def find_cpp_compiler(names: Sequence[str | None] | str | None = None) -> str | 
 
 
 _RECORD_FILE = "typedrl-compiled-updates.json"
+
+_RecordValue = float | str | dict[str, float]
+"""A record entry: seconds of a compile or load, a vector ISA, or an update's timing."""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _read_timing(value: object) -> dict[str, float] | None:
+    """A recorded timing, ``{"eager_ms", "compiled_ms"}``, both finite and positive."""
+    if not isinstance(value, Mapping):
+        return None
+    numbers: dict[str, float] = {}
+    for name in ("eager_ms", "compiled_ms"):
+        part = value.get(name)
+        if not isinstance(part, int | float) or isinstance(part, bool):
+            return None
+        if not 0.0 < float(part) < math.inf:
+            return None
+        numbers[name] = float(part)
+    return numbers
 
 
 @final
@@ -215,22 +300,26 @@ class CompileRecord:
         digest.update(f"{spaces!r}/{minibatch_rows}/{dtype}/{device}".encode())
         return digest.hexdigest()
 
-    def _read(self) -> dict[str, float | str]:
+    def _read(self) -> dict[str, _RecordValue]:
         try:
             loaded = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
         if not isinstance(loaded, Mapping):
             return {}
-        entries: dict[str, float | str] = {}
+        entries: dict[str, _RecordValue] = {}
         for key, value in loaded.items():
             if isinstance(value, str) and str(key).startswith(_VECTOR_ISA_PREFIX):
                 entries[str(key)] = value
-            elif isinstance(value, int | float) and not isinstance(value, bool):
+            elif str(key).startswith(_TIMING_PREFIX):
+                timing = _read_timing(value)
+                if timing is not None:
+                    entries[str(key)] = timing
+            elif _is_number(value):
                 entries[str(key)] = float(value)
         return entries
 
-    def _write(self, key: str, value: float | str) -> None:
+    def _write(self, key: str, value: _RecordValue) -> None:
         entries = self._read()
         entries[key] = value
         try:
@@ -245,6 +334,27 @@ class CompileRecord:
     def add(self, key: str, seconds: float) -> None:
         """Record that compiling ``key`` took ``seconds`` (a failed write is ignored)."""
         self._write(key, round(seconds, 3))
+
+    def add_timing(self, key: str, *, eager_ms: float, compiled_ms: float) -> None:
+        """Record the measured cost of ``key``'s update, eager and compiled (failures ignored)."""
+        self._write(_TIMING_PREFIX + key, {"eager_ms": eager_ms, "compiled_ms": compiled_ms})
+
+    def add_load(self, key: str, seconds: float) -> None:
+        """Record that loading ``key``'s precompiled update took ``seconds`` (failures ignored)."""
+        self._write(_LOAD_PREFIX + key, round(seconds, 3))
+
+    def timing(self, key: str) -> UpdateTiming | None:
+        """The measured cost of ``key``'s update (:class:`UpdateTiming`), if recorded."""
+        entries = self._read()
+        measured = entries.get(_TIMING_PREFIX + key)
+        if not isinstance(measured, dict):
+            return None
+        load = entries.get(_LOAD_PREFIX + key)
+        return UpdateTiming(
+            eager_ms=measured["eager_ms"],
+            compiled_ms=measured["compiled_ms"],
+            load_seconds=load if isinstance(load, float) else None,
+        )
 
     def precompiled_path(self, key: str) -> Path:
         """Where the precompiled update named ``key`` is saved (beside the record)."""
@@ -261,6 +371,8 @@ class CompileRecord:
 
 
 _VECTOR_ISA_PREFIX = "vector-isa/"
+_TIMING_PREFIX = "timing/"
+_LOAD_PREFIX = "load/"
 _PRECOMPILED_FOLDER = "typedrl-precompiled-updates"
 
 
@@ -309,19 +421,55 @@ def _take_background_lock(lock: Path) -> bool:
         try:
             handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            try:
-                text = lock.read_text().strip()
-                age = time.time() - lock.stat().st_mtime
-            except OSError:
+            held = _lock_held(lock)
+            if held is None:
                 continue
-            held = _process_alive(int(text)) if text.isdigit() else age < _LOCK_GRACE_S
-            if held and age < _LOCK_EXPIRY_S:
+            if held:
                 return False
             lock.unlink(missing_ok=True)  # its process ended without removing it
             continue
         os.close(handle)
         return True
     return False
+
+
+def _lock_held(lock: Path) -> bool | None:
+    """Whether the background lock at ``lock`` is held; ``None`` when it cannot be read."""
+    try:
+        text = lock.read_text().strip()
+        age = time.time() - lock.stat().st_mtime
+    except OSError:
+        return None
+    held = _process_alive(int(text)) if text.isdigit() else age < _LOCK_GRACE_S
+    return held and age < _LOCK_EXPIRY_S
+
+
+def wait_for_background_precompile(
+    record: CompileRecord | None = None, *, timeout_s: float = 600.0
+) -> float:
+    """Wait until no background compile holds ``record``'s cache folder; the seconds waited.
+
+    For scripts that time a machine's next run (the benchmarks) or warm a
+    cache before a job. A lock whose process has ended does not count.
+
+    Args:
+        record: The compile record whose folder to watch; ``None``: inductor's.
+        timeout_s: Give up after this many seconds.
+
+    Raises:
+        TimeoutError: A background compile still holds the folder after ``timeout_s``.
+    """
+    folder = (record or CompileRecord()).precompiled_path("any").parent
+    lock = folder / _BACKGROUND_LOCK
+    started = time.monotonic()
+    while lock.exists() and _lock_held(lock) is not False:
+        waited = time.monotonic() - started
+        if waited > timeout_s:
+            raise TimeoutError(
+                f"the background compile holding {lock} did not finish in {timeout_s:.0f} s"
+            )
+        time.sleep(0.2)
+    return time.monotonic() - started
 
 
 def start_background_precompile(
@@ -480,6 +628,7 @@ def decide_compile(
     compiler: str | None,
     runtime_checks: bool,
     warm_cache: bool = False,
+    timing: UpdateTiming | None = None,
     min_updates: int | None = None,
 ) -> CompileDecision:
     """Resolve ``PPOConfig.compile_update`` for one run.
@@ -497,9 +646,14 @@ def decide_compile(
         runtime_checks: Whether runtime shape checking is on (:func:`runtime_checks_active`).
         warm_cache: Whether this machine compiled the same update before
             (:meth:`CompileRecord.compiled_before`).
+        timing: What the precompiled update saves per minibatch on this machine
+            (:meth:`CompileRecord.timing`); on a warm cache the break-even
+            comes from it (:meth:`UpdateTiming.break_even`) instead of
+            :data:`AUTO_COMPILE_MIN_UPDATES_WARM`.
         min_updates: Planned updates from which compiling pays; ``None``:
-            :data:`AUTO_COMPILE_MIN_UPDATES`, or :data:`AUTO_COMPILE_MIN_UPDATES_WARM`
-            on a warm cache.
+            :data:`AUTO_COMPILE_MIN_UPDATES` on a cold cache; on a warm one the
+            measured break-even, or :data:`AUTO_COMPILE_MIN_UPDATES_WARM` without a
+            measurement.
 
     Example:
         >>> decide_compile(
@@ -524,10 +678,21 @@ def decide_compile(
         reasons.append("no C++ compiler found")
     if runtime_checks:
         reasons.append("runtime shape checking is on")
-    warm = " (a warm compile cache)" if warm_cache else ""
-    if min_updates is None:
+    measured = timing if warm_cache and min_updates is None else None
+    warm = (
+        ""
+        if not warm_cache
+        else " (a warm compile cache)"
+        if measured is None
+        else f" (a warm compile cache; {measured.describe()})"
+    )
+    if measured is not None:
+        min_updates = measured.break_even()
+    elif min_updates is None:
         min_updates = AUTO_COMPILE_MIN_UPDATES_WARM if warm_cache else AUTO_COMPILE_MIN_UPDATES
-    if planned_updates < min_updates:
+    if min_updates is None:
+        reasons.append(f"the compiled update is no faster here{warm}")
+    elif planned_updates < min_updates:
         reasons.append(
             f"{planned_updates} planned minibatch updates do not amortise compiling{warm} "
             f"(needs {min_updates})"
@@ -673,6 +838,8 @@ class CompiledUpdate:
         if self._record is not None:
             record, key = self._record
             record.add(key(shape[0]), seconds)
+            if loaded:
+                record.add_load(key(shape[0]), seconds)
         if self._report is not None:
             how = "loaded the precompiled update" if loaded else "compiled the update"
             self._report(f"{how} in {seconds:.1f} s")
@@ -762,6 +929,65 @@ class CompiledUpdate:
             state["exp_avg"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(parameter, memory_format=torch.preserve_format)
         return state["step"], state["exp_avg"], state["exp_avg_sq"]
+
+
+def measure_update(
+    update: CompiledUpdate,
+    policy: MLPActorCritic,
+    optimizer: torch.optim.Optimizer,
+    config: PPOConfig,
+    batch: EpochData,
+    *,
+    blocks: int = 5,
+    calls: int = 5,
+) -> UpdateTiming:
+    """Time ``update`` (compiled) against the eager update on ``batch``, in turn.
+
+    The eager update is the one PPO runs without ``compile_update``: the loss
+    (``ppo_loss``), its backward, the gradient norm, clipping and Adam's step
+    (:class:`~typedrl.training.GradientStep`), on the same policy and
+    optimizer. Each block calls one of them ``calls`` times after the other's
+    block; each is the fastest of its ``blocks`` blocks per call, so that other
+    work on the machine shows in neither. Both update the policy, which is
+    the caller's to throw away.
+    """
+    step = GradientStep(
+        [p for p in policy.parameters() if p.requires_grad],
+        optimizer,
+        dist=SingleProcess(),
+        max_grad_norm=config.max_grad_norm,
+        synchronised=True,
+        in_place=True,
+    )
+
+    def eager() -> None:
+        loss, _ = ppo_loss(config, batch, policy.evaluate_tensors)
+        step.clear()
+        torch.autograd.backward(loss)
+        reduced = step.reduce()
+        if math.isfinite(float(reduced.norm)):
+            step.apply(reduced)
+        else:
+            step.skip()
+
+    def compiled() -> None:
+        update(batch)
+
+    def fastest(run: Callable[[], None]) -> float:
+        started = time.perf_counter()
+        for _ in range(calls):
+            run()
+        return (time.perf_counter() - started) / calls
+
+    eager()  # first calls allocate
+    compiled()
+    times: dict[str, list[float]] = {"eager": [], "compiled": []}
+    for _ in range(blocks):
+        times["eager"].append(fastest(eager))
+        times["compiled"].append(fastest(compiled))
+    return UpdateTiming(
+        eager_ms=min(times["eager"]) * 1e3, compiled_ms=min(times["compiled"]) * 1e3
+    )
 
 
 def _build_target() -> str:

@@ -16,6 +16,7 @@ from typedrl.agents._algorithm import PPO
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OnPolicyCollector
 from typedrl.agents._compiled_update import (
+    AUTO_BACKGROUND_MIN_UPDATES,
     BACKGROUND_COMPILE_VARIABLE,
     CompileDecision,
     CompiledUpdate,
@@ -174,33 +175,34 @@ class PPOAgent(AbstractTrainer):
             compiler=find_cpp_compiler() if auto else None,
             runtime_checks=runtime_checks_active(),
         )
-        warm = (
-            self._compile_record is not None
-            and auto
-            and self._compile_record.compiled_before(
-                CompileRecord.key(
-                    config,
-                    spaces,
-                    config.batch_size,
-                    dtype=self._policy_dtype,
-                    device=self.device.type,
-                )
+        record, key = self._compile_record, ""
+        if record is not None and auto:
+            key = CompileRecord.key(
+                config, spaces, config.batch_size, dtype=self._policy_dtype, device=self.device.type
             )
+        warm = record is not None and auto and record.compiled_before(key)
+        self.compile_decision: CompileDecision = decide(
+            config.compile_update,
+            warm_cache=warm,
+            timing=record.timing(key) if record is not None and warm else None,
         )
-        self.compile_decision: CompileDecision = decide(config.compile_update, warm_cache=warm)
         """Whether this run compiles its minibatch updates (``compile_update``), and why."""
         self.background_precompile: bool = (
             auto
+            and not warm
             and not self.compile_decision.enabled
-            and decide("auto", warm_cache=True).enabled
+            and decide("auto", warm_cache=True, min_updates=AUTO_BACKGROUND_MIN_UPDATES).enabled
             and self.device.type == "cpu"
             and precompile_supported()
             and os.environ.get(BACKGROUND_COMPILE_VARIABLE, "1") != "0"
         )
         """Whether this run precompiles its update in the background, for the next run.
 
-        Only where ``"auto"`` runs eagerly because the compile cache is cold, on a
-        CPU (``start_background_precompile`` in ``typedrl.agents._compiled_update``)."""
+        Only where ``"auto"`` runs eagerly on a cold compile cache, on a CPU, with
+        at least ``AUTO_BACKGROUND_MIN_UPDATES`` planned updates
+        (``start_background_precompile`` in ``typedrl.agents._compiled_update``,
+        which also measures what the compiled update saves, for the next run's
+        decision)."""
         self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
 
     # --------------------------------------------------------------- properties

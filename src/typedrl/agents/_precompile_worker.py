@@ -4,7 +4,9 @@
 file the run wrote (:func:`write_spec`; and deletes it), rebuilds the run's
 policy and Adam, compiles the minibatch update for the spec's minibatch as
 :class:`CompiledUpdate` does (which saves the precompiled update and records
-it), and removes LOCK if it still names this process. A failure writes
+it), times it against the eager update on that minibatch and records both
+(:func:`measure_update`, :meth:`CompileRecord.add_timing`: the next run's
+break-even), and removes LOCK if it still names this process. A failure writes
 ``KEY.failed`` with the traceback beside the precompiled files, so that later
 runs do not try again.
 
@@ -151,7 +153,11 @@ def _compile(spec: dict[str, Any]) -> None:
     """Build the run's update from ``spec`` and compile it once (saved and recorded)."""
     from tensordict import TensorDict  # noqa: PLC0415 - after the priority is lowered
 
-    from typedrl.agents._compiled_update import CompiledUpdate, CompileRecord  # noqa: PLC0415
+    from typedrl.agents._compiled_update import (  # noqa: PLC0415
+        CompiledUpdate,
+        CompileRecord,
+        measure_update,
+    )
     from typedrl.agents._config import PPOConfig  # noqa: PLC0415
     from typedrl.agents._loss import EpochData  # noqa: PLC0415
     from typedrl.agents._ppo import PPOAgent  # noqa: PLC0415
@@ -175,13 +181,12 @@ def _compile(spec: dict[str, Any]) -> None:
     batch = EpochData(**tensors)
     record = CompileRecord(Path(spec["record"]))
     spaces = (observation_space, action_space)
-    update = CompiledUpdate(
-        policy,
-        optimizer,
-        config,
-        record=(record, lambda rows: CompileRecord.key(config, spaces, rows, dtype=dtype)),
-    )
+    key = CompileRecord.key(config, spaces, spec["batch"]["rows"], dtype=dtype)
+    update = CompiledUpdate(policy, optimizer, config, record=(record, lambda _: key))
     update(batch)
+    # What it saves per minibatch on this machine: the next run's break-even.
+    timing = measure_update(update, policy, optimizer, config, batch)
+    record.add_timing(key, eager_ms=timing.eager_ms, compiled_ms=timing.compiled_ms)
 
 
 if __name__ == "__main__":
