@@ -15,8 +15,13 @@ ratio of env steps per second (typedrl / rsl_rl).
 By default every run is a fresh process (``--side``), so that neither side
 inherits the other's heap: typedrl's ``fit`` tunes glibc's malloc for the
 process (``RunOptions.tune_allocator``), which would otherwise speed up an
-rsl_rl run that follows it in the same process. ``--interleave`` and
-``--profile`` run both sides in one process, which shares that tuning.
+rsl_rl run that follows it in the same process. typedrl runs as shipped
+(``compile_update="auto"``): each round runs it on a fresh compile cache
+(eager; it precompiles its update in the background), waits for that
+background compile, and runs it again on the cache it left, as a user's next
+run would; both ratios are reported, with each typedrl run's compile
+decision. ``--interleave`` and ``--profile`` run both sides in one process,
+which shares that tuning, with typedrl eager (``--compile``: compiled).
 
 Needs rsl_rl in the benchmark's environment (not in the test environment: it
 pulls in tensorboard):
@@ -466,10 +471,10 @@ def _fresh_rounds(args: argparse.Namespace) -> list[dict[str, float | str]]:
     """Each round: rsl_rl; typedrl on a fresh compile cache; then on the cache it left.
 
     The cold run and rsl_rl's swap order every round, so that a drift in
-    machine load cancels out. Between the cold and the warm run the benchmark
-    waits for the background compile the cold run started (``"auto"``), as a
-    user's next run would find it. Each typedrl run's ``compile_update``
-    decision is kept with its rate.
+    machine load cancels out. After the cold run the benchmark waits for the
+    background compile it started (``"auto"``), as a user's next run would
+    find it, before anything else runs: rsl_rl never runs beside it. Each
+    typedrl run's ``compile_update`` decision is kept with its rate.
     """
     rounds: list[dict[str, float | str]] = []
     with tempfile.TemporaryDirectory() as root:
@@ -480,13 +485,16 @@ def _fresh_rounds(args: argparse.Namespace) -> list[dict[str, float | str]]:
                 "TORCHINDUCTOR_CACHE_DIR": str(folder),
                 "TYPEDRL_BACKGROUND_COMPILE": "1",  # the shipped default
             }
+            record = CompileRecord(folder)
             if index % 2 == 0:
                 cold, cold_decision = _fresh_process_rate("typedrl", args, index, environment)
+                # rsl_rl runs after the background compile, never beside it.
+                background_s = wait_for_background_precompile(record)
                 theirs, _ = _fresh_process_rate("rsl_rl", args, index)
             else:
                 theirs, _ = _fresh_process_rate("rsl_rl", args, index)
                 cold, cold_decision = _fresh_process_rate("typedrl", args, index, environment)
-            background_s = wait_for_background_precompile(CompileRecord(folder))
+                background_s = wait_for_background_precompile(record)
             warm, warm_decision = _fresh_process_rate("typedrl", args, index, environment)
             rounds.append(
                 {
@@ -502,7 +510,8 @@ def _fresh_rounds(args: argparse.Namespace) -> list[dict[str, float | str]]:
                 print(
                     f"round {index}: rsl_rl {theirs:>9,.0f}  typedrl cold {cold:>9,.0f} "
                     f"({cold / theirs:.2f}x), warm {warm:>9,.0f} ({warm / theirs:.2f}x) "
-                    f"env-steps/s; background compile ended {background_s:.1f} s after\n"
+                    f"env-steps/s; background compile ended {background_s:.1f} s after the "
+                    "cold run\n"
                     f"  warm run: {warm_decision}"
                 )
     return rounds

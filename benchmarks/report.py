@@ -297,7 +297,12 @@ def extract_ppo_vs_rsl_rl(name: str, outputs: Sequence[Json]) -> list[Row]:
             # Fresh processes per run are the shipped path (fit tunes the allocator of
             # its own process): a cold compile cache, then the cache that run left.
             mode = "compile_update=True" if result["compile_update"] is True else "as shipped"
-            note = f"{len(result['rounds'])} round(s) of {int(result['env_steps_per_run']):,} steps"
+            rounds = result["rounds"]
+            compiled = sum(str(r["warm_decision"]).startswith("compiled") for r in rounds)
+            note = (
+                f"{len(rounds)} round(s) of {int(result['env_steps_per_run']):,} steps; "
+                f"the warm run compiled in {compiled} of them"
+            )
             for cache in ("cold", "warm"):
                 compared = (
                     f"typedrl PPO ({mode}, {cache} compile cache) / rsl_rl PPO {version}, "
@@ -538,7 +543,9 @@ def plan() -> tuple[Benchmark, ...]:
                 ("--interleave", "--iterations", "30", "--compile", "--json"),
             ),
             quick=(
-                ("--rounds", "2", "--iterations", "8", "--json"),
+                # 14 iterations: 280 planned updates, past the background compile's 200
+                # and the warm break-even (about 240 before a load was measured).
+                ("--rounds", "2", "--iterations", "14", "--json"),
                 ("--interleave", "--iterations", "6", "--json"),
             ),
             extract=extract_ppo_vs_rsl_rl,

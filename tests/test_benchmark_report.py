@@ -66,7 +66,16 @@ CANNED: dict[str, list[Any]] = {
             "rsl_rl_version": "5.5.1",
             "num_envs": 4096,
             "env_steps_per_run": 1310720,
-            "rounds": [{"rsl_rl": 200.0, "cold": 250.0, "warm": 300.0, "background_s": 9.0}],
+            "rounds": [
+                {
+                    "rsl_rl": 200.0,
+                    "cold": 250.0,
+                    "warm": 300.0,
+                    "background_s": 9.0,
+                    "cold_decision": "eager: 400 planned minibatch updates ...",
+                    "warm_decision": "compiled: 400 planned minibatch updates ...",
+                }
+            ],
         },
         {"ratio": 1.07, "compile_update": False, "rsl_rl_version": "5.5.1", "num_envs": 4096},
     ],

@@ -175,10 +175,10 @@ class CompileDecision:
 class UpdateTiming:
     """What a precompiled update saves on this machine, as measured when it was compiled.
 
-    The background compile (:func:`start_background_precompile`) times the
-    compiled update and the eager one on the run's first minibatch, in turn,
-    and keeps the fastest of several blocks of calls of each
-    (:func:`measure_update`).
+    The background compile (``start_background_precompile`` in
+    ``typedrl.agents._compiled_update``) times the compiled update and the
+    eager one on the run's first minibatch, in turn, and keeps the fastest of
+    several blocks of calls of each (``measure_update``, there).
     """
 
     eager_ms: float
@@ -189,16 +189,20 @@ class UpdateTiming:
     """Seconds the last load of the precompiled file took in a run (``None``: none yet)."""
 
     def break_even(self) -> int | None:
-        """Planned updates from which loading the precompiled update pays; ``None``: never.
+        """Planned updates from which loading the precompiled update pays.
 
         ``ceil(load seconds / seconds saved per update)``, with
-        :data:`PRECOMPILED_LOAD_SECONDS` until a load has been measured.
+        :data:`PRECOMPILED_LOAD_SECONDS` until a load has been measured (or
+        where the recorded one is not a positive, finite number). ``None``
+        where the compiled update was measured no faster.
         """
         saved_s = (self.eager_ms - self.compiled_ms) / 1e3
-        if saved_s <= 0.0:
+        if not 0.0 < saved_s < math.inf:
             return None
-        load = PRECOMPILED_LOAD_SECONDS if self.load_seconds is None else self.load_seconds
-        return max(1, -int(-load // saved_s))
+        load = self.load_seconds
+        if load is None or not 0.0 < load < math.inf:
+            load = PRECOMPILED_LOAD_SECONDS
+        return max(1, math.ceil(load / saved_s))
 
     def describe(self) -> str:
         """``measured 6.10 ms compiled against 10.20 ms eager`` (for the decision's reason)."""
@@ -290,14 +294,16 @@ class CompileRecord:
 
         ``dtype`` is the policy's (``torch.float64`` under Fabric's 64-true
         precision), ``device`` the type of its device (``"cpu"``, ``"cuda"``).
-        The key also covers torch's version and the source of the typedrl
-        package.
+        The key also covers torch's version, the source of the typedrl
+        package and torch's thread count (written into compiled CPU kernels,
+        and into what an update's measured timing means).
         """
         digest = hashlib.sha256(torch.__version__.encode())
         digest.update(_package_digest().encode())
         fields = {name: value for name, value in config.to_dict().items() if name not in _RUN_ONLY}
         digest.update(json.dumps(fields, sort_keys=True, default=repr).encode())
-        digest.update(f"{spaces!r}/{minibatch_rows}/{dtype}/{device}".encode())
+        threads = torch.get_num_threads()
+        digest.update(f"{spaces!r}/{minibatch_rows}/{dtype}/{device}/{threads}".encode())
         return digest.hexdigest()
 
     def _read(self) -> dict[str, _RecordValue]:
@@ -315,7 +321,7 @@ class CompileRecord:
                 timing = _read_timing(value)
                 if timing is not None:
                     entries[str(key)] = timing
-            elif _is_number(value):
+            elif _is_number(value) and 0.0 <= float(value) < math.inf:
                 entries[str(key)] = float(value)
         return entries
 
@@ -649,7 +655,8 @@ def decide_compile(
         timing: What the precompiled update saves per minibatch on this machine
             (:meth:`CompileRecord.timing`); on a warm cache the break-even
             comes from it (:meth:`UpdateTiming.break_even`) instead of
-            :data:`AUTO_COMPILE_MIN_UPDATES_WARM`.
+            :data:`AUTO_COMPILE_MIN_UPDATES_WARM`, and is
+            :data:`AUTO_COMPILE_MIN_UPDATES` where it was measured no faster.
         min_updates: Planned updates from which compiling pays; ``None``:
             :data:`AUTO_COMPILE_MIN_UPDATES` on a cold cache; on a warm one the
             measured break-even, or :data:`AUTO_COMPILE_MIN_UPDATES_WARM` without a
@@ -687,12 +694,12 @@ def decide_compile(
         else f" (a warm compile cache; {measured.describe()})"
     )
     if measured is not None:
-        min_updates = measured.break_even()
+        # Measured no faster (or a noisy measurement said so): only a plan that would
+        # pay for a cold compile compiles, as without the measurement.
+        min_updates = measured.break_even() or AUTO_COMPILE_MIN_UPDATES
     elif min_updates is None:
         min_updates = AUTO_COMPILE_MIN_UPDATES_WARM if warm_cache else AUTO_COMPILE_MIN_UPDATES
-    if min_updates is None:
-        reasons.append(f"the compiled update is no faster here{warm}")
-    elif planned_updates < min_updates:
+    if planned_updates < min_updates:
         reasons.append(
             f"{planned_updates} planned minibatch updates do not amortise compiling{warm} "
             f"(needs {min_updates})"
@@ -932,24 +939,25 @@ class CompiledUpdate:
 
 
 def measure_update(
-    update: CompiledUpdate,
+    update: Callable[[EpochData], object],
     policy: MLPActorCritic,
     optimizer: torch.optim.Optimizer,
     config: PPOConfig,
     batch: EpochData,
     *,
     blocks: int = 5,
-    calls: int = 5,
+    block_seconds: float = 0.05,
 ) -> UpdateTiming:
     """Time ``update`` (compiled) against the eager update on ``batch``, in turn.
 
     The eager update is the one PPO runs without ``compile_update``: the loss
     (``ppo_loss``), its backward, the gradient norm, clipping and Adam's step
     (:class:`~typedrl.training.GradientStep`), on the same policy and
-    optimizer. Each block calls one of them ``calls`` times after the other's
-    block; each is the fastest of its ``blocks`` blocks per call, so that other
-    work on the machine shows in neither. Both update the policy, which is
-    the caller's to throw away.
+    optimizer. Blocks of calls of one alternate with blocks of the other;
+    each block lasts about ``block_seconds`` (at least 5 and at most 200
+    calls), and each figure is the fastest of ``blocks`` blocks per call, so
+    that other work on the machine shows in neither. Both update the policy,
+    which is the caller's to throw away.
     """
     step = GradientStep(
         [p for p in policy.parameters() if p.requires_grad],
@@ -973,18 +981,21 @@ def measure_update(
     def compiled() -> None:
         update(batch)
 
-    def fastest(run: Callable[[], None]) -> float:
+    def per_call(run: Callable[[], None], calls: int) -> float:
         started = time.perf_counter()
         for _ in range(calls):
             run()
         return (time.perf_counter() - started) / calls
 
-    eager()  # first calls allocate
-    compiled()
+    # The first calls allocate; the next ones size the blocks.
+    per_call(eager, 1)
+    per_call(compiled, 1)
+    first = max(per_call(eager, 1), per_call(compiled, 1), 1e-6)
+    calls = min(200, max(5, math.ceil(block_seconds / first)))
     times: dict[str, list[float]] = {"eager": [], "compiled": []}
     for _ in range(blocks):
-        times["eager"].append(fastest(eager))
-        times["compiled"].append(fastest(compiled))
+        times["eager"].append(per_call(eager, calls))
+        times["compiled"].append(per_call(compiled, calls))
     return UpdateTiming(
         eager_ms=min(times["eager"]) * 1e3, compiled_ms=min(times["compiled"]) * 1e3
     )
