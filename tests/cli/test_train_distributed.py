@@ -356,3 +356,48 @@ def test_torchrun_max_restarts_resumes_after_a_worker_is_killed(tmp_path: Path) 
     assert steps == [*range(128, total + 1, 128), total]
     assert json.loads((run_dir / "summary.json").read_text())["global_step"] == total
     assert _same_weights(_weights(tmp_path, 0), _weights(tmp_path, 1))
+
+
+def _leave_on_rank(rank: int, port: int, out_dir: str) -> None:
+    """Gather on two gloo ranks, then leave as ``typedrl train`` does."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from typedrl.cli import _train
+
+    torch.distributed.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=2,
+        timeout=timedelta(seconds=60),
+    )
+    gathered = [torch.zeros(3) for _ in range(2)]
+    torch.distributed.all_gather(gathered, torch.full((3,), float(rank)))
+    fabric = SimpleNamespace(world_size=2, device=torch.device("cpu"))
+    _train._leave_process_group(fabric)  # type: ignore[arg-type]  # what it reads of a Fabric
+    kept = _train._FINISHED_WORK
+    result = {
+        "gathered": torch.stack(gathered),
+        "left": not torch.distributed.is_initialized(),
+        "kept": len(kept),
+        "completed": all(work.is_completed() for work in kept),  # type: ignore[attr-defined]
+    }
+    torch.save(result, Path(out_dir) / f"rank{rank}.pt")
+
+
+def test_ranks_leave_the_group_keeping_the_final_barrier(tmp_path: Path) -> None:
+    """Both ranks pass the final barrier, leave the group and keep its work until exit.
+
+    Kept, gloo's worker thread never frees the last collectives' tensors while
+    the main thread tears the group down (which deadlocked a finished run).
+    """
+    from tests.multiprocess import run_two_ranks
+
+    run_two_ranks(_leave_on_rank, str(tmp_path))
+    for rank in (0, 1):
+        result = torch.load(tmp_path / f"rank{rank}.pt", weights_only=True)
+        assert torch.equal(result["gathered"], torch.tensor([[0.0] * 3, [1.0] * 3]))
+        assert result["left"]
+        assert result["kept"] == 1
+        assert result["completed"]
