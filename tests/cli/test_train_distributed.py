@@ -7,7 +7,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Final
 
 import pytest
@@ -16,9 +18,10 @@ import yaml
 
 from tests.cli.factories import SMALL_RUN
 from tests.cli.rank_weights import WEIGHTS_DIR_VARIABLE
-from tests.multiprocess import free_port, wait_until
+from tests.multiprocess import free_port, run_two_ranks, wait_until
 from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
+from typedrl.training import _fabric, leave_process_group
 
 pytestmark = pytest.mark.distributed
 
@@ -360,11 +363,6 @@ def test_torchrun_max_restarts_resumes_after_a_worker_is_killed(tmp_path: Path) 
 
 def _leave_on_rank(rank: int, port: int, out_dir: str) -> None:
     """Gather on two gloo ranks, then leave as ``typedrl train`` does."""
-    from datetime import timedelta
-    from types import SimpleNamespace
-
-    from typedrl.cli import _train
-
     torch.distributed.init_process_group(
         "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
@@ -375,8 +373,8 @@ def _leave_on_rank(rank: int, port: int, out_dir: str) -> None:
     gathered = [torch.zeros(3) for _ in range(2)]
     torch.distributed.all_gather(gathered, torch.full((3,), float(rank)))
     fabric = SimpleNamespace(world_size=2, device=torch.device("cpu"))
-    _train._leave_process_group(fabric)  # type: ignore[arg-type]  # what it reads of a Fabric
-    kept = _train._FINISHED_WORK
+    leave_process_group(fabric)  # type: ignore[arg-type]  # what it reads of a Fabric
+    kept = _fabric._FINISHED_WORK
     result = {
         "gathered": torch.stack(gathered),
         "left": not torch.distributed.is_initialized(),
@@ -392,8 +390,6 @@ def test_ranks_leave_the_group_keeping_the_final_barrier(tmp_path: Path) -> None
     Kept, gloo's worker thread never frees the last collectives' tensors while
     the main thread tears the group down (which deadlocked a finished run).
     """
-    from tests.multiprocess import run_two_ranks
-
     run_two_ranks(_leave_on_rank, str(tmp_path))
     for rank in (0, 1):
         result = torch.load(tmp_path / f"rank{rank}.pt", weights_only=True)

@@ -510,7 +510,12 @@ def _train_launched(
     from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
     from typedrl.seeding import derive_seed  # noqa: PLC0415
-    from typedrl.training import SUMMARY_FILE, AbstractTrainer, RunOptions  # noqa: PLC0415
+    from typedrl.training import (  # noqa: PLC0415
+        SUMMARY_FILE,
+        AbstractTrainer,
+        RunOptions,
+        leave_process_group,
+    )
 
     run = resolved.run
     check_rollout_memory(resolved, device=fabric.device)
@@ -582,40 +587,8 @@ def _train_launched(
             )
         _print_summary(run_dir, result.metrics, summary)
         _plot_curve(run_dir)
-    _leave_process_group(fabric)
+    leave_process_group(fabric)
     return 0
-
-
-def _leave_process_group(fabric: "Fabric") -> None:
-    """Every rank waits for rank 0's summary, then leaves the process group together.
-
-    An orderly end: a rank whose interpreter exits while a peer still holds
-    the group's connections can abort at exit (gloo's threads), after a run
-    that finished.
-
-    The final barrier's work handle is kept until the process exits. Without
-    it, gloo's worker thread can hold the last reference to that barrier and
-    to the collectives before it, whose tensors it then frees, which needs
-    the GIL; if the main thread meanwhile drops the group (freeing DDP's
-    reducer frees it), the group's destructor joins that worker while holding
-    the GIL, and the rank hangs after a finished run (seen under load as a
-    ``--devices 2`` run whose second process never exited). Kept here, the
-    works are freed by the main thread, at exit.
-    """
-    from torch import distributed as torch_dist  # noqa: PLC0415 - keep start-up light
-
-    if fabric.world_size > 1 and torch_dist.is_initialized():
-        # As Fabric's barrier: NCCL is told this rank's device.
-        nccl = torch_dist.get_backend() == "nccl" and fabric.device.index is not None
-        work = torch_dist.barrier(async_op=True, device_ids=[fabric.device.index] if nccl else None)
-        if work is not None:
-            work.wait()
-            _FINISHED_WORK.append(work)
-        torch_dist.destroy_process_group()
-
-
-_FINISHED_WORK: list[object] = []
-"""The final barriers' work handles, alive until exit (:func:`_leave_process_group`)."""
 
 
 def _build_env(

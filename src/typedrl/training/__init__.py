@@ -20,6 +20,7 @@ from typedrl.training._allocator import retain_freed_memory as retain_freed_memo
 from typedrl.training._fabric import Launch as Launch
 from typedrl.training._fabric import default_fabric as default_fabric
 from typedrl.training._fabric import fabric_from_environment as fabric_from_environment
+from typedrl.training._fabric import leave_process_group as leave_process_group
 from typedrl.training._fabric import read_launch as read_launch
 from typedrl.training._fabric import setup_module_and_optimizer as setup_module_and_optimizer
 from typedrl.training._options import RunOptions as RunOptions
@@ -64,6 +65,7 @@ __all__ = [
     "build_scheduler",
     "default_fabric",
     "fabric_from_environment",
+    "leave_process_group",
     "read_launch",
     "retain_freed_memory",
     "setup_module_and_optimizer",

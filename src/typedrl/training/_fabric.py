@@ -31,6 +31,7 @@ __all__ = [
     "default_fabric",
     "fabric_from_environment",
     "is_fabric_logger",
+    "leave_process_group",
     "read_launch",
     "require_fabric",
     "setup_module_and_optimizer",
@@ -310,6 +311,39 @@ def _join_this_attempt(fabric: Fabric, launch: Launch) -> None:
     )
     if backend == "nccl":
         atexit.register(torch_dist.destroy_process_group)
+
+
+def leave_process_group(fabric: Fabric) -> None:
+    """End a distributed run in order: every rank meets at a barrier, then leaves the group.
+
+    Call it on every rank once the run's last collective is done (``typedrl
+    train`` does, after rank 0 has written its summary). Nothing happens in a
+    single process. A rank whose interpreter exits while a peer still holds
+    the group's connections can abort at exit (gloo's threads), after a run
+    that finished.
+
+    The barrier's work handle is kept until the process exits. Without it,
+    gloo's worker thread can hold the last reference to that barrier and to
+    the collectives before it, whose tensors it then frees, which needs the
+    GIL; if the main thread meanwhile drops the group (freeing DDP's reducer
+    frees it), the group's destructor joins that worker while holding the
+    GIL, and the rank hangs after a finished run. Kept here, the works are
+    freed by the main thread, at exit.
+    """
+    from torch import distributed as torch_dist  # noqa: PLC0415 - keep the module import light
+
+    if fabric.world_size > 1 and torch_dist.is_initialized():
+        # As Fabric's barrier: NCCL is told this rank's device.
+        nccl = torch_dist.get_backend() == "nccl" and fabric.device.index is not None
+        work = torch_dist.barrier(async_op=True, device_ids=[fabric.device.index] if nccl else None)
+        if work is not None:
+            work.wait()
+            _FINISHED_WORK.append(work)
+        torch_dist.destroy_process_group()
+
+
+_FINISHED_WORK: list[object] = []
+"""The final barriers' work handles, alive until exit (:func:`leave_process_group`)."""
 
 
 def _launch_text(env: Mapping[str, str], name: str) -> str:
