@@ -180,3 +180,14 @@ def test_require_fabric_names_the_package_to_import() -> None:
         require_fabric(lightning.fabric.Fabric(accelerator="cpu", devices=1), "PPOAgent")
     with pytest.raises(ConfigError, match=r"must be a lightning_fabric\.Fabric, got str"):
         require_fabric("cpu", "PPOAgent")
+
+
+def test_leaving_without_a_group_does_nothing() -> None:
+    """A single process, or a group already left: no barrier, no destroy, no error."""
+    from typedrl.training import _fabric, leave_process_group
+
+    assert not torch.distributed.is_initialized()
+    leave_process_group(default_fabric())
+    assert _fabric._FINISHED_WORK == []
+    _fabric._destroy_if_initialized()  # the NCCL exit hook after leave_process_group
+    assert not torch.distributed.is_initialized()

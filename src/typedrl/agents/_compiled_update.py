@@ -295,14 +295,15 @@ class CompileRecord:
         ``dtype`` is the policy's (``torch.float64`` under Fabric's 64-true
         precision), ``device`` the type of its device (``"cpu"``, ``"cuda"``).
         The key also covers torch's version, the source of the typedrl
-        package and torch's thread count (written into compiled CPU kernels,
-        and into what an update's measured timing means).
+        package and, on a CPU, torch's thread count (written into compiled
+        CPU kernels, and into what an update's measured timing means).
         """
         digest = hashlib.sha256(torch.__version__.encode())
         digest.update(_package_digest().encode())
         fields = {name: value for name, value in config.to_dict().items() if name not in _RUN_ONLY}
         digest.update(json.dumps(fields, sort_keys=True, default=repr).encode())
-        threads = torch.get_num_threads()
+        # CPU kernels are compiled for the thread count; a GPU update is not.
+        threads = torch.get_num_threads() if device == "cpu" else None
         digest.update(f"{spaces!r}/{minibatch_rows}/{dtype}/{device}/{threads}".encode())
         return digest.hexdigest()
 

@@ -310,7 +310,15 @@ def _join_this_attempt(fabric: Fabric, launch: Launch) -> None:
         device_id=device if device.type == "cuda" else None,
     )
     if backend == "nccl":
-        atexit.register(torch_dist.destroy_process_group)
+        atexit.register(_destroy_if_initialized)
+
+
+def _destroy_if_initialized() -> None:
+    """``destroy_process_group`` unless the group is gone (:func:`leave_process_group` left it)."""
+    from torch import distributed as torch_dist  # noqa: PLC0415 - keep the module import light
+
+    if torch_dist.is_initialized():
+        torch_dist.destroy_process_group()
 
 
 def leave_process_group(fabric: Fabric) -> None:
@@ -328,7 +336,9 @@ def leave_process_group(fabric: Fabric) -> None:
     GIL; if the main thread meanwhile drops the group (freeing DDP's reducer
     frees it), the group's destructor joins that worker while holding the
     GIL, and the rank hangs after a finished run. Kept here, the works are
-    freed by the main thread, at exit.
+    freed by the main thread: at exit (before the interpreter's own teardown,
+    so that gloo's connections they hold close in order), or at the next
+    call, by when their worker has long let go of them.
     """
     from torch import distributed as torch_dist  # noqa: PLC0415 - keep the module import light
 
@@ -338,12 +348,14 @@ def leave_process_group(fabric: Fabric) -> None:
         work = torch_dist.barrier(async_op=True, device_ids=[fabric.device.index] if nccl else None)
         if work is not None:
             work.wait()
-            _FINISHED_WORK.append(work)
+            if not _FINISHED_WORK:
+                atexit.register(_FINISHED_WORK.clear)
+            _FINISHED_WORK[:] = [work]
         torch_dist.destroy_process_group()
 
 
 _FINISHED_WORK: list[object] = []
-"""The final barriers' work handles, alive until exit (:func:`leave_process_group`)."""
+"""The last final barrier's work handle, alive until exit (:func:`leave_process_group`)."""
 
 
 def _launch_text(env: Mapping[str, str], name: str) -> str:
