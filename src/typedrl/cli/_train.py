@@ -6,6 +6,8 @@ import importlib.util
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -588,7 +590,49 @@ def _train_launched(
         _print_summary(run_dir, result.metrics, summary)
         _plot_curve(run_dir)
     leave_process_group(fabric)
-    return 0
+    return _wait_for_launched_ranks(fabric) if fabric.is_global_zero else 0
+
+
+LAUNCHED_RANKS_EXIT_S = 60.0
+"""How long rank 0 waits for the processes it launched to exit after a finished run."""
+
+
+def _wait_for_launched_ranks(fabric: "Fabric", timeout_s: float = LAUNCHED_RANKS_EXIT_S) -> int:
+    """Rank 0 of a ``--devices N`` run without a launcher waits for the ranks it started.
+
+    Fabric starts ranks 1..N-1 as child processes of rank 0 and does not wait
+    for them, so a rank that failed after a finished run would not show in
+    the command's exit status. Each is waited for (``timeout_s`` in all); one
+    that exits with another status than 0, or does not exit in time (it is
+    then killed), is named on stderr and makes the status 1. Under torchrun
+    or srun the launcher itself watches every rank, and there is nothing to
+    wait for here.
+    """
+    launcher = getattr(fabric.strategy, "launcher", None)
+    children: list[subprocess.Popen[bytes]] = list(getattr(launcher, "procs", None) or [])
+    deadline = time.monotonic() + timeout_s
+    status = 0
+    for local_rank, child in enumerate(children, start=1):
+        try:
+            code = child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            print(
+                f"typedrl train: rank {local_rank} (process {child.pid}) had not exited "
+                f"{timeout_s:g} s after the run ended; stopped it",
+                file=sys.stderr,
+            )
+            status = 1
+            continue
+        if code != 0:
+            print(
+                f"typedrl train: rank {local_rank} (process {child.pid}) exited with status "
+                f"{code} after the run ended",
+                file=sys.stderr,
+            )
+            status = 1
+    return status
 
 
 def _build_env(
