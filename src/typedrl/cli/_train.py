@@ -604,9 +604,10 @@ def _wait_for_launched_ranks(fabric: "Fabric", timeout_s: float = LAUNCHED_RANKS
     for them, so a rank that failed after a finished run would not show in
     the command's exit status. Each is waited for (``timeout_s`` in all); one
     that exits with another status than 0, or does not exit in time (it is
-    then killed), is named on stderr and makes the status 1. Under torchrun
-    or srun the launcher itself watches every rank, and there is nothing to
-    wait for here.
+    then killed), is named on stderr and makes the status 1. (Lightning's
+    watcher of the children may SIGKILL this process first when one fails:
+    a nonzero status either way.) Under torchrun or srun the launcher itself
+    watches every rank, and there is nothing to wait for here.
     """
     launcher = getattr(fabric.strategy, "launcher", None)
     children: list[subprocess.Popen[bytes]] = list(getattr(launcher, "procs", None) or [])
