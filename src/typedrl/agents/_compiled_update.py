@@ -72,7 +72,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final, TypeGuard, final
 
 import gymnasium as gym
 import tensordict
@@ -235,7 +235,8 @@ _RecordValue = float | str | dict[str, float]
 """A record entry: seconds of a compile or load, a vector ISA, or an update's timing."""
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
+    """An int or float that is not a bool (JSON's ``true`` reads as ``True``, an int)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -246,9 +247,7 @@ def _read_timing(value: object) -> dict[str, float] | None:
     numbers: dict[str, float] = {}
     for name in ("eager_ms", "compiled_ms"):
         part = value.get(name)
-        if not isinstance(part, int | float) or isinstance(part, bool):
-            return None
-        if not 0.0 < float(part) < math.inf:
+        if not _is_number(part) or not 0.0 < float(part) < math.inf:
             return None
         numbers[name] = float(part)
     return numbers
