@@ -1,4 +1,4 @@
-"""Property tests: the experience buffer stores any keys losslessly and refuses every misuse.
+"""Property tests: the experience buffer stores any keys losslessly and names a missing write.
 
 Also the minibatch plan: counts, sizes, index ranges and the coverage guarantee.
 """
@@ -147,71 +147,22 @@ def _groups(keys: list[BufferKey], num_groups: int) -> list[list[BufferKey]]:
     return [keys[i : i + size] for i in range(0, len(keys), size)]
 
 
-_MISUSES = [
-    "unknown_key",
-    "wrong_shape",
-    "wrong_dtype",
-    "wrong_device",
-    "requires_grad",
-    "duplicate_write",
-    "missing_write",
-    "re_registration",
-    "late_registration",
-]
-
-
-@given(layout=layouts(), misuse=st.sampled_from(_MISUSES), data=st.data())
-def test_every_misuse_raises_a_spec_error(
-    layout: _Layout, misuse: str, data: st.DataObject
-) -> None:
-    """Each kind of misuse raises SpecError naming the key (and the step for writes)."""
+@given(layout=layouts(), data=st.data())
+def test_a_missing_write_is_named(layout: _Layout, data: st.DataObject) -> None:
+    """A key left out at one step makes the epoch incomplete: the key and the step are named."""
     buffer = _built(layout)
     specs = _all_specs(layout)
     key = data.draw(st.sampled_from(sorted(specs, key=repr)))
     step = data.draw(st.integers(0, layout.num_steps - 1))
-    shape, dtype = specs[key]
     generator = torch.Generator().manual_seed(layout.seed)
-    good = _random_tensor((layout.num_envs, *shape), dtype, generator)
-    bad: dict[BufferKey, torch.Tensor]
-    if misuse in {"re_registration", "late_registration"}:
-        if misuse == "late_registration":
-            buffer.write(step, {key: good})
-            key = ("late", "key")
-        with pytest.raises(SpecError) as error:
-            buffer.register_key(key, shape, dtype)
-        assert repr(key) in str(error.value)
-        return
-    if misuse == "missing_write":
-        for other_step in range(layout.num_steps):
-            step_data = _step_data(layout, generator)
-            if other_step == step:
-                del step_data[key]
-            buffer.write(other_step, step_data)
-        with pytest.raises(SpecError) as error:
-            buffer.check_complete()
-        assert f"{key!r} at steps [{step}]" in str(error.value)
-        return
-    if misuse == "unknown_key":
-        key = ("unknown", "key")
-        bad = {key: good}
-    elif misuse == "wrong_shape":
-        wrong = (layout.num_envs, *shape, 1) if data.draw(st.booleans()) else (layout.num_envs + 1,)
-        bad = {key: _random_tensor(wrong, dtype, generator)}
-    elif misuse == "wrong_dtype":
-        other = data.draw(st.sampled_from([d for d in _DTYPES if d != dtype]))
-        bad = {key: good.to(other)}
-    elif misuse == "wrong_device":
-        bad = {key: good.to("meta")}
-    elif misuse == "requires_grad":
-        key = _FLOAT_KEY
-        bad = {key: torch.zeros(layout.num_envs, 2, requires_grad=True)}
-    else:  # duplicate write
-        buffer.write(step, {key: good})
-        bad = {key: good}
+    for other_step in range(layout.num_steps):
+        step_data = _step_data(layout, generator)
+        if other_step == step:
+            del step_data[key]
+        buffer.write(other_step, step_data)
     with pytest.raises(SpecError) as error:
-        buffer.write(step, bad)
-    assert repr(key) in str(error.value)
-    assert f"step {step}" in str(error.value)
+        buffer.check_complete()
+    assert f"{key!r} at steps [{step}]" in str(error.value)
 
 
 # ------------------------------------------------------------------- minibatches

@@ -1,9 +1,8 @@
 """The on-policy experience buffer and its minibatch plan.
 
 :class:`ExperienceBuffer` stores one epoch of ``num_steps x num_envs``
-transitions under registered keys, checks every write (key, shape, dtype,
-device, gradient) and checks that every key was written exactly once per step
-before the data can be read. :func:`minibatch_indices` cuts the flattened
+transitions under registered keys and checks that every key was written at
+every step before the data can be read. :func:`minibatch_indices` cuts the flattened
 epoch into shuffled minibatches of a fixed size, in a number that depends only
 on the configuration, so every rank of a data-parallel run takes the same
 number of optimizer steps.
@@ -29,17 +28,26 @@ them out with the ``"valid"`` key.
 """
 
 import math
-from collections.abc import ItemsView, Iterable, Mapping, Sequence
+from collections.abc import Iterable, ItemsView, Mapping, Sequence
 from types import MappingProxyType
-from typing import Final, NamedTuple, Protocol, TypeAlias, TypeVar, final, runtime_checkable
+from typing import (
+    Final,
+    NamedTuple,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    cast,
+    final,
+    runtime_checkable,
+)
 
 import numpy as np
 import numpy.typing as npt
 import torch
-from tensordict import TensorDict, is_leaf_nontensor
+from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl._validation import describe, positive_int
+from typedrl._validation import positive_int
 from typedrl.errors import ConfigError, SpecError
 from typedrl.types import BatchIndices
 
@@ -96,49 +104,40 @@ class KeySpec(NamedTuple):
     """Shape of one env's entry at one step; ``()`` for a scalar per row."""
 
     dtype: torch.dtype
-    """Storage dtype; writes must match it exactly (no silent casts)."""
+    """Storage dtype (a write is copied into it)."""
 
 
 @final
 class ExperienceBuffer:
-    """One epoch of on-policy transitions, stored time-major and checked on every write.
+    """One epoch of on-policy transitions, stored time-major.
 
     Usage, in order:
 
-    1. Register every key before the first write: :meth:`register_key` for a
+    1. Register every key before writing it: :meth:`register_key` for a
        single key, :meth:`register_from` for every leaf of a TensorDict (the
        first observation, the outputs of one setup forward of the model), and
        :meth:`check_spec` to compare the registered keys with a declared spec.
        The key ``"valid"`` (``torch.bool``, shape ``()``) is registered at
-       construction. Once anything is written, the keys are fixed for the
-       buffer's lifetime.
-    2. For each step ``t`` of the epoch, :meth:`write` every key exactly once
-       (in one call or several). A write is validated as a whole before
-       anything is copied, so a refused write changes nothing.
+       construction.
+    2. For each step ``t`` of the epoch, :meth:`write` every key (in one call
+       or several).
     3. Read the epoch with :meth:`stacked` (``[num_steps, num_envs]``) or
        :meth:`flatten` (``[num_steps * num_envs]``, time-major). Both first
        run :meth:`check_complete`.
     4. :meth:`reset_epoch` before writing the next epoch.
 
-    Write coverage is tracked in host memory (one flag per key and step), so
-    the checks never synchronise with the device.
-
-    Shape checks: the buffer's tensors travel in TensorDicts and key mappings
-    whose entries each have their own registered shape
-    (``[num_envs, *shape]`` per key), which a jaxtyping annotation cannot
-    describe. The buffer therefore checks every tensor it is given by hand
-    (batch size, per-key shape, dtype, device, gradient) and raises
-    :class:`~typedrl.errors.SpecError` naming the key and step, whether or not
-    jaxtyping's runtime checks are on. Where they are on (the test suites, or
-    ``jaxtyping.install_import_hook("typedrl", "beartype.beartype")``),
-    beartype checks the other arguments' annotations (``int`` steps and sizes,
-    keys, dtypes, containers) first and raises
-    :class:`jaxtyping.TypeCheckError` for a value of the wrong type.
+    Writes are the hot path of every rollout and are not validated: a write
+    copies each tensor into its key's storage with :meth:`torch.Tensor.copy_`,
+    so the tensor must have the registered per-row shape (``[num_envs,
+    *shape]``), and it takes the storage's dtype and device. Write coverage is
+    tracked in host memory (one flag per key and step), so that
+    :meth:`check_complete` can refuse an epoch with a key missing at some step
+    (stale data from the last epoch) without synchronising with the device.
 
     Args:
         num_envs: Rows of the vector env (a positive int).
         num_steps: Steps per epoch (a positive int).
-        device: Device of the storage and of every written tensor.
+        device: Device of the storage.
 
     Raises:
         ConfigError: If ``num_envs`` or ``num_steps`` is not a positive int.
@@ -158,11 +157,14 @@ class ExperienceBuffer:
         >>> flat = buffer.flatten()
         >>> flat.batch_size, flat["reward"].tolist()
         (torch.Size([6]), [0.0, 0.0, 1.0, 1.0, 2.0, 2.0])
+        >>> buffer.reset_epoch()
         >>> buffer.write(0, {"reward": torch.zeros(2)})
+        >>> buffer.flatten()
         Traceback (most recent call last):
         ...
-        typedrl.errors.SpecError: ExperienceBuffer.write: key 'reward' was already written
-        at step 0 in this epoch; call reset_epoch() before writing the next epoch
+        typedrl.errors.SpecError: ExperienceBuffer: the epoch is incomplete, keys not written:
+        'valid' at steps [0, 1, 2] (3 of 3); ('obs', 'obs') at steps [0, 1, 2] (3 of 3);
+        'reward' at steps [1, 2] (2 of 3). Write every registered key once per step
     """
 
     def __init__(self, *, num_envs: int, num_steps: int, device: torch.device | str) -> None:
@@ -172,21 +174,13 @@ class ExperienceBuffer:
         """Steps per epoch."""
         self.num_samples: Final = self.num_steps * self.num_envs
         """``num_steps * num_envs``: the batch size of :meth:`flatten`."""
-        try:
-            # Allocating resolves the device index ("cuda" -> "cuda:0").
-            resolved = torch.empty(0, device=device).device
-        except (RuntimeError, TypeError) as error:
-            raise ConfigError(
-                f"ExperienceBuffer.device must name an available torch device, "
-                f"got {describe(device)}: {error}"
-            ) from error
-        self.device: Final = resolved
+        # Allocating resolves the device index ("cuda" -> "cuda:0").
+        self.device: Final = torch.empty(0, device=device).device
         """Device of the storage (with its index resolved, e.g. ``cuda:0``)."""
         self._storage = TensorDict({}, batch_size=[num_steps, num_envs], device=self.device)
         self._specs: dict[BufferKey, KeySpec] = {}
         self._tensors: dict[BufferKey, Tensor] = {}
         self._written: dict[BufferKey, npt.NDArray[np.bool_]] = {}
-        self._writing_started = False
         self.register_key(VALID_KEY, (), torch.bool)
 
     # ------------------------------------------------------------------ properties
@@ -207,72 +201,44 @@ class ExperienceBuffer:
         """Register one key, stored as ``[num_steps, num_envs, *shape]``.
 
         Args:
-            key: A string, or a tuple of strings for a nested entry.
+            key: A string, or a tuple of strings for a nested entry. A key is
+                registered once, and never both as a tensor and as a nested
+                TensorDict.
             shape: Per-row shape (``()`` for one scalar per env and step).
-            dtype: Storage dtype; writes must match it exactly.
-
-        Raises:
-            SpecError: If anything was written already, the key is malformed,
-                already registered or clashes with a nested key, or the shape
-                or dtype is invalid.
+            dtype: Storage dtype.
         """
-        canonical = _canonical_key(key, where="ExperienceBuffer.register_key")
-        spec = self._validate_new_key(canonical, shape, dtype, where="register_key")
-        self._add_key(canonical, spec)
+        key = _canonical_key(key)
+        spec = KeySpec(tuple(shape), dtype)
+        tensor = torch.empty(
+            (self.num_steps, self.num_envs, *spec.shape), dtype=spec.dtype, device=self.device
+        )
+        self._storage.set(key, tensor)
+        self._specs[key] = spec
+        self._tensors[key] = tensor
+        self._written[key] = np.zeros(self.num_steps, dtype=np.bool_)
 
     def register_from(self, data: TensorDict, *, prefix: BufferKey = ()) -> tuple[BufferKey, ...]:
         """Register every tensor leaf of ``data`` with its per-row shape and dtype.
 
         Meant for the first observation of a rollout and for the outputs of one
-        setup forward of the model. Either every leaf is registered or none.
+        setup forward of the model.
 
         Args:
-            data: A TensorDict with ``batch_size == [num_envs]`` on :attr:`device`.
+            data: A TensorDict with ``batch_size == [num_envs]``.
             prefix: Key under which the leaves are nested (``"obs"`` turns leaf
                 ``"policy"`` into ``("obs", "policy")``); ``()`` for none. Pass
                 the same prefix to :meth:`write`.
 
         Returns:
             The registered keys, in the order of ``data``'s leaves.
-
-        Raises:
-            SpecError: If ``data`` is not a TensorDict with batch size
-                ``[num_envs]``, a leaf is not a tensor or sits on another
-                device, or any key fails :meth:`register_key`'s checks.
         """
-        where = "ExperienceBuffer.register_from"
-        prefix_key = _prefix_tuple(prefix, where=where)
-        if not isinstance(data, TensorDict) or tuple(data.batch_size) != (self.num_envs,):
-            got = (
-                f"a TensorDict with batch_size {list(data.batch_size)}"
-                if isinstance(data, TensorDict)
-                else describe(data)
-            )
-            raise SpecError(
-                f"{where}: data must be a TensorDict with batch_size [{self.num_envs}] "
-                f"(num_envs), got {got}"
-            )
-        pending: dict[BufferKey, KeySpec] = {}
-        for leaf_key, leaf in _leaves(data):
+        prefix_key = _as_tuple(prefix)
+        keys = []
+        for leaf_key, leaf in data.items(include_nested=True, leaves_only=True):
             key = _join(prefix_key, leaf_key)
-            if not isinstance(leaf, Tensor):
-                raise SpecError(
-                    f"{where}: entry {key!r} must be a torch.Tensor, got {describe(leaf)}"
-                )
-            if leaf.device != self.device:
-                raise SpecError(
-                    f"{where}: entry {key!r} is on {leaf.device}, but the buffer stores on "
-                    f"{self.device}; move the data (or build the buffer) on one device"
-                )
-            if key in pending:
-                raise SpecError(f"{where}: key {key!r} appears twice in data")
-            _check_no_clash(key, pending, where=where)
-            pending[key] = self._validate_new_key(
-                key, tuple(leaf.shape[1:]), leaf.dtype, where="register_from"
-            )
-        for key, spec in pending.items():
-            self._add_key(key, spec)
-        return tuple(pending)
+            self.register_key(key, tuple(leaf.shape[1:]), leaf.dtype)
+            keys.append(key)
+        return tuple(keys)
 
     def check_spec(
         self, expected: KeyMapping[BufferKey, tuple[Sequence[int], torch.dtype]]
@@ -291,7 +257,7 @@ class ExperienceBuffer:
         """
         problems: list[str] = []
         for raw_key, (shape, dtype) in expected.items():
-            key = _canonical_key(raw_key, where="ExperienceBuffer.check_spec")
+            key = _canonical_key(raw_key)
             declared = KeySpec(tuple(shape), dtype)
             got = self._specs.get(key)
             if got is None:
@@ -313,49 +279,34 @@ class ExperienceBuffer:
         *,
         prefix: BufferKey = (),
     ) -> None:
-        """Write the entries of ``data`` at ``step``; each key once per step and epoch.
+        """Write the entries of ``data`` at ``step``.
 
-        Every entry is validated (registered key, shape ``[num_envs, *shape]``,
-        exact dtype, device, no gradient, not yet written at this step) before
-        any is copied, so a refused write leaves the buffer unchanged.
-        Validation reads metadata only: no device synchronisation.
+        Each tensor is copied into its registered key's storage (see the
+        class docstring: writes are not validated); nothing synchronises
+        with the device.
 
         Args:
             step: Step index in ``[0, num_steps)``.
             data: A TensorDict whose tensor leaves are written (its batch size
-                is not checked, the leaves' shapes are), or a mapping of key to
-                tensor.
+                is not checked), or a mapping of key to tensor.
             prefix: Prepended to every key of ``data`` (see :meth:`register_from`).
-
-        Raises:
-            SpecError: On an out-of-range step, an unknown key (the message
-                lists the registered ones), a wrong shape, dtype or device, a
-                tensor that requires grad, or a key already written at ``step``.
         """
-        where = "ExperienceBuffer.write"
-        if not 0 <= step < self.num_steps:
-            raise SpecError(f"{where}: step must be in [0, {self.num_steps}), got {describe(step)}")
-        prefix_key = _prefix_tuple(prefix, where=where)
-        if isinstance(data, TensorDict):
-            entries = [(_join(prefix_key, key), value) for key, value in _leaves(data)]
-        else:
-            entries = [
-                (_join(prefix_key, _canonical_key(key, where=where)), value)
-                for key, value in data.items()
-            ]
-        checked: dict[BufferKey, Tensor] = {}
-        for key, value in entries:
-            checked[key] = self._check_write(step, key, value, checked)
-        self._writing_started = True
-        for key, tensor in checked.items():
-            self._tensors[key][step].copy_(tensor)
-            self._written[key][step] = True
+        prefix_key = _as_tuple(prefix)
+        entries = (
+            data.items(include_nested=True, leaves_only=True)
+            if isinstance(data, TensorDict)
+            else data.items()
+        )
+        # A TensorDict's leaves are tensors.
+        for key, value in cast("Iterable[tuple[BufferKey, Tensor]]", entries):
+            canonical = _join(prefix_key, _canonical_key(key))
+            self._tensors[canonical][step].copy_(value)
+            self._written[canonical][step] = True
 
     def check_complete(self) -> None:
         """Check that every registered key was written at every step of this epoch.
 
-        Duplicate writes are refused by :meth:`write` itself, so after this
-        check every key holds exactly one write per step. Host-side only.
+        Host-side only.
 
         Raises:
             SpecError: Naming each incomplete key with its missing steps.
@@ -376,10 +327,7 @@ class ExperienceBuffer:
             )
 
     def reset_epoch(self) -> None:
-        """Start a new epoch: forget which steps were written (the data stays until overwritten).
-
-        The registered keys stay fixed.
-        """
+        """Start a new epoch: forget which steps were written (the data stays until overwritten)."""
         for written in self._written.values():
             written[:] = False
 
@@ -417,112 +365,17 @@ class ExperienceBuffer:
 
     # --------------------------------------------------------------------- private
 
-    def _validate_new_key(
-        self, key: BufferKey, shape: Sequence[int], dtype: torch.dtype, *, where: str
-    ) -> KeySpec:
-        where = f"ExperienceBuffer.{where}"
-        if self._writing_started:
-            raise SpecError(
-                f"{where}: cannot register {key!r} after the first write; register every key "
-                f"before collecting. Registered keys: {self._describe_keys()}"
-            )
-        if key in self._specs:
-            raise SpecError(
-                f"{where}: key {key!r} is already registered ({_show(self._specs[key])}); "
-                "each key is registered once"
-            )
-        _check_no_clash(key, self._specs, where=where)
-        if any(d < 0 for d in shape):
-            raise SpecError(
-                f"{where}: shape of {key!r} must be a tuple of non-negative ints, "
-                f"got {describe(shape)}"
-            )
-        return KeySpec(tuple(shape), dtype)
-
-    def _add_key(self, key: BufferKey, spec: KeySpec) -> None:
-        tensor = torch.empty(
-            (self.num_steps, self.num_envs, *spec.shape), dtype=spec.dtype, device=self.device
-        )
-        self._storage.set(key, tensor)
-        self._specs[key] = spec
-        self._tensors[key] = tensor
-        self._written[key] = np.zeros(self.num_steps, dtype=np.bool_)
-
-    def _check_write(
-        self, step: int, key: BufferKey, value: object, seen: Mapping[BufferKey, Tensor]
-    ) -> Tensor:
-        where = f"ExperienceBuffer.write: key {key!r} at step {step}"
-        spec = self._specs.get(key)
-        if spec is None:
-            raise SpecError(
-                f"ExperienceBuffer.write: unknown key {key!r} at step {step}; registered keys: "
-                f"{self._describe_keys()}. Register it before the first write"
-            )
-        if key in seen or self._written[key][step]:
-            raise SpecError(
-                f"ExperienceBuffer.write: key {key!r} was already written at step {step} in this "
-                "epoch; call reset_epoch() before writing the next epoch"
-            )
-        if not isinstance(value, Tensor):
-            raise SpecError(f"{where} must be a torch.Tensor, got {describe(value)}")
-        expected_shape = (self.num_envs, *spec.shape)
-        if tuple(value.shape) != expected_shape:
-            raise SpecError(
-                f"{where}: expected shape {list(expected_shape)} ([num_envs, *shape]), "
-                f"got {list(value.shape)}"
-            )
-        if value.dtype != spec.dtype:
-            raise SpecError(f"{where}: expected dtype {spec.dtype}, got {value.dtype}")
-        if value.device != self.device:
-            raise SpecError(f"{where}: expected device {self.device}, got {value.device}")
-        if value.requires_grad:
-            raise SpecError(
-                f"{where}: the tensor requires grad; detach it (or collect under "
-                "torch.no_grad()) before writing it to the buffer"
-            )
-        return value
-
     def _describe_keys(self) -> str:
         return "[" + ", ".join(repr(key) for key in self._specs) + "]"
-
-
-def _check_no_clash(key: BufferKey, others: Iterable[BufferKey], *, where: str) -> None:
-    parts = _as_tuple(key)
-    for other in others:
-        other_parts = _as_tuple(other)
-        shorter = min(len(parts), len(other_parts))
-        if parts[:shorter] == other_parts[:shorter]:
-            raise SpecError(
-                f"{where}: key {key!r} clashes with registered key {other!r}: a key cannot "
-                "be both a tensor and a nested TensorDict"
-            )
 
 
 def _show(spec: KeySpec) -> str:
     return f"shape {list(spec.shape)}, dtype {spec.dtype}"
 
 
-def _leaves(data: TensorDict) -> list[tuple[BufferKey, object]]:
-    """Every leaf of ``data``, non-tensor leaves included (so that they can be refused)."""
-    return list(data.items(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor))
-
-
-def _canonical_key(key: object, *, where: str) -> BufferKey:
-    """Validate a key; one-element tuples become plain strings, as in TensorDict."""
-    if isinstance(key, str) and key:
-        return key
-    if isinstance(key, tuple) and key and all(isinstance(part, str) and part for part in key):
-        return key[0] if len(key) == 1 else key
-    raise SpecError(
-        f"{where}: a key must be a non-empty str or a non-empty tuple of non-empty str, "
-        f"got {describe(key)}"
-    )
-
-
-def _prefix_tuple(prefix: object, *, where: str) -> tuple[str, ...]:
-    if prefix == ():
-        return ()
-    return _as_tuple(_canonical_key(prefix, where=f"{where} (prefix)"))
+def _canonical_key(key: BufferKey) -> BufferKey:
+    """One-element tuples become plain strings, as in TensorDict."""
+    return key[0] if isinstance(key, tuple) and len(key) == 1 else key
 
 
 def _as_tuple(key: BufferKey) -> tuple[str, ...]:
