@@ -7,7 +7,7 @@ import torch
 from jaxtyping import TypeCheckError
 
 from typedrl.advantages import compute_gae, discount_weights
-from typedrl.errors import ConfigError, SpecError
+from typedrl.errors import ConfigError
 
 Tensor = torch.Tensor
 
@@ -220,31 +220,21 @@ def test_runtime_checks_accept_the_documented_shapes() -> None:
 
 @pytest.mark.usefixtures("without_runtime_checks")
 @pytest.mark.parametrize(
-    ("name", "value", "error", "message"),
+    ("name", "value", "message"),
     [
-        ("rewards", torch.zeros(4), SpecError, r"rewards must be a tensor of shape \[num_steps, "),
-        ("rewards", [[0.0]], SpecError, r"rewards must be a tensor .* got \[\[0\.0\]\]"),
-        ("rewards", torch.zeros(4, 2, dtype=torch.int64), SpecError, "rewards must be floating"),
-        ("values", torch.zeros(4, 3), SpecError, r"values must be a tensor of shape \[4, 2\]"),
-        ("next_values", torch.zeros(2, 4), SpecError, r"got shape \[2, 4\], dtype torch\.float32"),
-        ("values", torch.zeros(4, 2, dtype=torch.int32), SpecError, "values must be floating"),
-        ("terminated", torch.zeros(4, 2), SpecError, "terminated must be torch.bool"),
-        ("truncated", torch.zeros(4, 2, dtype=torch.uint8), SpecError, "truncated must be torch"),
-        ("valid", torch.ones(4, 2, dtype=torch.bool, device="meta"), SpecError, "valid is on meta"),
-        ("gamma", 1.5, ConfigError, r"gamma must lie in \[0, 1\], got 1\.5"),
-        ("gamma", -0.1, ConfigError, r"gamma must lie in \[0, 1\]"),
-        ("gae_lambda", math.nan, ConfigError, "gae_lambda must be a finite float, got nan"),
-        ("gae_lambda", True, ConfigError, "gae_lambda must be a finite float"),
-        ("dtype", torch.int64, ConfigError, "dtype must be a floating torch.dtype"),
-        ("dtype", "float64", ConfigError, "dtype must be a floating torch.dtype"),
+        ("gamma", 1.5, r"gamma must lie in \[0, 1\], got 1\.5"),
+        ("gamma", -0.1, r"gamma must lie in \[0, 1\]"),
+        ("gae_lambda", math.nan, "gae_lambda must be a finite float, got nan"),
+        ("gae_lambda", True, "gae_lambda must be a finite float"),
+        ("dtype", torch.int64, "dtype must be a floating dtype, got torch.int64"),
     ],
 )
-def test_compute_gae_rejects_misuse(
-    name: str, value: object, error: type[Exception], message: str
+def test_compute_gae_refuses_values_that_would_give_silent_nonsense(
+    name: str, value: object, message: str
 ) -> None:
-    """Without runtime checks, bad shapes, dtypes, devices and hyperparameters raise ours."""
+    """A discount or lambda outside [0, 1], or an integer dtype, raises ConfigError."""
     kwargs = {**_GOOD, name: value}
-    with pytest.raises(error, match=message):
+    with pytest.raises(ConfigError, match=message):
         compute_gae(**kwargs)  # type: ignore[arg-type]
 
 
@@ -268,12 +258,6 @@ def test_discount_weights_keep_the_graph_of_the_discount() -> None:
     torch.autograd.backward(weights.sum())
     assert discount.grad is not None
     assert discount.grad.tolist() == pytest.approx([1.0 + 0.9 + 0.81])
-
-
-def test_device_mismatch_is_ours_even_under_runtime_checks() -> None:
-    """jaxtyping does not describe devices: the function's own check raises SpecError."""
-    with pytest.raises(SpecError, match="valid is on meta"):
-        compute_gae(**{**_GOOD, "valid": torch.ones(4, 2, dtype=torch.bool, device="meta")})  # type: ignore[arg-type]
 
 
 @pytest.mark.gpu

@@ -24,66 +24,16 @@ Shape checks: the tensor arguments and results carry jaxtyping annotations
 jaxtyping's runtime checks are on (the test suites, or a debugging session
 with ``jaxtyping.install_import_hook("typedrl", "beartype.beartype")``), a
 wrong shape or dtype class raises :class:`jaxtyping.TypeCheckError` before the
-function runs. :func:`compute_gae` also checks shapes, dtype classes and devices
-themselves (metadata only), so without the hook, as in production runs, the
-same mistakes raise :class:`~typedrl.errors.SpecError`; a device mismatch,
-which jaxtyping does not describe, raises it in either case.
+function runs; nothing else re-checks them.
 """
 
-from typing import final
-
 import torch
-from torch import Tensor
 
-from typedrl._validation import describe, unit_interval
-from typedrl.errors import ConfigError, SpecError
+from typedrl._validation import unit_interval
+from typedrl.errors import ConfigError
 from typedrl.types import EnvScalar, RolloutFlag, RolloutScalar
 
 __all__ = ["compute_gae", "discount_weights"]
-
-
-@final
-class _Checker:
-    """Checks the shape, dtype and device of a group of same-shaped tensors (metadata only)."""
-
-    def __init__(self, where: str, reference_name: str, reference: object, ndim: int) -> None:
-        self.where = where
-        if not isinstance(reference, Tensor) or reference.ndim != ndim:
-            axes = "[num_steps, num_envs]" if ndim == 2 else "[num_envs]"
-            raise SpecError(
-                f"{where}: {reference_name} must be a tensor of shape {axes}, "
-                f"got {_describe_tensor(reference)}"
-            )
-        if not reference.is_floating_point():
-            raise SpecError(
-                f"{where}: {reference_name} must be floating point, got {reference.dtype}"
-            )
-        self.reference_name = reference_name
-        self.shape = tuple(reference.shape)
-        self.device = reference.device
-
-    def check(self, name: str, value: object, *, floating: bool) -> Tensor:
-        if not isinstance(value, Tensor) or tuple(value.shape) != self.shape:
-            raise SpecError(
-                f"{self.where}: {name} must be a tensor of shape {list(self.shape)} "
-                f"(the shape of {self.reference_name}), got {_describe_tensor(value)}"
-            )
-        if floating and not value.is_floating_point():
-            raise SpecError(f"{self.where}: {name} must be floating point, got {value.dtype}")
-        if not floating and value.dtype != torch.bool:
-            raise SpecError(f"{self.where}: {name} must be torch.bool, got {value.dtype}")
-        if value.device != self.device:
-            raise SpecError(
-                f"{self.where}: {name} is on {value.device}, but {self.reference_name} is on "
-                f"{self.device}"
-            )
-        return value
-
-
-def _describe_tensor(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"shape {list(value.shape)}, dtype {value.dtype}"
-    return describe(value)
 
 
 def compute_gae(
@@ -131,8 +81,6 @@ def compute_gae(
         ``(advantages, returns)``, each ``[num_steps, num_envs]`` in ``dtype``.
 
     Raises:
-        SpecError: If a tensor has the wrong shape, dtype class or device (see
-            the module docstring for what the runtime shape checks raise first).
         ConfigError: If ``gamma`` or ``gae_lambda`` is outside ``[0, 1]`` or
             ``dtype`` is not a floating dtype.
 
@@ -152,21 +100,15 @@ def compute_gae(
         >>> advantages.flatten().tolist()  # the truncation at t=1 cuts the recursion
         [4.0, 6.0, 1.0]
     """
-    where = "compute_gae"
-    checker = _Checker(where, "rewards", rewards, ndim=2)
-    checker.check("values", values, floating=True)
-    checker.check("next_values", next_values, floating=True)
-    checker.check("terminated", terminated, floating=False)
-    checker.check("truncated", truncated, floating=False)
-    checker.check("valid", valid, floating=False)
     gamma = unit_interval("compute_gae", "gamma", gamma)
     gae_lambda = unit_interval("compute_gae", "gae_lambda", gae_lambda)
     if dtype is None:
         dtype = torch.promote_types(
             torch.promote_types(rewards.dtype, values.dtype), next_values.dtype
         )
-    elif not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise ConfigError(f"{where}.dtype must be a floating torch.dtype, got {describe(dtype)}")
+    elif not dtype.is_floating_point:
+        # An integer dtype would round every advantage without a word.
+        raise ConfigError(f"compute_gae.dtype must be a floating dtype, got {dtype}")
 
     rewards = rewards.to(dtype)
     values = values.to(dtype)
