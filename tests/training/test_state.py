@@ -1,4 +1,4 @@
-"""Tests for typedrl.training._state: TrainerState validation and GeneratorState."""
+"""Tests for typedrl.training._state: TrainerState, GeneratorState and Counters."""
 
 from pathlib import Path
 from typing import Any
@@ -54,17 +54,6 @@ def test_the_policy_is_required() -> None:
         TrainerState(modules={"actor": _policy(), "critic": _policy()})
     with pytest.raises(ConfigError, match=r"under 'policy', got \[\]"):
         TrainerState(modules={})
-
-
-@pytest.mark.usefixtures("without_runtime_checks")
-@pytest.mark.parametrize("group", _GROUPS)
-@pytest.mark.parametrize("value", [3, "weights", object(), {"weight": 1.0}, torch.zeros(2)])
-def test_values_without_state_dict_are_refused(group: str, value: object) -> None:
-    """A value without state_dict()/load_state_dict() raises ConfigError naming group and key."""
-    groups: dict[str, Any] = {"modules": {"policy": _policy()}}
-    groups[group] = {**groups.get(group, {}), "bad": value}
-    with pytest.raises(ConfigError, match=rf"TrainerState\.{group}\['bad'\] must have state_dict"):
-        TrainerState(**groups)
 
 
 @pytest.mark.parametrize("group", _GROUPS)
@@ -138,16 +127,12 @@ def test_a_bad_generator_state_in_a_checkpoint_names_the_component(tmp_path: Pat
         load_into(holder, {}, name="rank_local['sampler']", path=path)
 
 
-def test_counters_round_trip_and_refuse_unknown_names() -> None:
-    """Counters save and restore by name; unknown or mismatched names raise ConfigError."""
+def test_counters_round_trip_and_refuse_other_names() -> None:
+    """Counters save and restore by name; a saved state with other names raises ConfigError."""
     counters = Counters("applied", "skipped")
     counters["applied"] += 2
     restored = Counters("applied", "skipped")
     restored.load_state_dict(counters.state_dict())
     assert (restored["applied"], restored["skipped"]) == (2, 0)
-    with pytest.raises(ConfigError, match="no counter 'other'"):
-        counters["other"] = 1
     with pytest.raises(ConfigError, match="expects"):
         Counters("applied").load_state_dict(counters.state_dict())
-    with pytest.raises(ConfigError, match="distinct"):
-        Counters("a", "a")
