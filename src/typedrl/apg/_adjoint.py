@@ -7,8 +7,6 @@ from jaxtyping import Bool, Float, Int64, Shaped
 from torch import Tensor
 
 from typedrl import _validation
-from typedrl._validation import describe
-from typedrl.errors import ConfigError, SpecError
 from typedrl.metrics import (
     ADJOINT_CLIPPED_FRACTION,
     ADJOINT_NONFINITE_ROWS,
@@ -81,12 +79,7 @@ class ActionAdjointClipper:
     def __init__(self, *, max_norm: float | None, device: torch.device | str) -> None:
         if max_norm is not None:
             max_norm = _validation.positive_float("ActionAdjointClipper", "max_norm", max_norm)
-        try:
-            self._device = torch.device(device)
-        except RuntimeError as err:
-            raise ConfigError(
-                f"ActionAdjointClipper.device must name a torch device, got {describe(device)}"
-            ) from err
+        self._device = torch.device(device)
         self.max_norm: Final = max_norm
         """The clipping threshold; ``None`` when the clipper only measures."""
         # Apple's MPS has no float64: accumulate in float32 there.
@@ -113,18 +106,9 @@ class ActionAdjointClipper:
         The alias shares ``action``'s storage (no copy). Pass the alias to the
         env and keep ``action`` for any other term of the objective: only the
         gradient that comes back through the alias (the env's adjoint) is
-        clipped and counted. Rows are the first dimension.
-
-        Raises:
-            SpecError: ``action`` is not a floating-point tensor with at least
-                one dimension that requires grad.
+        clipped and counted. Rows are the first dimension; ``action`` must
+        require grad.
         """
-        if action.ndim == 0 or not action.is_floating_point() or not action.requires_grad:
-            raise SpecError(
-                "ActionAdjointClipper.attach: expected a floating-point action tensor "
-                f"[num_envs, *action_shape] that requires grad, got {describe(action)}, "
-                f"requires_grad={action.requires_grad}"
-            )
         hooked = action.view_as(action)
         # torch leaves Tensor.register_hook unannotated.
         hooked.register_hook(self._hook)  # type: ignore[no-untyped-call]

@@ -9,14 +9,13 @@ until the env resets it.
 """
 
 from functools import partial
-from typing import final
+from typing import cast, final
 
 import torch
 from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl._results import StepResult
-from typedrl.errors import StateError
 from typedrl.types import Obs
 
 __all__ = ["RolloutCuts", "RowGate", "exploded_rows", "zero_rows"]
@@ -60,10 +59,8 @@ def zero_rows(observations: TensorDict, rows: Tensor) -> TensorDict:
         mask = rows.reshape(*rows.shape, *([1] * (leaf.ndim - rows.ndim)))
         return torch.where(mask, torch.zeros_like(leaf), leaf)
 
-    zeroed = observations.apply(zero)
-    if zeroed is None:  # apply returns None only when asked to work in place
-        raise StateError("zero_rows: TensorDict.apply returned no TensorDict")
-    return zeroed
+    # apply returns None only when asked to work in place.
+    return cast("TensorDict", observations.apply(zero))
 
 
 @final
