@@ -157,14 +157,6 @@ def test_pool_of_one_result_is_that_result() -> None:
     assert pool_evaluations((result,)) is result
 
 
-def test_pool_of_nothing_raises_config_error() -> None:
-    """An empty sequence raises ConfigError."""
-    with pytest.raises(ConfigError, match="pool_evaluations needs at least one EvaluationResult"):
-        pool_evaluations([])
-    with pytest.raises(ConfigError, match="got none"):
-        pool_evaluations(())
-
-
 def test_pooled_statistics_equal_those_of_all_episodes() -> None:
     """Returns [1, 3] and [5]: mean 3, std sqrt(8/3) (ddof 0), min 1, max 5, 3 episodes."""
     pooled = pool_evaluations([_episodes([1.0, 3.0]), _episodes([5.0])])

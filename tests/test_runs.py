@@ -54,7 +54,7 @@ def test_the_run_section_layout_is_unchanged() -> None:
         ({"env_kwargs": {1: 2}}, r"^run\.env_kwargs must be a mapping of names to values"),
         ({"wrappers": "TimeLimit"}, r"^run\.wrappers must be a list of names, got 'TimeLimit'"),
         ({"wrappers": ["TimeLimit", 3]}, r"^run\.wrappers\[1\] must be a str, got 3"),
-        ({"clip_actions": 3}, r"^run\.clip_actions must be true, false or null, got 3"),
+        ({"clip_actions": 3}, r"^run\.clip_actions must be a bool, got 3"),
         ({"wandb_project": 7}, r"^run\.wandb_project must be a str, got 7"),
     ],
 )

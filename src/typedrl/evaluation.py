@@ -10,7 +10,7 @@ from torch import Tensor
 
 from typedrl._results import EvaluationResult, StepResult
 from typedrl._validation import positive_int
-from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
+from typedrl.errors import EnvContractError, NonFiniteError
 from typedrl.protocols import Policy, VecEnv
 
 __all__ = ["EpisodeEvaluator", "pool_evaluations"]
@@ -193,9 +193,6 @@ def pool_evaluations(results: Sequence[EvaluationResult]) -> EvaluationResult:
     Args:
         results: At least one result.
 
-    Raises:
-        ConfigError: ``results`` is empty.
-
     Example:
         >>> a = EvaluationResult(
         ...     metrics={"return_mean": 1.0, "return_std": 0.0, "return_max": 1.0},
@@ -211,8 +208,6 @@ def pool_evaluations(results: Sequence[EvaluationResult]) -> EvaluationResult:
         >>> pooled.score, pooled.num_items, dict(pooled.metrics)
         (2.0, 2, {'return_mean': 2.0, 'return_std': 1.0, 'return_max': 3.0})
     """
-    if not results:
-        raise ConfigError("pool_evaluations needs at least one EvaluationResult, got none")
     if len(results) == 1:
         return results[0]
     weights = [float(result.num_items) for result in results]

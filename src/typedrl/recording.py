@@ -205,11 +205,7 @@ def _builtin_source(env: BaseTorchVecEnv, env_id: str) -> _FrameSource:
         )
 
     def final(result: StepResult) -> object:
-        if result.final_obs is None:
-            raise EnvContractError(
-                f"record_video: {env_id!r} returned no final_obs on the step that ended "
-                "the recorded episode; its terminal frame cannot be drawn"
-            )
+        # A built-in env always returns its terminal observations.
         return env.render(0, obs=result.final_obs)
 
     return _FrameSource(current=lambda: env.render(0), final=final, fps=env.render_fps)

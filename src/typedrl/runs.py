@@ -70,12 +70,6 @@ def _env_kwargs(owner: str, name: str, value: object) -> dict[str, Any]:
     return value
 
 
-def _true_false_or_null(owner: str, name: str, value: object) -> bool | None:
-    if value is None or value is True or value is False:
-        return value
-    raise ConfigError(f"{owner}.{name} must be true, false or null, got {describe(value)}")
-
-
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunSettings:
@@ -111,7 +105,7 @@ class RunSettings:
         default=(), metadata=check(sequence_of(text, expected="a list of names"))
     )
     """Gymnasium wrappers applied to each single env, by name, in order."""
-    clip_actions: bool | None = field(default=None, metadata=check(_true_false_or_null))
+    clip_actions: bool | None = None
     """Clip ``Box`` actions to the action space's bounds before the env sees them.
 
     ``None`` keeps the env's own rule: the built-in envs clip (as Gymnasium's

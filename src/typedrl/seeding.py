@@ -20,9 +20,6 @@ Example:
 import hashlib
 from typing import Final, Literal, TypeAlias, get_args
 
-from typedrl._validation import describe
-from typedrl.errors import ConfigError
-
 __all__ = ["SEED_STREAMS", "SeedStream", "derive_seed"]
 
 SeedStream: TypeAlias = Literal["env", "eval_env", "init", "sampler", "env_restart"]
@@ -56,15 +53,7 @@ def derive_seed(seed: int, stream: SeedStream, *, rank: int = 0, index: int = 0)
         stream: Which stream (:data:`SeedStream`).
         rank: The global rank of the process.
         index: A further counter within the stream (the iteration, say).
-
-    Raises:
-        ConfigError: If ``seed``, ``rank`` or ``index`` is negative or a bool.
     """
-    for name, value in (("seed", seed), ("rank", rank), ("index", index)):
-        if isinstance(value, bool) or value < 0:
-            raise ConfigError(
-                f"derive_seed: {name} must be a non-negative int, got {describe(value)}"
-            )
     # One field per input, separated, so that no two different inputs share a text.
     text = f"typedrl-seed/{seed}/{stream}/{rank}/{index}".encode()
     digest = hashlib.blake2b(text, digest_size=8).digest()

@@ -296,7 +296,7 @@ def test_clip_actions_reaches_the_env_and_the_run_folder(
     assert "clip_actions=True (from" in capsys.readouterr().out
     config = tmp_path / "bad.yaml"
     config.write_text("run:\n  clip_actions: 3\n")
-    with pytest.raises(ConfigError, match=r"run\.clip_actions must be true, false or null"):
+    with pytest.raises(ConfigError, match=r"run\.clip_actions must be a bool, got 3"):
         main(["--debug", "train", "--config", str(config), "--print-config"])
 
 

@@ -21,10 +21,7 @@ from dataclasses import dataclass
 from typing import Any, final
 
 import numpy as np
-from jaxtyping import Float64, UInt8
-
-from typedrl._validation import describe
-from typedrl.errors import ConfigError
+from jaxtyping import Float64
 
 __all__ = ["Canvas", "Color", "Frame", "RenderView"]
 
@@ -59,29 +56,6 @@ class RenderView:
     control_dt: float
     """Seconds of simulated time per env step (one frame per step plays in real time)."""
 
-    def __post_init__(self) -> None:
-        for name in ("width", "height"):
-            value = getattr(self, name)
-            if value < 2 or value % 2:
-                raise ConfigError(
-                    f"RenderView.{name} must be an even int of at least 2 pixels, "
-                    f"got {describe(value)}"
-                )
-        if not _finite(*self.x_range) or not self.x_range[0] < self.x_range[1]:
-            raise ConfigError(
-                "RenderView.x_range must be (left, right) with finite left < right, "
-                f"got {describe(self.x_range)}"
-            )
-        if not math.isfinite(self.y_center):
-            raise ConfigError(
-                f"RenderView.y_center must be a finite number, got {describe(self.y_center)}"
-            )
-        if not math.isfinite(self.control_dt) or self.control_dt <= 0:
-            raise ConfigError(
-                "RenderView.control_dt must be a positive number of seconds, "
-                f"got {describe(self.control_dt)}"
-            )
-
     @property
     def scale(self) -> float:
         """Pixels per world unit (the same along ``x`` and ``y``)."""
@@ -105,7 +79,7 @@ class Canvas:
     def __init__(self, view: RenderView, *, background: Color = (255, 255, 255)) -> None:
         self._view = view
         self._pixels = np.empty((view.height, view.width, 3), dtype=np.uint8)
-        self._pixels[...] = _checked_color(background)
+        self._pixels[...] = background
         self._scale = view.scale
         self._left = view.x_range[0]
         self._top = view.y_center + view.height / (2 * self._scale)
@@ -129,7 +103,7 @@ class Canvas:
             return
         rows, cols, ys, xs = window
         inside = (xs - cx) ** 2 + (ys - cy) ** 2 <= radius * radius
-        self._pixels[rows, cols][inside] = _checked_color(color)
+        self._pixels[rows, cols][inside] = color
 
     def segment(self, start: _Point, end: _Point, *, width: float, color: Color) -> None:
         """Fill the points within ``width / 2`` of the segment ``start``-``end`` (a capsule)."""
@@ -151,7 +125,7 @@ class Canvas:
         else:
             t = np.zeros((ys.shape[0], xs.shape[1]))
         inside = (xs - ax - t * dx) ** 2 + (ys - ay - t * dy) ** 2 <= half * half
-        self._pixels[rows, cols][inside] = _checked_color(color)
+        self._pixels[rows, cols][inside] = color
 
     def rectangle(self, lower: _Point, upper: _Point, *, color: Color) -> None:
         """Fill the axis-aligned rectangle with corners ``lower`` (left, bottom) and ``upper``."""
@@ -163,7 +137,7 @@ class Canvas:
             return
         rows, cols, ys, xs = window
         inside = ((xs >= x0) & (xs <= x1)) & ((ys >= y0) & (ys <= y1))
-        self._pixels[rows, cols][inside] = _checked_color(color)
+        self._pixels[rows, cols][inside] = color
 
     def _window(
         self, x_low: float, x_high: float, y_low: float, y_high: float
@@ -184,12 +158,3 @@ class Canvas:
 
 def _finite(*values: float) -> bool:
     return all(math.isfinite(value) for value in values)
-
-
-def _checked_color(color: Color) -> UInt8[np.ndarray, "3"]:
-    if not all(0 <= c <= 255 for c in color):
-        raise ConfigError(
-            f"Canvas: a colour must be an (r, g, b) tuple of ints in [0, 255], "
-            f"got {describe(color)}"
-        )
-    return np.asarray(color, dtype=np.uint8)
