@@ -13,6 +13,11 @@ A config is a frozen, keyword-only dataclass. Each field says what it accepts:
   value: the functions of :mod:`typedrl._validation`, or one that
   :func:`optional` or :func:`sequence_of` builds from them.
 
+The checks those two build and the ones annotations imply are small frozen
+values (:class:`OrNone`, :class:`SequenceOf`, :class:`Choice`, :class:`Nested`)
+that show what they accept: through :func:`field_checks`, one test derives a
+refused value for every field of every config.
+
 :func:`validate`, called by each config's ``__post_init__``, runs every field's
 check and stores the normalised values; the class itself checks only the rules
 that span fields. :func:`to_dict` gives the config as JSON-like values (what
@@ -72,9 +77,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Check",
+    "Choice",
+    "Nested",
+    "OrNone",
+    "SequenceOf",
     "at_most",
     "boolean",
     "check",
+    "field_checks",
     "from_dict",
     "optional",
     "plain",
@@ -113,11 +123,7 @@ def text(owner: str, name: str, value: object) -> str:
 
 def optional(rule: Check) -> Check:
     """``rule``, or ``None``."""
-
-    def checked(owner: str, name: str, value: object) -> object:
-        return None if value is None else rule(owner, name, value)
-
-    return checked
+    return OrNone(rule)
 
 
 def sequence_of(item: Check, *, expected: str, length: int | None = None) -> Check:
@@ -128,32 +134,59 @@ def sequence_of(item: Check, *, expected: str, length: int | None = None) -> Che
         expected: What the message says the value must be (``"a pair of floats"``).
         length: The number of items required (``None``: any).
     """
-
-    def checked(owner: str, name: str, value: object) -> tuple[object, ...]:
-        if not isinstance(value, list | tuple) or (length is not None and len(value) != length):
-            raise ConfigError(f"{owner}.{name} must be {expected}, got {describe(value)}")
-        return tuple(
-            item(owner, f"{name}[{index}]", element) for index, element in enumerate(value)
-        )
-
-    return checked
-
-
-def _choice(values: tuple[object, ...]) -> Check:
-    """One of ``values``: ``bool`` and ``None`` by identity (1 is not True), a str by value."""
-
-    def checked(owner: str, name: str, value: object) -> object:
-        for valid in values:
-            if value is valid or (type(valid) is str and isinstance(value, str) and value == valid):
-                return valid
-        raise ConfigError(f"{owner}.{name} must be one of {list(values)}, got {describe(value)}")
-
-    return checked
+    return SequenceOf(item=item, expected=expected, length=length)
 
 
 @final
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Nested:
+class OrNone:
+    """The check :func:`optional` builds: ``None``, or a value passing :attr:`rule`."""
+
+    rule: Check
+
+    def __call__(self, owner: str, name: str, value: object) -> object:
+        return None if value is None else self.rule(owner, name, value)
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SequenceOf:
+    """The check :func:`sequence_of` builds: a list or tuple of items passing :attr:`item`."""
+
+    item: Check
+    expected: str
+    length: int | None = None
+
+    def __call__(self, owner: str, name: str, value: object) -> tuple[object, ...]:
+        if not isinstance(value, list | tuple) or self.length not in (None, len(value)):
+            raise ConfigError(f"{owner}.{name} must be {self.expected}, got {describe(value)}")
+        return tuple(
+            self.item(owner, f"{name}[{index}]", element) for index, element in enumerate(value)
+        )
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class Choice:
+    """One of :attr:`values` (a field annotated with a ``Literal`` or ``bool``).
+
+    ``bool`` and ``None`` match by identity (``1`` is not ``True``), a str by value.
+    """
+
+    values: tuple[object, ...]
+
+    def __call__(self, owner: str, name: str, value: object) -> object:
+        for valid in self.values:
+            if value is valid or (type(valid) is str and isinstance(value, str) and value == valid):
+                return valid
+        raise ConfigError(
+            f"{owner}.{name} must be one of {list(self.values)}, got {describe(value)}"
+        )
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class Nested:
     """A nested config: an instance of one of ``classes`` (a mapping, in :func:`from_dict`)."""
 
     classes: tuple[type, ...]
@@ -188,7 +221,7 @@ def _inferred_from(members: tuple[object, ...]) -> Check | None:
     if members == (bool,):
         return boolean
     if members and all(_is_config(member) for member in members):
-        return _Nested(tuple(member for member in members if isinstance(member, type)))
+        return Nested(tuple(member for member in members if isinstance(member, type)))
     choices: list[object] = []
     for member in members:
         if member is bool:
@@ -197,14 +230,18 @@ def _inferred_from(members: tuple[object, ...]) -> Check | None:
             choices += get_args(member)
         else:
             return None
-    return _choice(tuple(choices))
+    return Choice(tuple(choices))
 
 
 _CHECKS: dict[type, tuple[tuple[dataclasses.Field[Any], Check], ...]] = {}
 
 
-def _checks(cls: type) -> tuple[tuple[dataclasses.Field[Any], Check], ...]:
-    """Every field of ``cls`` with its check, in declaration order (computed once per class)."""
+def field_checks(cls: type) -> tuple[tuple[dataclasses.Field[Any], Check], ...]:
+    """Every field of ``cls`` with its check, in declaration order (computed once per class).
+
+    Raises:
+        TypeError: A field's annotation implies no check and its metadata declares none.
+    """
     found = _CHECKS.get(cls)
     if found is None:
         hints = get_type_hints(cls)
@@ -233,7 +270,7 @@ def validate(config: object, *, owner: str | None = None) -> None:
             and shows the value. Fields are checked in declaration order.
     """
     name = owner or type(config).__name__
-    for field, rule in _checks(type(config)):
+    for field, rule in field_checks(type(config)):
         # Configs are frozen: the normalised value replaces the given one once, here.
         object.__setattr__(config, field.name, rule(name, field.name, getattr(config, field.name)))
 
@@ -296,7 +333,7 @@ def from_dict(cls: type[_C], data: object, *, owner: str | None = None) -> _C:
         raise ConfigError(
             f"{name} must be a mapping of field names to values, got {describe(data)}"
         )
-    checks = {field.name: (field, rule) for field, rule in _checks(cls)}
+    checks = {field.name: (field, rule) for field, rule in field_checks(cls)}
     unknown = sorted(str(key) for key in data if key not in checks)
     if unknown:
         raise ConfigError(f"{name} has no fields {unknown}; valid fields: {sorted(checks)}")
@@ -314,7 +351,7 @@ def _field_names(cls: type) -> set[str]:
 
 def _nested(field: dataclasses.Field[Any], rule: Check, value: Mapping[Any, Any]) -> object:
     """A nested config built from ``value``, or ``value`` itself where no config belongs."""
-    if not isinstance(rule, _Nested):
+    if not isinstance(rule, Nested):
         return value
     keys = set(value)
     # Ties go to the first class: max keeps the first of equal keys.

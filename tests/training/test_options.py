@@ -1,9 +1,7 @@
 """Tests for typedrl.training._options: RunOptions defaults, conversions and validation."""
 
 import dataclasses
-import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lightning_fabric.loggers.csv_logs import CSVLogger
@@ -73,57 +71,25 @@ def test_valid_values_are_kept() -> None:
     assert RunOptions(last_checkpoint_every_seconds=0.25).last_checkpoint_every_seconds == 0.25
 
 
-class _Text(str):
-    """A str subclass (refused where a builtin str is required)."""
-
-
-_NOT_POSITIVE_INTS: list[Any] = [0, -1, True, False, 1.0, 2.5, "3", [1]]
-
-_BAD_VALUES: list[tuple[str, Any]] = [
-    ("run_dir", 3),
-    ("run_dir", b"runs"),
-    ("run_dir", ["runs"]),
-    ("env_id", 3),
-    ("env_id", _Text("CartPole-v1")),
-    ("env_id", b"CartPole-v1"),
-    *[("eval_every_steps", value) for value in _NOT_POSITIVE_INTS],
-    *[("eval_episodes", value) for value in [*_NOT_POSITIVE_INTS, None]],
-    *[("checkpoint_every_iterations", value) for value in _NOT_POSITIVE_INTS],
-    *[("last_checkpoint_every_iterations", value) for value in _NOT_POSITIVE_INTS],
-    *[
-        ("last_checkpoint_every_seconds", value)
-        for value in [0, 0.0, -1.0, math.nan, math.inf, -math.inf, True, "60", [60.0]]
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("run_dir", b"runs", r"RunOptions\.run_dir must be a str, a Path or None, got b'runs'"),
+        ("loggers", "csv", r"RunOptions\.loggers must be a sequence of Fabric loggers or None"),
+        ("loggers", ["csv"], r"RunOptions\.loggers must hold Fabric Logger objects"),
+        ("best_metric", "score", r"RunOptions\.best_metric must name an evaluation metric"),
     ],
-    ("loggers", "csv"),
-    ("loggers", 3),
-    ("loggers", [object()]),
-    ("loggers", ["csv"]),
-    ("progress", 1),
-    ("progress", 0),
-    ("progress", None),
-    ("progress", "yes"),
-]
-
-
-@pytest.mark.parametrize(("field", "value"), _BAD_VALUES)
-def test_bad_values_raise_config_error_naming_the_field(field: str, value: Any) -> None:
-    """Every invalid value raises ConfigError whose message names RunOptions.<field>."""
-    with pytest.raises(ConfigError, match=rf"RunOptions\.{field} must (be|hold) "):
-        RunOptions(**{field: value})
+)
+def test_the_fields_with_checks_of_their_own(field: str, value: object, message: str) -> None:
+    """run_dir, loggers and best_metric have checks of their own; each names the rule."""
+    with pytest.raises(ConfigError, match=message):
+        RunOptions(**{field: value})  # type: ignore[arg-type]
 
 
 def test_a_single_logger_is_not_a_sequence(tmp_path: Path) -> None:
     """One logger where a sequence is expected raises ConfigError naming loggers."""
     with pytest.raises(ConfigError, match=r"RunOptions\.loggers must be a sequence"):
         RunOptions(loggers=CSVLogger(tmp_path))  # type: ignore[arg-type]
-
-
-def test_the_message_shows_the_value() -> None:
-    """The error shows the offending value and its type."""
-    with pytest.raises(ConfigError, match=r"got 0 \(type int\)"):
-        RunOptions(eval_episodes=0)
-    with pytest.raises(ConfigError, match=r"got nan \(type float\)"):
-        RunOptions(last_checkpoint_every_seconds=math.nan)
 
 
 def test_options_are_frozen_and_keyword_only() -> None:
