@@ -28,7 +28,7 @@ them out with the ``"valid"`` key.
 """
 
 import math
-from collections.abc import Iterable, ItemsView, Mapping, Sequence
+from collections.abc import ItemsView, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import (
     Final,
