@@ -304,6 +304,20 @@ def extract_ppo_vs_rsl_rl(name: str, outputs: Sequence[Json]) -> list[Row]:
     return rows
 
 
+def extract_ppo_compile_speed(name: str, outputs: Sequence[Json]) -> list[Row]:
+    """Eager PPO minibatch update time over compiled, in one process."""
+    (result,) = _objects(outputs, 1)
+    seconds = float(result["first_update_s"]["compiled"])
+    return [
+        _row(
+            name,
+            "PPO minibatch update, eager / compile=True, CartPole-v1 (SB3's settings), ms",
+            float(result["ratio"]),
+            note=f"the first compiled update took {seconds:.0f} s (compiling)",
+        )
+    ]
+
+
 def extract_apg_backward_cost(name: str, outputs: Sequence[Json]) -> list[Row]:
     """One APG update over the no-grad rollout of the same length, per env."""
     return [
@@ -508,6 +522,15 @@ def plan() -> tuple[Benchmark, ...]:
                 ("--interleave", "--iterations", "6", "--json"),
             ),
             extract=extract_ppo_vs_rsl_rl,
+        ),
+        Benchmark(
+            name="ppo_compile_speed",
+            script="ppo_compile_speed.py",
+            full=(("--rounds", "6", "--json"),),
+            quick_excluded_because=(
+                "its compiled agent compiles the update first (tens of seconds on a cold cache)"
+            ),
+            extract=extract_ppo_compile_speed,
         ),
         Benchmark(
             name="sample_efficiency",

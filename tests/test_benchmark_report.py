@@ -92,6 +92,15 @@ CANNED: dict[str, list[Any]] = {
             "ratio": 1.8,
         },
     ],
+    "ppo_compile_speed": [
+        {
+            "eager_ms": 5.0,
+            "compiled_ms": 3.5,
+            "ratio": 1.4,
+            "first_update_s": {"eager": 2.5, "compiled": 30.0},
+            "rounds": 6,
+        }
+    ],
     "sample_efficiency": [
         {
             "env_id": "typedrl/PointMass-v0",
@@ -151,6 +160,7 @@ EXPECTED_RATIOS: dict[str, list[float | None]] = {
     "ppo_vs_sb3": [1.39, 2.59],
     "ppo_vs_rsl_rl": [1.25, 1.5, 1.07],
     "ppo_vs_sb3_process": [1.5, 1.8],
+    "ppo_compile_speed": [1.4],
     "sample_efficiency": [42.7, None],
     "shac_learning": [None],
     "ppo_vs_sb3_mujoco": [1.5, 1.5],
