@@ -130,16 +130,11 @@ class PPO:
         self._evaluate = (
             wrapped.evaluate_tensors if dist.world_size > 1 else policy.evaluate_tensors
         )
-        evaluate = self._evaluate
-
-        def loss(batch: EpochData) -> tuple[Tensor, Tensor]:
-            return ppo_loss(config, batch, evaluate)
-
         # PPOConfig.compile (LeanRL's recipe): the loss, and through AOTAutograd its
         # backward pass, run as compiled kernels, cached by torch itself. The clipping and
         # the fused Adam step stay eager: on a CPU a compiled optimizer step was measured
         # slower than the fused kernel.
-        self._ppo_loss = torch.compile(loss) if config.compile else loss
+        self._ppo_loss = torch.compile(ppo_loss) if config.compile else ppo_loss
         self.gradient_step = GradientStep(
             [p for p in policy.parameters() if p.requires_grad],
             optimizer,
@@ -328,8 +323,8 @@ class PPO:
         """
         if self._mixed:
             with self.fabric.autocast():
-                return self._ppo_loss(batch)
-        return self._ppo_loss(batch)
+                return self._ppo_loss(self.config, batch, self._evaluate)
+        return self._ppo_loss(self.config, batch, self._evaluate)
 
     def _adapt(self, approx_kl: Tensor) -> bool:
         """Adaptive learning rate and target-KL stop, on the KL averaged over ranks."""
