@@ -16,12 +16,10 @@ By default every run is a fresh process (``--side``), so that neither side
 inherits the other's heap: typedrl's ``fit`` tunes glibc's malloc for the
 process (``RunOptions.tune_allocator``), which would otherwise speed up an
 rsl_rl run that follows it in the same process. typedrl runs as shipped
-(``compile_update="auto"``): each round runs it on a fresh compile cache
-(eager; it precompiles its update in the background), waits for that
-background compile, and runs it again on the cache it left, as a user's next
-run would; both ratios are reported, with each typedrl run's compile
-decision. ``--interleave`` and ``--profile`` run both sides in one process,
-which shares that tuning, with typedrl eager (``--compile``: compiled).
+(eager); ``--compile`` runs it with ``PPOConfig(compile=True)``, whose first
+minibatch compiles inside the timed run (on torch's compile cache as this
+machine holds it). ``--interleave`` and ``--profile`` run both sides in one
+process, which shares that tuning.
 
 Needs rsl_rl in the benchmark's environment (not in the test environment: it
 pulls in tensorboard):
@@ -29,7 +27,7 @@ pulls in tensorboard):
     python benchmarks/ppo_vs_rsl_rl.py --iterations 20 --rounds 3
     python benchmarks/ppo_vs_rsl_rl.py --interleave --iterations 30  # paired, per iteration
     python benchmarks/ppo_vs_rsl_rl.py --profile --iterations 5   # cProfile both
-    python benchmarks/ppo_vs_rsl_rl.py --interleave --compile     # typedrl's compile_update
+    python benchmarks/ppo_vs_rsl_rl.py --interleave --compile     # PPOConfig(compile=True)
     python benchmarks/ppo_vs_rsl_rl.py --no-tune-allocator        # typedrl with malloc as is
 """
 
@@ -40,26 +38,18 @@ import importlib
 import importlib.metadata
 import io
 import json
-import os
 import pstats
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl.agents import (
-    CompileRecord,
-    PPOAgent,
-    PPOConfig,
-    wait_for_background_precompile,
-)
+from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
 from typedrl.envs.builtin import CartPole
 from typedrl.training import RunOptions, retain_freed_memory
@@ -161,7 +151,7 @@ def _rsl_rl_train_cfg() -> dict[str, Any]:
 
 
 def typedrl_config(
-    num_envs: int, iterations: int, seed: int, *, compile_update: bool | str = "auto"
+    num_envs: int, iterations: int, seed: int, *, compile: bool = False
 ) -> PPOConfig:
     """The PPOConfig equivalent to :func:`_rsl_rl_train_cfg`."""
     return PPOConfig(
@@ -183,7 +173,7 @@ def typedrl_config(
         critic_hidden=HIDDEN,
         activation="elu",
         log_std_init=0.0,
-        compile_update=compile_update,  # type: ignore[arg-type]  # checked by PPOConfig
+        compile=compile,
         seed=seed,
     )
 
@@ -203,11 +193,11 @@ def _typedrl_agent(
     iterations: int,
     seed: int,
     *,
-    compile_update: bool | str,
+    compile: bool,
     tune_allocator: bool = True,
 ) -> PPOAgent:
     env = _continuous_cartpole(num_envs, seed)
-    config = typedrl_config(num_envs, iterations, seed, compile_update=compile_update)
+    config = typedrl_config(num_envs, iterations, seed, compile=compile)
     options = RunOptions(progress=False, tune_allocator=tune_allocator)
     agent = PPOAgent(env=env, config=config, options=options)
     agent.setup()
@@ -229,21 +219,18 @@ def typedrl_rate(
     iterations: int,
     seed: int,
     *,
-    compile_update: bool | str = "auto",
+    compile: bool = False,
     tune_allocator: bool = True,
-) -> tuple[float, str]:
-    """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling or loading is not).
-
-    Also returns the run's ``compile_update`` decision and its reason.
-    """
+) -> float:
+    """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling is not)."""
     agent = _typedrl_agent(
-        num_envs, iterations, seed, compile_update=compile_update, tune_allocator=tune_allocator
+        num_envs, iterations, seed, compile=compile, tune_allocator=tune_allocator
     )
     start = time.perf_counter()
     result = agent.fit()
     elapsed = time.perf_counter() - start
     agent.env.close()
-    return float(result.env_steps) / elapsed, agent.compile_decision.reason
+    return float(result.env_steps) / elapsed
 
 
 def rsl_rl_rate(num_envs: int, iterations: int, seed: int) -> float:
@@ -257,7 +244,7 @@ def rsl_rl_rate(num_envs: int, iterations: int, seed: int) -> float:
 
 
 def interleaved_rates(
-    num_envs: int, iterations: int, seed: int, *, compile_update: bool = False
+    num_envs: int, iterations: int, seed: int, *, compile: bool = False
 ) -> tuple[float, float, list[float]]:
     """Both trainers alive at once, one iteration each in turn: robust on a loaded machine.
 
@@ -266,7 +253,7 @@ def interleaved_rates(
     typedrl side runs the body of ``fit``'s loop (``_train_iteration``) without its
     logging and progress bookkeeping, which costs microseconds per epoch.
     """
-    agent = _typedrl_agent(num_envs, iterations + 1, seed, compile_update=compile_update)
+    agent = _typedrl_agent(num_envs, iterations + 1, seed, compile=compile)
     runner, env = _rsl_rl_runner(num_envs, seed)
     steps = NUM_STEPS * num_envs
     ours: list[float] = []
@@ -314,7 +301,7 @@ def _print_profile(
 def profile(num_envs: int, iterations: int, top: int, *, tune_allocator: bool = True) -> None:
     """cProfile both trainers for ``iterations`` iterations; print the split and hot functions."""
     agent = _typedrl_agent(
-        num_envs, iterations, seed=0, compile_update=False, tune_allocator=tune_allocator
+        num_envs, iterations, seed=0, compile=False, tune_allocator=tune_allocator
     )
     profiler = cProfile.Profile()
     profiler.runcall(agent.fit)
@@ -337,12 +324,12 @@ def profile(num_envs: int, iterations: int, top: int, *, tune_allocator: bool = 
 
 def _report_interleaved(args: argparse.Namespace) -> None:
     ours, theirs, ratios = interleaved_rates(
-        args.num_envs, args.iterations, seed=0, compile_update=args.compile
+        args.num_envs, args.iterations, seed=0, compile=args.compile
     )
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios
     result = {
         "mode": "interleaved",
-        "compile_update": args.compile,
+        "compile": args.compile,
         "tune_allocator": not args.no_tune_allocator,
         "num_envs": args.num_envs,
         "iterations": args.iterations,
@@ -363,10 +350,8 @@ def _report_interleaved(args: argparse.Namespace) -> None:
     print(f"quartiles     {shown}")
 
 
-def _fresh_process_rate(
-    side: str, args: argparse.Namespace, seed: int, environment: dict[str, str] | None = None
-) -> tuple[float, str]:
-    """Env steps per second of one run of ``side`` in a fresh process; typedrl's decision."""
+def _fresh_process_rate(side: str, args: argparse.Namespace, seed: int) -> float:
+    """Env steps per second of one run of ``side`` in a fresh process."""
     command = [
         sys.executable,
         __file__,
@@ -385,22 +370,19 @@ def _fresh_process_rate(
         command.append("--compile")
     if args.no_tune_allocator:
         command.append("--no-tune-allocator")
-    done = subprocess.run(command, check=True, capture_output=True, text=True, env=environment)
-    lines = done.stdout.strip().splitlines()
-    # typedrl's side prints its compile decision before the rate.
-    return float(lines[-1]), lines[-2] if side == "typedrl" else ""
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def _run_side(args: argparse.Namespace) -> None:
     if args.side == "typedrl":
-        rate, decision = typedrl_rate(
+        rate = typedrl_rate(
             args.num_envs,
             args.iterations,
             args.seed,
-            compile_update=True if args.compile else "auto",
+            compile=args.compile,
             tune_allocator=not args.no_tune_allocator,
         )
-        print(decision)
     else:
         rate = rsl_rl_rate(args.num_envs, args.iterations, args.seed)
     print(rate)
@@ -419,7 +401,7 @@ def main() -> None:
         help="alternate single iterations of both trainers (paired; for loaded machines)",
     )
     parser.add_argument(
-        "--compile", action="store_true", help="PPOConfig(compile_update=True) for typedrl"
+        "--compile", action="store_true", help="PPOConfig(compile=True) for typedrl"
     )
     parser.add_argument(
         "--no-tune-allocator",
@@ -446,74 +428,41 @@ def main() -> None:
         _report_interleaved(args)
         return
     rounds = _fresh_rounds(args)
-    cold = statistics.median(float(row["cold"]) / float(row["rsl_rl"]) for row in rounds)
-    warm = statistics.median(float(row["warm"]) / float(row["rsl_rl"]) for row in rounds)
+    ratio = statistics.median(row["typedrl"] / row["rsl_rl"] for row in rounds)
     result = {
         "num_envs": args.num_envs,
         "iterations": args.iterations,
         "env_steps_per_run": args.iterations * NUM_STEPS * args.num_envs,
         "threads": args.threads,
-        "compile_update": True if args.compile else "auto",
+        "compile": args.compile,
         "tune_allocator": not args.no_tune_allocator,
         "fresh_processes": True,
         "rsl_rl_version": importlib.metadata.version("rsl-rl-lib"),
         "rounds": rounds,
-        "cold_ratio": cold,
-        "warm_ratio": warm,
+        "ratio": ratio,
     }
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"median: cold compile cache {cold:.2f}x rsl_rl, warm compile cache {warm:.2f}x")
+        print(f"median: {ratio:.2f}x rsl_rl")
 
 
-def _fresh_rounds(args: argparse.Namespace) -> list[dict[str, float | str]]:
-    """Each round: rsl_rl; typedrl on a fresh compile cache; then on the cache it left.
+def _fresh_rounds(args: argparse.Namespace) -> list[dict[str, float]]:
+    """Each round: one rsl_rl run and one typedrl run, each a fresh process.
 
-    The cold run and rsl_rl's swap order every round, so that a drift in
-    machine load cancels out. After the cold run the benchmark waits for the
-    background compile it started (``"auto"``), as a user's next run would
-    find it, before anything else runs: rsl_rl never runs beside it. Each
-    typedrl run's ``compile_update`` decision is kept with its rate.
+    They swap order every round, so that a drift in machine load cancels out.
     """
-    rounds: list[dict[str, float | str]] = []
-    with tempfile.TemporaryDirectory() as root:
-        for index in range(args.rounds):
-            folder = Path(root) / f"cache{index}"
-            environment = {
-                **os.environ,
-                "TORCHINDUCTOR_CACHE_DIR": str(folder),
-                "TYPEDRL_BACKGROUND_COMPILE": "1",  # the shipped default
-            }
-            record = CompileRecord(folder)
-            if index % 2 == 0:
-                cold, cold_decision = _fresh_process_rate("typedrl", args, index, environment)
-                # rsl_rl runs after the background compile, never beside it.
-                background_s = wait_for_background_precompile(record)
-                theirs, _ = _fresh_process_rate("rsl_rl", args, index)
-            else:
-                theirs, _ = _fresh_process_rate("rsl_rl", args, index)
-                cold, cold_decision = _fresh_process_rate("typedrl", args, index, environment)
-                background_s = wait_for_background_precompile(record)
-            warm, warm_decision = _fresh_process_rate("typedrl", args, index, environment)
-            rounds.append(
-                {
-                    "rsl_rl": theirs,
-                    "cold": cold,
-                    "warm": warm,
-                    "background_s": background_s,
-                    "cold_decision": cold_decision,
-                    "warm_decision": warm_decision,
-                }
+    rounds: list[dict[str, float]] = []
+    for index in range(args.rounds):
+        sides = ("typedrl", "rsl_rl") if index % 2 == 0 else ("rsl_rl", "typedrl")
+        row = {side: _fresh_process_rate(side, args, index) for side in sides}
+        rounds.append(row)
+        if not args.json:
+            ours, theirs = row["typedrl"], row["rsl_rl"]
+            print(
+                f"round {index}: rsl_rl {theirs:>9,.0f}  typedrl {ours:>9,.0f} "
+                f"({ours / theirs:.2f}x) env-steps/s"
             )
-            if not args.json:
-                print(
-                    f"round {index}: rsl_rl {theirs:>9,.0f}  typedrl cold {cold:>9,.0f} "
-                    f"({cold / theirs:.2f}x), warm {warm:>9,.0f} ({warm / theirs:.2f}x) "
-                    f"env-steps/s; background compile ended {background_s:.1f} s after the "
-                    "cold run\n"
-                    f"  warm run: {warm_decision}"
-                )
     return rounds
 
 

@@ -42,7 +42,7 @@ NUM_ENVS = 8
 _EVAL_SEED = 12_345
 
 
-def _typedrl_agent(timesteps: int, seed: int, *, compile_update: bool) -> PPOAgent:
+def _typedrl_agent(timesteps: int, seed: int, *, compile: bool) -> PPOAgent:
     env = make("CartPole-v1", num_envs=NUM_ENVS, seed=seed)
     config = PPOConfig(
         total_timesteps=timesteps,
@@ -56,7 +56,7 @@ def _typedrl_agent(timesteps: int, seed: int, *, compile_update: bool) -> PPOAge
         value_loss_coef=0.5,
         entropy_coef=0.0,
         max_grad_norm=0.5,
-        compile_update=compile_update,
+        compile=compile,
         seed=seed,
     )
     agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False, loggers=[]))
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4, help="paired epochs (first is warm-up)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--compile", action="store_true", help="PPOConfig(compile_update=True) for typedrl"
+        "--compile", action="store_true", help="PPOConfig(compile=True) for typedrl"
     )
     parser.add_argument(
         "--curves", type=Path, metavar="DIR", help="score both after every epoch; plot here"
@@ -130,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     epoch_steps = NUM_ENVS * 2048
-    agent = _typedrl_agent(epoch_steps * args.epochs, args.seed, compile_update=args.compile)
+    agent = _typedrl_agent(epoch_steps * args.epochs, args.seed, compile=args.compile)
     model = _sb3_model(args.seed)
     ours, theirs, ratios = [], [], []
     evaluator: EpisodeEvaluator | None = None
@@ -164,7 +164,7 @@ def main() -> None:
         "sb3_env_steps_per_s": statistics.median(theirs),
         "ratio": statistics.median(ratios),
         "ratios": ratios,
-        "compile_update": args.compile,
+        "compile": args.compile,
     }
     if args.curves is not None:
         result["curves"] = curves

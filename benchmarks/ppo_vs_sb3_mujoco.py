@@ -142,7 +142,6 @@ def _run_typedrl(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[
         "env_steps": result.env_steps,
         "seconds": result.wall_seconds,
         "cpu_seconds": cpu_seconds,
-        "compile_seconds": result.metrics.get("time/compile_seconds", 0.0),
         "return_mean_evaluator": evaluation.score,
         "return_std_evaluator": evaluation.metrics["return_std"],
     }

@@ -253,9 +253,9 @@ def extract_ppo_vs_sb3(name: str, outputs: Sequence[Json]) -> list[Row]:
     """typedrl PPO env steps/s over Stable-Baselines3's, paired epochs on CartPole-v1."""
     rows = []
     for result in _objects(outputs):
-        mode = "compile_update" if result["compile_update"] else "eager"
+        mode = "compile" if result["compile"] else "eager"
         compared = f"typedrl PPO ({mode}) / Stable-Baselines3 PPO, CartPole-v1, env steps/s"
-        goal = (">=", 2.0) if result["compile_update"] else None
+        goal = (">=", 2.0) if result["compile"] else None
         note = ""
         curves = result.get("curves")
         if curves:
@@ -266,26 +266,15 @@ def extract_ppo_vs_sb3(name: str, outputs: Sequence[Json]) -> list[Row]:
 
 
 def extract_ppo_vs_sb3_process(name: str, outputs: Sequence[Json]) -> list[Row]:
-    """Stable-Baselines3's seconds over ``typedrl train``'s, whole processes, cold and warm."""
-    (result,) = _objects(outputs, count=1)
-    compared = "Stable-Baselines3 PPO / typedrl train as shipped, CartPole-v1, process seconds, "
-    steps = f"{int(result['timesteps']):,} env steps, {len(result['rounds'])} round(s)"
-    return [
-        _row(
-            name,
-            compared + "cold compile cache",
-            float(result["cold_ratio"]),
-            goal=(">=", 1.5),
-            note=steps,
-        ),
-        _row(
-            name,
-            compared + "warm compile cache",
-            float(result["warm_ratio"]),
-            goal=(">=", 2.0),
-            note=steps,
-        ),
-    ]
+    """Stable-Baselines3's seconds over ``typedrl train``'s, whole processes."""
+    rows = []
+    for result in _objects(outputs):
+        mode = "--compile" if result["compile"] else "as shipped, eager"
+        compared = f"Stable-Baselines3 PPO / typedrl train ({mode}), CartPole-v1, process seconds"
+        steps = f"{int(result['timesteps']):,} env steps, {len(result['rounds'])} round(s)"
+        goal = (">=", 2.0) if result["compile"] else (">=", 1.5)
+        rows.append(_row(name, compared, float(result["ratio"]), goal=goal, note=steps))
+    return rows
 
 
 def extract_ppo_vs_rsl_rl(name: str, outputs: Sequence[Json]) -> list[Row]:
@@ -295,31 +284,38 @@ def extract_ppo_vs_rsl_rl(name: str, outputs: Sequence[Json]) -> list[Row]:
         version, envs = result["rsl_rl_version"], result["num_envs"]
         if result.get("fresh_processes"):
             # Fresh processes per run are the shipped path (fit tunes the allocator of
-            # its own process): a cold compile cache, then the cache that run left.
-            mode = "compile_update=True" if result["compile_update"] is True else "as shipped"
-            rounds = result["rounds"]
-            compiled = sum(str(r["warm_decision"]).startswith("compiled") for r in rounds)
-            note = (
-                f"{len(rounds)} round(s) of {int(result['env_steps_per_run']):,} steps; "
-                f"the warm run compiled in {compiled} of them"
+            # its own process).
+            mode = "compile" if result["compile"] else "as shipped, eager"
+            compared = (
+                f"typedrl PPO ({mode}) / rsl_rl PPO {version}, {envs} envs, fresh processes, "
+                "env steps/s"
             )
-            for cache in ("cold", "warm"):
-                compared = (
-                    f"typedrl PPO ({mode}, {cache} compile cache) / rsl_rl PPO {version}, "
-                    f"{envs} envs, fresh processes, env steps/s"
-                )
-                ratio = float(result[f"{cache}_ratio"])
-                rows.append(_row(name, compared, ratio, goal=(">=", 1.3), note=note))
+            note = f"{len(result['rounds'])} round(s) of {int(result['env_steps_per_run']):,} steps"
+            rows.append(_row(name, compared, float(result["ratio"]), goal=(">=", 1.3), note=note))
             continue
         # Interleaved iterations share one process.
-        mode = "compile_update" if result["compile_update"] else "eager"
+        mode = "compile" if result["compile"] else "eager"
         compared = (
             f"typedrl PPO ({mode}) / rsl_rl PPO {version}, {envs} envs, "
             "interleaved in one process, env steps/s"
         )
-        goal = (">=", 1.3) if result["compile_update"] else None
+        goal = (">=", 1.3) if result["compile"] else None
         rows.append(_row(name, compared, float(result["ratio"]), goal=goal))
     return rows
+
+
+def extract_ppo_compile_speed(name: str, outputs: Sequence[Json]) -> list[Row]:
+    """Eager PPO minibatch update time over compiled, in one process."""
+    (result,) = _objects(outputs, 1)
+    seconds = float(result["first_update_s"]["compiled"])
+    return [
+        _row(
+            name,
+            "PPO minibatch update, eager / compile=True, CartPole-v1 (SB3's settings), ms",
+            float(result["ratio"]),
+            note=f"the first compiled update took {seconds:.0f} s (compiling)",
+        )
+    ]
 
 
 def extract_apg_backward_cost(name: str, outputs: Sequence[Json]) -> list[Row]:
@@ -431,27 +427,6 @@ def extract_ppo_vs_sb3_mujoco(name: str, outputs: Sequence[Json]) -> list[Row]:
     return rows
 
 
-def extract_compile_break_even(name: str, outputs: Sequence[Json]) -> list[Row]:
-    """Eager minibatch update time over compiled, per case, with the break-even."""
-    lists = [item for item in outputs if isinstance(item, list)]
-    if len(lists) != 1:
-        raise ValueError(f"expected one JSON list of cases, got {len(lists)}")
-    (cases,) = lists
-    rows = []
-    for case in cases:
-        even = case["break_even_updates"]
-        note = "never breaks even" if even is None else f"pays off after {even:,.0f} updates"
-        rows.append(
-            _row(
-                name,
-                f"PPO minibatch update, eager / compile_update, {case['case']}",
-                float(case["eager_ms"]) / float(case["compiled_ms"]),
-                note=f"compiling takes {case['compile_s']:.0f} s; {note}",
-            )
-        )
-    return rows
-
-
 def extract_mujoco_torch(name: str, outputs: Sequence[Json]) -> list[Row]:
     """mujoco-torch env steps/s over Gymnasium's HalfCheetah-v5; the learning race."""
     rows = []
@@ -527,10 +502,9 @@ def plan() -> tuple[Benchmark, ...]:
         Benchmark(
             name="ppo_vs_sb3_process",
             script="ppo_vs_sb3_process.py",
-            full=(("--rounds", "3", "--json"),),
+            full=(("--rounds", "3", "--json"), ("--rounds", "3", "--compile", "--json")),
             quick_excluded_because=(
-                "each round trains three whole processes on 49k env steps and waits for a "
-                "background compile (about a minute a round)"
+                "each round trains two whole processes on 49k env steps (about 40 s a round)"
             ),
             extract=extract_ppo_vs_sb3_process,
         ),
@@ -539,16 +513,24 @@ def plan() -> tuple[Benchmark, ...]:
             script="ppo_vs_rsl_rl.py",
             full=(
                 ("--rounds", "4", "--iterations", "20", "--json"),
+                ("--rounds", "4", "--iterations", "20", "--compile", "--json"),
                 ("--interleave", "--iterations", "30", "--json"),
                 ("--interleave", "--iterations", "30", "--compile", "--json"),
             ),
             quick=(
-                # 14 iterations: 280 planned updates, past the background compile's 200
-                # and the warm break-even (about 240 before a load was measured).
                 ("--rounds", "2", "--iterations", "14", "--json"),
                 ("--interleave", "--iterations", "6", "--json"),
             ),
             extract=extract_ppo_vs_rsl_rl,
+        ),
+        Benchmark(
+            name="ppo_compile_speed",
+            script="ppo_compile_speed.py",
+            full=(("--rounds", "6", "--json"),),
+            quick_excluded_because=(
+                "its compiled agent compiles the update first (tens of seconds on a cold cache)"
+            ),
+            extract=extract_ppo_compile_speed,
         ),
         Benchmark(
             name="sample_efficiency",
@@ -589,16 +571,6 @@ def plan() -> tuple[Benchmark, ...]:
                 "a comparison of final returns needs the full 300k-step trainings"
             ),
             extract=extract_ppo_vs_sb3_mujoco,
-        ),
-        Benchmark(
-            name="ppo_compile_break_even",
-            script="ppo_compile_break_even.py",
-            full=(("--json",),),
-            quick_excluded_because=(
-                "it compiles the update of every case (minutes each on a CPU); the script "
-                "has no option to pick one case"
-            ),
-            extract=extract_compile_break_even,
         ),
         Benchmark(
             name="mujoco_torch_throughput",

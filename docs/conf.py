@@ -58,13 +58,9 @@ nitpick_ignore_regex = [
     # The state type of the task hooks the MJCF backends share (MujocoState, NewtonState):
     # MujocoTask and NewtonTask inherit observe, reward and terminated with it.
     ("py:class", r"typedrl\.envs\._mjcf_task\.StateT"),
-    # PPO's internal pieces that appear in its signatures by their private paths:
-    # the compiled update, the state value its trainer merges into a checkpoint and
-    # the epoch's minibatch (the background precompile's hook takes one).
-    (
-        "py:class",
-        r"typedrl\.agents\._(compiled_update\.CompiledUpdate|algorithm\.PPOState|loss\.EpochData)",
-    ),
+    # PPO's internal piece that appears in its signatures by its private path: the
+    # state value its trainer merges into a checkpoint.
+    ("py:class", r"typedrl\.agents\._algorithm\.PPOState"),
 ]
 
 # -- autodoc ---------------------------------------------------------------

@@ -1,14 +1,7 @@
 """Fixtures shared by the unit tests."""
 
-import os
-
 import jaxtyping
 import pytest
-
-# Runs the tests start (typedrl train in a subprocess) precompile nothing in the
-# background: the suite's CPU time stays its own. The test of that feature turns
-# it back on for its own runs.
-os.environ["TYPEDRL_BACKGROUND_COMPILE"] = "0"
 
 
 @pytest.fixture

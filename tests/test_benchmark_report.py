@@ -52,39 +52,53 @@ CANNED: dict[str, list[Any]] = {
     "ppo_vs_sb3": [
         {
             "ratio": 1.39,
-            "compile_update": False,
+            "compile": False,
             "curves": {"typedrl": [[16384, 40.0], [32768, 210.0]], "sb3": [[32768, 150.0]]},
         },
-        {"ratio": 2.59, "compile_update": True},
+        {"ratio": 2.59, "compile": True},
     ],
     "ppo_vs_rsl_rl": [
         {
-            "cold_ratio": 1.25,
-            "warm_ratio": 1.5,
-            "compile_update": "auto",
+            "ratio": 1.25,
+            "compile": False,
             "fresh_processes": True,
             "rsl_rl_version": "5.5.1",
             "num_envs": 4096,
             "env_steps_per_run": 1310720,
-            "rounds": [
-                {
-                    "rsl_rl": 200.0,
-                    "cold": 250.0,
-                    "warm": 300.0,
-                    "background_s": 9.0,
-                    "cold_decision": "eager: 400 planned minibatch updates ...",
-                    "warm_decision": "compiled: 400 planned minibatch updates ...",
-                }
-            ],
+            "rounds": [{"rsl_rl": 200.0, "typedrl": 250.0}],
         },
-        {"ratio": 1.07, "compile_update": False, "rsl_rl_version": "5.5.1", "num_envs": 4096},
+        {
+            "ratio": 1.5,
+            "compile": True,
+            "fresh_processes": True,
+            "rsl_rl_version": "5.5.1",
+            "num_envs": 4096,
+            "env_steps_per_run": 1310720,
+            "rounds": [{"rsl_rl": 200.0, "typedrl": 300.0}],
+        },
+        {"ratio": 1.07, "compile": False, "rsl_rl_version": "5.5.1", "num_envs": 4096},
     ],
     "ppo_vs_sb3_process": [
         {
             "timesteps": 49152,
-            "rounds": [{"sb3_s": 27.0, "cold_s": 18.0, "warm_s": 15.0}],
-            "cold_ratio": 1.5,
-            "warm_ratio": 1.8,
+            "compile": False,
+            "rounds": [{"sb3_s": 27.0, "typedrl_s": 18.0}],
+            "ratio": 1.5,
+        },
+        {
+            "timesteps": 49152,
+            "compile": True,
+            "rounds": [{"sb3_s": 27.0, "typedrl_s": 15.0}],
+            "ratio": 1.8,
+        },
+    ],
+    "ppo_compile_speed": [
+        {
+            "eager_ms": 5.0,
+            "compiled_ms": 3.5,
+            "ratio": 1.4,
+            "first_update_s": {"eager": 2.5, "compiled": 30.0},
+            "rounds": 6,
         }
     ],
     "sample_efficiency": [
@@ -131,24 +145,6 @@ CANNED: dict[str, list[Any]] = {
             "env_steps": 300000,
         },
     ],
-    "ppo_compile_break_even": [
-        [
-            {
-                "case": "CartPole-v1",
-                "eager_ms": 1.2,
-                "compiled_ms": 0.4,
-                "compile_s": 30.0,
-                "break_even_updates": 37500.0,
-            },
-            {
-                "case": "HalfCheetah-v5",
-                "eager_ms": 1.0,
-                "compiled_ms": 1.1,
-                "compile_s": 40.0,
-                "break_even_updates": None,
-            },
-        ]
-    ],
     "mujoco_torch_throughput": [
         {"over_gymnasium": {"gymnasium/HalfCheetah-v5 x8": 1.0, "mujoco x16 fwd": 0.002}},
     ],
@@ -164,10 +160,10 @@ EXPECTED_RATIOS: dict[str, list[float | None]] = {
     "ppo_vs_sb3": [1.39, 2.59],
     "ppo_vs_rsl_rl": [1.25, 1.5, 1.07],
     "ppo_vs_sb3_process": [1.5, 1.8],
+    "ppo_compile_speed": [1.4],
     "sample_efficiency": [42.7, None],
     "shac_learning": [None],
     "ppo_vs_sb3_mujoco": [1.5, 1.5],
-    "ppo_compile_break_even": [3.0, 1.0 / 1.1],
     "mujoco_torch_throughput": [0.002],
 }
 EXPECTED_MET: dict[str, list[bool | None]] = {
@@ -337,7 +333,7 @@ def test_extractors_read_canned_results(name: str) -> None:
 def test_extractor_reports_a_missing_key() -> None:
     """Output without the expected fields raises, which the runner reports as failed."""
     with pytest.raises(KeyError):
-        report.extract_ppo_vs_sb3("ppo_vs_sb3", [{"compile_update": False}])
+        report.extract_ppo_vs_sb3("ppo_vs_sb3", [{"compile": False}])
     with pytest.raises(ValueError, match="expected 1 JSON objects, got 2"):
         report.extract_checkpoint_overhead("checkpoint_overhead", [{}, {}])
     with pytest.raises(ValueError, match="both sides"):
@@ -352,7 +348,7 @@ def test_row_rejects_a_non_finite_ratio() -> None:
             [
                 {
                     "ratio": float("nan"),
-                    "compile_update": False,
+                    "compile": False,
                     "rsl_rl_version": "5",
                     "num_envs": 1,
                 }

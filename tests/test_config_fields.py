@@ -167,7 +167,7 @@ def _old_layout(config: Any) -> dict[str, Any]:
 
 _CONFIGS: list[Any] = [
     PPOConfig(),
-    PPOConfig(actor_hidden=(8,), target_kl=0.1, compile_update=False, extra={"a": [1, {"b": 2}]}),
+    PPOConfig(actor_hidden=(8,), target_kl=0.1, compile=True, extra={"a": [1, {"b": 2}]}),
     APGConfig(),
     APGConfig(betas=(0.5, 0.6), learning_rate_schedule="cosine", max_grad_norm=None),
     SHACConfig(),

@@ -46,7 +46,6 @@ PPO_SETTINGS: Final[dict[str, Any]] = {
     "actor_hidden": (32, 32),
     "critic_hidden": (32, 32),
     "activation": "elu",
-    "compile_update": False,
 }
 
 

@@ -40,7 +40,6 @@ __all__ = [
     "LOSS_VALUE",
     "SCHEDULE_PREFIX",
     "TIME_COLLECT_FRACTION",
-    "TIME_COMPILE_SECONDS",
     "TIME_ENV_STEPS",
     "TIME_ITERATION",
     "TIME_ITERATION_SECONDS",
@@ -157,11 +156,9 @@ EVAL_EPISODES: Final = "eval/episodes"
 # ---------------------------------------------------------------- speed and progress
 
 TIME_SPS: Final = "time/sps"
-"""Env steps per second of the iteration (compilation left out)."""
+"""Env steps per second of the iteration."""
 TIME_COLLECT_FRACTION: Final = "time/collect_fraction"
 """PPO: the fraction of the iteration spent collecting."""
-TIME_COMPILE_SECONDS: Final = "time/compile_seconds"
-"""PPO with ``compile_update``: seconds spent compiling so far."""
 TIME_ITERATION_SECONDS: Final = "time/iteration_seconds"
 """Wall-clock seconds of the iteration."""
 TIME_ENV_STEPS: Final = "time/env_steps"

@@ -48,14 +48,13 @@ def test_valid_edge_values_are_accepted() -> None:
 
 
 def test_model_options_default_to_the_previous_behaviour() -> None:
-    """Orthogonal init, tanh, [64, 64] networks and compile_update="auto" by default."""
+    """Orthogonal init, tanh, [64, 64] networks and an eager update by default."""
     config = PPOConfig()
     assert config.orthogonal_init is True
     assert config.activation == "tanh"
     assert (config.actor_hidden, config.critic_hidden) == ((64, 64), (64, 64))
-    assert config.compile_update == "auto"
-    for setting in (True, False, "auto"):
-        assert PPOConfig(compile_update=setting).compile_update == setting
+    assert config.compile is False
+    assert PPOConfig(compile=True).compile is True
     for activation in ("tanh", "relu", "elu", "silu"):
         assert PPOConfig(activation=activation).activation == activation
     assert PPOConfig(orthogonal_init=False).orthogonal_init is False
@@ -63,11 +62,28 @@ def test_model_options_default_to_the_previous_behaviour() -> None:
 
 def test_config_without_the_new_fields_loads_with_their_defaults() -> None:
     """A config dict saved before orthogonal_init existed rebuilds with the default."""
-    data = PPOConfig(compile_update=False).to_dict()
+    data = PPOConfig(compile=True).to_dict()
     del data["orthogonal_init"]
     config = PPOConfig.from_dict(data)
     assert config.orthogonal_init is True
-    assert config.compile_update is False
+    assert config.compile is True
+
+
+@pytest.mark.parametrize(("saved", "compiled"), [(True, True), (False, False), ("auto", False)])
+def test_compile_update_of_an_older_release_reads_as_compile(saved: object, compiled: bool) -> None:
+    """compile_update, which compile replaced: True compiles, "auto" and False run eagerly."""
+    data = {**PPOConfig().to_dict(), "compile_update": saved}
+    del data["compile"]
+    assert PPOConfig.from_dict(data) == PPOConfig(compile=compiled)
+    # A compile given beside it (a flag on a resumed run) wins.
+    assert PPOConfig.from_dict({"compile_update": saved, "compile": True}).compile is True
+
+
+@pytest.mark.parametrize("saved", [1, "yes", None])
+def test_an_invalid_compile_update_names_the_field_and_its_new_name(saved: object) -> None:
+    """Only the values older releases wrote are read."""
+    with pytest.raises(ConfigError, match=r"PPOConfig\.compile_update \(now compile\) must be"):
+        PPOConfig.from_dict({"compile_update": saved})
 
 
 def test_config_is_frozen() -> None:
@@ -86,12 +102,12 @@ def test_to_dict_from_dict_round_trip() -> None:
         learning_rate_schedule="adaptive",
         orthogonal_init=False,
         activation="relu",
-        compile_update=True,
+        compile=True,
         extra={"note": "run", "tags": [1, 2.5, None, True]},
     )
     data = config.to_dict()
     assert data["orthogonal_init"] is False
-    assert data["compile_update"] is True
+    assert data["compile"] is True
     assert data["actor_hidden"] == [32, 16]
     assert data["extra"] == {"note": "run", "tags": [1, 2.5, None, True]}
     assert PPOConfig.from_dict(data) == config

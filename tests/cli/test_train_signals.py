@@ -16,15 +16,13 @@ from typedrl.checkpoint import load_checkpoint
 from typedrl.cli import main
 
 _ROOT = Path(__file__).resolve().parents[2]
-# A budget this large would make compile_update="auto" compile before the first epoch.
-_SMALL = [*SMALL_RUN, "--set", "compile_update=false"]
 
 
 def _start(run_dir: Path, *extra: str) -> "subprocess.Popen[str]":
     """`typedrl train CartPole-v1` with a budget it will not reach, in its own process group."""
     argv = [sys.executable, "-m", "typedrl", "train", "CartPole-v1", "--run-dir", str(run_dir)]
     return subprocess.Popen(
-        [*argv, "--total-timesteps", "100000000", *_SMALL, *extra],
+        [*argv, "--total-timesteps", "100000000", *SMALL_RUN, *extra],
         cwd=_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -11,7 +11,14 @@ import pytest
 from tests.training.test_trainer import TinyTrainer, _KindlessTrainer
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.testing import CountingVecEnv
-from typedrl.training import SUMMARY_FILE, Budget, IterationResult, RunOptions, UpdateCounts
+from typedrl.training import (
+    SUMMARY_FILE,
+    Budget,
+    IterationResult,
+    RunOptions,
+    UpdateCounts,
+    UpdatePath,
+)
 
 
 def _options(**kwargs: Any) -> RunOptions:
@@ -51,7 +58,7 @@ def test_a_finished_run_writes_its_summary(tmp_path: Path) -> None:
         "checkpoint_best": "checkpoints/best.ckpt",
         "checkpoint_last": "checkpoints/last.ckpt",
         "stopped_by_signal": False,
-        "compile_seconds": None,
+        "update": "eager",
     }
     assert not list(tmp_path.glob(".*.tmp"))
 
@@ -69,20 +76,19 @@ def test_without_evaluation_the_eval_fields_are_null(tmp_path: Path) -> None:
 
 
 class _CompilingTrainer(_KindlessTrainer):
-    """Reports a compile time, as a compiled PPO update does."""
+    """Says its updates are compiled, as PPO with compile=True does."""
 
     kind = "apg"
 
-    def _train_iteration(self) -> IterationResult:
-        result = super()._train_iteration()
-        metrics = {**result.metrics, "time/compile_seconds": 2.5}
-        return IterationResult(metrics=metrics, env_steps=result.env_steps)
+    @property
+    def update_path(self) -> UpdatePath:
+        return "compiled"
 
 
-def test_the_compile_time_reaches_the_summary(tmp_path: Path) -> None:
-    """time/compile_seconds, when a trainer logs it, is the summary's compile_seconds."""
+def test_the_update_path_reaches_the_summary(tmp_path: Path) -> None:
+    """The trainer's update_path is the summary's update."""
     _CompilingTrainer(budget=Budget(iterations=1), options=_options(run_dir=tmp_path)).fit()
-    assert _summary(tmp_path)["compile_seconds"] == 2.5
+    assert _summary(tmp_path)["update"] == "compiled"
 
 
 class _SkippingTrainer(_KindlessTrainer):

@@ -1,7 +1,6 @@
 """PPO's update: one epoch of on-policy experience in, the policy's minibatch updates out."""
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast, final
 
@@ -13,7 +12,6 @@ from torch.optim import Optimizer
 
 from typedrl.advantages import compute_gae
 from typedrl.agents._collector import OBS_KEY, OnPolicyRollout
-from typedrl.agents._compiled_update import CompiledUpdate
 from typedrl.agents._config import PPOConfig
 from typedrl.agents._loss import LOSS_STATISTICS, EpochData, masked_mean, ppo_loss
 from typedrl.buffers import minibatch_indices
@@ -89,10 +87,6 @@ class PPO:
         num_minibatches: Minibatches per epoch, agreed by every rank
             (``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``).
         sampler_seed: Seed of this rank's minibatch sampler.
-        compiled: The compiled form of the minibatch update
-            (``PPOConfig.compile_update``), or ``None`` to run it eagerly.
-        on_first_minibatch: Called once, with the first minibatch of the first
-            update, before it is applied (the agent's background precompile).
     """
 
     def __init__(
@@ -106,8 +100,6 @@ class PPO:
         dist: Distributed,
         num_minibatches: int,
         sampler_seed: int,
-        compiled: CompiledUpdate | None = None,
-        on_first_minibatch: Callable[[EpochData], object] | None = None,
     ) -> None:
         self.policy = policy
         self.config = config
@@ -116,9 +108,6 @@ class PPO:
         self.fabric = fabric
         self.dist = dist
         self.num_minibatches = num_minibatches
-        self.compiled = compiled
-        """The compiled minibatch update, or ``None`` (eager)."""
-        self._on_first_minibatch = on_first_minibatch
         device = fabric.device
         self.reward_normalizer = (
             RewardNormalizer(gamma=config.gamma, clip=config.reward_clip, device=device)
@@ -141,6 +130,11 @@ class PPO:
         self._evaluate = (
             wrapped.evaluate_tensors if dist.world_size > 1 else policy.evaluate_tensors
         )
+        # PPOConfig.compile (LeanRL's recipe): the loss, and through AOTAutograd its
+        # backward pass, run as compiled kernels, cached by torch itself. The clipping and
+        # the fused Adam step stay eager: on a CPU a compiled optimizer step was measured
+        # slower than the fused kernel.
+        self._ppo_loss = torch.compile(ppo_loss) if config.compile else ppo_loss
         self.gradient_step = GradientStep(
             [p for p in policy.parameters() if p.requires_grad],
             optimizer,
@@ -161,11 +155,6 @@ class PPO:
     def learning_rate(self) -> float:
         """The learning rate in force: the optimizer's (a loaded checkpoint's continues)."""
         return float(self.optimizer.param_groups[0]["lr"])
-
-    @property
-    def compile_seconds(self) -> float:
-        """Wall time the compiled update spent compiling so far (``0.0`` when eager)."""
-        return self.compiled.compile_seconds if self.compiled is not None else 0.0
 
     # ------------------------------------------------------------------ the update
 
@@ -190,7 +179,8 @@ class PPO:
            the gradients), the kernel's global gradient norm, then the
            optimizer step with the gradient clipped to ``max_grad_norm``, or
            nothing when the norm is not finite (``nonfinite_gradients="raise"``
-           raises instead). The compiled update does all of it in one call.
+           raises instead). With ``compile``, the loss and its backward pass are
+           compiled.
         5. After each minibatch, the approximate KL averaged over the ranks
            adapts the learning rate (``"adaptive"``) and, above ``target_kl``,
            ends the epoch on every rank.
@@ -249,9 +239,6 @@ class PPO:
                 f"{self.num_minibatches} every rank agreed on; pass rollouts of the "
                 "collector PPO was built for"
             )
-        if self._on_first_minibatch is not None:
-            hook, self._on_first_minibatch = self._on_first_minibatch, None
-            hook(epoch.select(batches[0]))
         stats = self._stats
         done = 0
         for indices in batches:
@@ -300,30 +287,24 @@ class PPO:
 
         Writes the minibatch's statistics (:data:`MINIBATCH_METRICS`) into ``stats_row``.
         """
-        raise_on_nonfinite = self.config.nonfinite_gradients == "raise"
-        if self.compiled is not None:
-            # It skips a non-finite update by itself: the norm is read only to raise.
-            grad_norm, stats = self.compiled(batch)
-            finite = not raise_on_nonfinite or math.isfinite(float(grad_norm))
+        kernel = self.gradient_step
+        loss, stats = self._loss(batch)
+        kernel.clear()
+        self.fabric.backward(loss)
+        if self._scaler is not None:
+            # Measure and clip the true gradients, not the loss-scaled ones.
+            self.fabric.strategy.precision.unscale_gradients(self.optimizer)
+        reduced = kernel.reduce()
+        grad_norm = reduced.norm
+        # The finiteness decision syncs once per minibatch; every rank sees the same
+        # averaged gradient, so every rank decides alike.
+        finite = math.isfinite(float(grad_norm))
+        # With a scaler, its step skips a non-finite update itself and lowers the scale.
+        if finite or self._scaler is not None:
+            kernel.apply(reduced)
         else:
-            kernel = self.gradient_step
-            loss, stats = self._loss(batch)
-            kernel.clear()
-            self.fabric.backward(loss)
-            if self._scaler is not None:
-                # Measure and clip the true gradients, not the loss-scaled ones.
-                self.fabric.strategy.precision.unscale_gradients(self.optimizer)
-            reduced = kernel.reduce()
-            grad_norm = reduced.norm
-            # The finiteness decision syncs once per minibatch; every rank sees the same
-            # averaged gradient, so every rank decides alike.
-            finite = math.isfinite(float(grad_norm))
-            # With a scaler, its step skips a non-finite update itself and lowers the scale.
-            if finite or self._scaler is not None:
-                kernel.apply(reduced)
-            else:
-                kernel.skip()
-        if not finite and raise_on_nonfinite:
+            kernel.skip()
+        if not finite and self.config.nonfinite_gradients == "raise":
             raise NonFiniteError(
                 f"PPOAgent: non-finite gradient norm ({float(grad_norm)}) in epoch "
                 f"{iteration}; this minibatch updated nothing"
@@ -342,8 +323,8 @@ class PPO:
         """
         if self._mixed:
             with self.fabric.autocast():
-                return ppo_loss(self.config, batch, self._evaluate)
-        return ppo_loss(self.config, batch, self._evaluate)
+                return self._ppo_loss(self.config, batch, self._evaluate)
+        return self._ppo_loss(self.config, batch, self._evaluate)
 
     def _adapt(self, approx_kl: Tensor) -> bool:
         """Adaptive learning rate and target-KL stop, on the KL averaged over ranks."""

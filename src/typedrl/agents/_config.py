@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeAlias, final
 from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, optional, sequence_of
 from typedrl._validation import (
+    describe,
     finite_float,
     json_object,
     non_negative_float,
@@ -15,8 +16,9 @@ from typedrl._validation import (
     seed_int,
     unit_interval,
 )
+from typedrl.errors import ConfigError
 
-__all__ = ["PPOConfig", "PPOLearningRateSchedule"]
+__all__ = ["LEGACY_COMPILE_FIELD", "PPOConfig", "PPOLearningRateSchedule", "upgrade_fields"]
 
 PPOLearningRateSchedule: TypeAlias = Literal["constant", "linear", "adaptive"]
 """How PPO's learning rate moves: kept, decayed linearly to 0, or driven by the KL."""
@@ -113,24 +115,14 @@ class PPOConfig:
     for the actor's output layer, 1 for the critic's; zero biases), as most PPO
     implementations do. ``False`` keeps PyTorch's default initialisation of every
     layer, as Stable-Baselines3's ``ortho_init=False`` (rl-zoo3's MuJoCo settings)."""
-    compile_update: bool | Literal["auto"] = "auto"
-    """Run each minibatch update as one function compiled with :func:`torch.compile`:
-    the loss, its gradients (:func:`torch.func.grad`), the gradient clipping and Adam's
-    update on the optimizer's own state (so checkpoints stay interchangeable with eager
-    runs). On a CPU, minibatch steps of small networks run about 2.7x faster ([64, 64]
-    tanh, batches of 64) and PPO with large batches about 1.5x faster overall ([32, 32]
-    ELU, batches of 16,384). A minibatch with a non-finite gradient norm is skipped
-    inside the compiled function. Results match the eager update to floating-point
-    rounding, not bit for bit.
-
-    ``"auto"`` (the default) compiles where it pays and runs eagerly elsewhere, without
-    a warning: a single process in Fabric's 32-true or 64-true precision, a C++ compiler
-    where inductor looks for one, runtime shape checking (jaxtyping's import hook) off,
-    and at least :data:`~typedrl.agents.AUTO_COMPILE_MIN_UPDATES` minibatch updates
-    planned over ``total_timesteps`` (the first update compiles, for seconds).
-    ``True`` compiles always and raises :class:`~typedrl.errors.ConfigError` with DDP or
-    another precision; ``False`` never compiles. The seconds spent compiling appear in
-    the fit result's metrics as ``time/compile_seconds``."""
+    compile: bool = False
+    """Compile each minibatch's loss with :func:`torch.compile`, and with it the
+    loss's backward pass (LeanRL's recipe); the gradient clipping and the fused Adam
+    step run as in the eager update. The first minibatch compiles (seconds; torch keeps
+    what it compiled in its own caches, under ``TORCHINDUCTOR_CACHE_DIR``, for later
+    runs). The weights differ from an eager run's by floating-point rounding; the same
+    config and seed give the same weights whatever the caches hold. Single-process only:
+    with several ranks :class:`~typedrl.errors.ConfigError` is raised."""
     seed: int = field(default=0, metadata=check(seed_int))
     """Seed of the run, in ``[0, 2**32 - 1]``: every random stream of every rank (env,
     evaluation env, initialisation, minibatch sampler) gets its own seed from it through
@@ -154,5 +146,40 @@ class PPOConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "PPOConfig":
-        """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError."""
-        return _config_fields.from_dict(cls, data)
+        """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError.
+
+        A saved config of an older release may hold ``compile_update``; it is read as
+        :attr:`compile` (:func:`upgrade_fields`).
+        """
+        return _config_fields.from_dict(cls, upgrade_fields(data))
+
+
+LEGACY_COMPILE_FIELD = "compile_update"
+"""The field :attr:`PPOConfig.compile` replaced, which older run folders and checkpoints hold."""
+
+
+def upgrade_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with the fields of older releases in today's spelling.
+
+    ``compile_update: true`` becomes ``compile: true``; ``false`` and ``"auto"``
+    (which ran eagerly or compiled depending on the machine) become ``compile:
+    false``. A ``compile`` given beside it wins.
+
+    Example:
+        >>> upgrade_fields({"compile_update": "auto", "gamma": 0.9})
+        {'gamma': 0.9, 'compile': False}
+
+    Raises:
+        ConfigError: ``compile_update`` is not ``true``, ``false`` or ``"auto"``.
+    """
+    values = dict(data)
+    if LEGACY_COMPILE_FIELD not in values:
+        return values
+    legacy = values.pop(LEGACY_COMPILE_FIELD)
+    if not isinstance(legacy, bool) and legacy != "auto":
+        raise ConfigError(
+            f"PPOConfig.{LEGACY_COMPILE_FIELD} (now compile) must be true, false or 'auto', "
+            f"got {describe(legacy)}"
+        )
+    values.setdefault("compile", legacy is True)
+    return values

@@ -1,4 +1,4 @@
-"""The PPO loss of a minibatch, shared by the eager and the compiled update."""
+"""The PPO loss of a minibatch: what ``PPOConfig.compile`` hands to :func:`torch.compile`."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,8 +85,8 @@ def ppo_loss(config: PPOConfig, batch: EpochData, evaluate: Evaluate) -> tuple[T
     """The PPO loss of a minibatch and its statistics, without side effects.
 
     Returns the loss and ``[policy loss, value loss, entropy, loss, approx KL,
-    clip fraction]`` (:data:`LOSS_STATISTICS`). Pure, so that ``compile_update``
-    can trace it, and differentiate it with :func:`torch.func.grad`.
+    clip fraction]`` (:data:`LOSS_STATISTICS`). Pure, so that :func:`torch.compile`
+    traces it in one graph (``PPOConfig.compile``).
     """
     valid, advantages, returns, old_value = (
         batch.valid,

@@ -1,40 +1,20 @@
 """Proximal policy optimisation on Lightning Fabric."""
 
-import functools
-import os
 import time
 from typing import Any, final
 
 import gymnasium as gym
-import torch
 from lightning_fabric import Fabric
-from lightning_fabric.plugins.precision import DoublePrecision, MixedPrecision, Precision
+from lightning_fabric.plugins.precision import MixedPrecision
 from torch.optim import Optimizer
 
 from typedrl import _validation
 from typedrl.agents._algorithm import PPO
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OnPolicyCollector
-from typedrl.agents._compiled_update import (
-    AUTO_BACKGROUND_MIN_UPDATES,
-    BACKGROUND_COMPILE_VARIABLE,
-    CompileDecision,
-    CompiledUpdate,
-    CompileRecord,
-    decide_compile,
-    find_cpp_compiler,
-    precompile_supported,
-    runtime_checks_active,
-    start_background_precompile,
-)
-from typedrl.agents._config import PPOConfig
-from typedrl.agents._loss import EpochData
+from typedrl.agents._config import LEGACY_COMPILE_FIELD, PPOConfig
 from typedrl.errors import ConfigError
-from typedrl.metrics import (
-    TIME_COLLECT_FRACTION,
-    TIME_COMPILE_SECONDS,
-    TIME_SPS,
-)
+from typedrl.metrics import TIME_COLLECT_FRACTION, TIME_SPS
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import Evaluator, Policy, VecEnv
@@ -45,6 +25,7 @@ from typedrl.training import (
     IterationResult,
     RunOptions,
     TrainerState,
+    UpdatePath,
     build_optimizer,
     setup_module_and_optimizer,
 )
@@ -52,30 +33,12 @@ from typedrl.training import (
 __all__ = ["PPOAgent"]
 
 
-def _console(line: str) -> None:
-    """Print one status line of a run (above the progress bar when one is drawn)."""
-    print(line, flush=True)
-
-
-def _plain_precision(fabric: Fabric) -> bool:
-    """Whether Fabric runs 32-true or 64-true precision (no plugin the compiled update bypasses)."""
-    return type(fabric.strategy.precision) in (Precision, DoublePrecision)
-
-
-def _require_single_process_compile(config: PPOConfig, fabric: Fabric, world_size: int) -> None:
-    """Refuse ``compile_update=True`` with DDP or a precision plugin it would bypass."""
-    if config.compile_update is not True:
-        return
-    if world_size > 1:
+def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
+    """Refuse ``compile`` with several ranks, whose DDP must see the policy's forward."""
+    if config.compile and world_size > 1:
         raise ConfigError(
-            "PPOConfig.compile_update is single-process only (DDP must see the model's "
-            f"forward to synchronise gradients); got {world_size} ranks"
-        )
-    if not _plain_precision(fabric):
-        raise ConfigError(
-            "PPOConfig.compile_update computes gradients and the Adam update itself and "
-            "supports Fabric's 32-true and 64-true precision only; got "
-            f"{type(fabric.strategy.precision).__name__}"
+            "PPOConfig.compile is single-process only (DDP must see the policy's forward "
+            f"to average gradients); got {world_size} ranks: drop compile"
         )
 
 
@@ -127,8 +90,9 @@ class PPOAgent(AbstractTrainer):
 
     kind = "ppo"
     """PPO writes and resumes checkpoints of kind ``"ppo"``."""
-    resumable_changes = frozenset({"total_timesteps", "compile_update", "extra"})
-    """Config fields a resumed run may change: the budget, compilation, user bookkeeping."""
+    resumable_changes = frozenset({"total_timesteps", "compile", LEGACY_COMPILE_FIELD, "extra"})
+    """Config fields a resumed run may change: the budget, compilation, user bookkeeping
+    (and ``compile_update``, which ``compile`` replaced: older checkpoints hold it)."""
 
     @_validation.no_type_check
     def __init__(
@@ -152,7 +116,7 @@ class PPOAgent(AbstractTrainer):
             seed=config.seed,
         )
         self.config = config
-        _require_single_process_compile(config, self.fabric, self.dist.world_size)
+        _require_single_process_compile(config, self.dist.world_size)
         # Checked before any other collective: a mismatch would deadlock the update.
         self.num_minibatches = agree_on_batch_plan(
             num_envs=env.num_envs,
@@ -161,48 +125,6 @@ class PPOAgent(AbstractTrainer):
             batch_size=config.batch_size,
             dist=self.dist,
         )
-        auto = config.compile_update == "auto"
-        # Fabric's 64-true precision turns the policy to float64 at setup.
-        double = isinstance(self.fabric.strategy.precision, DoublePrecision)
-        self._policy_dtype = torch.float64 if double else torch.float32
-        self._compile_record = CompileRecord() if config.compile_update is not False else None
-        spaces = (env.single_observation_space, env.single_action_space)
-        decide = functools.partial(
-            decide_compile,
-            world_size=self.dist.world_size,
-            plain_precision=_plain_precision(self.fabric),
-            planned_updates=self.planned_updates,
-            compiler=find_cpp_compiler() if auto else None,
-            runtime_checks=runtime_checks_active(),
-        )
-        record, key = self._compile_record, ""
-        if record is not None and auto:
-            key = CompileRecord.key(
-                config, spaces, config.batch_size, dtype=self._policy_dtype, device=self.device.type
-            )
-        warm = record is not None and auto and record.compiled_before(key)
-        self.compile_decision: CompileDecision = decide(
-            config.compile_update,
-            warm_cache=warm,
-            timing=record.timing(key) if record is not None and warm else None,
-        )
-        """Whether this run compiles its minibatch updates (``compile_update``), and why."""
-        self.background_precompile: bool = (
-            auto
-            and not warm
-            and not self.compile_decision.enabled
-            and decide("auto", warm_cache=True, min_updates=AUTO_BACKGROUND_MIN_UPDATES).enabled
-            and self.device.type == "cpu"
-            and precompile_supported()
-            and os.environ.get(BACKGROUND_COMPILE_VARIABLE, "1") != "0"
-        )
-        """Whether this run precompiles its update in the background, for the next run.
-
-        Only where ``"auto"`` runs eagerly on a cold compile cache, on a CPU, with
-        at least ``AUTO_BACKGROUND_MIN_UPDATES`` planned updates
-        (``start_background_precompile`` in ``typedrl.agents._compiled_update``,
-        which also measures what the compiled update saves, for the next run's
-        decision)."""
         self.collector = OnPolicyCollector(env, num_steps=config.num_steps, dist=self.dist)
 
     # --------------------------------------------------------------- properties
@@ -228,16 +150,9 @@ class PPOAgent(AbstractTrainer):
         return self.algorithm.learning_rate
 
     @property
-    def planned_updates(self) -> int:
-        """Minibatch updates over the whole budget: epochs times minibatches per epoch.
-
-        An epoch takes ``num_steps`` steps of every env row of every rank; the
-        run's last epoch may overshoot ``total_timesteps``. (``target_kl`` may
-        stop epochs early; the plan does not count on it.)
-        """
-        epoch_steps = self.config.num_steps * self.global_num_envs
-        epochs = -(-self.config.total_timesteps // epoch_steps)
-        return epochs * self.num_minibatches
+    def update_path(self) -> UpdatePath:
+        """``"compiled"`` with ``config.compile``, else ``"eager"``."""
+        return "compiled" if self.config.compile else "eager"
 
     @property
     def budget(self) -> Budget:
@@ -289,37 +204,6 @@ class PPOAgent(AbstractTrainer):
         self.model, wrapped_optimizer = setup_module_and_optimizer(
             self.fabric, model, optimizer, forward_methods=("evaluate_tensors",)
         )
-        # compile_update runs each minibatch update as one compiled function (loss,
-        # gradients, clipping, Adam); decided (and checked to be single-process) in __init__.
-        # With a progress display, the console says when compiling starts and ends (the
-        # first update of each minibatch size waits for it: a minute on a CPU).
-        report = _console if self.options.progress and self.dist.is_main else None
-        spaces = (env.single_observation_space, env.single_action_space)
-        compile_record = self._compile_record
-        record = (
-            None
-            if compile_record is None
-            else (
-                compile_record,
-                lambda rows: CompileRecord.key(
-                    config, spaces, rows, dtype=self._policy_dtype, device=self.device.type
-                ),
-            )
-        )
-        on_first_minibatch = None
-        if self.background_precompile and compile_record is not None:
-            background_record = compile_record
-
-            def on_first_minibatch(batch: EpochData) -> None:
-                pid = start_background_precompile(
-                    model, optimizer, config, spaces, batch, record=background_record
-                )
-                if pid is not None and report is not None:
-                    report(
-                        f"precompiling the update in the background (process {pid}) for "
-                        "the next run on this machine; this run stays eager"
-                    )
-
         self.algorithm = PPO(
             model,
             config,
@@ -329,12 +213,6 @@ class PPOAgent(AbstractTrainer):
             dist=self.dist,
             num_minibatches=self.num_minibatches,
             sampler_seed=derive_seed(config.seed, "sampler", rank=self.dist.rank),
-            compiled=(
-                CompiledUpdate(model, optimizer, config, report=report, record=record)
-                if self.compile_decision.enabled
-                else None
-            ),
-            on_first_minibatch=on_first_minibatch,
         )
         """The update: advantages, minibatches, learning rate, normalisers (:class:`PPO`)."""
 
@@ -367,7 +245,7 @@ class PPOAgent(AbstractTrainer):
            ``target_kl`` stops the epoch), the adaptive learning rate, then the
            observation normalisers; it returns the update's rank-aggregated metrics.
         4. The iteration's metrics: the update's, the episode means over every
-           rank, and the speed (env steps per second, without compiling).
+           rank, and the speed (env steps per second).
         """
         started = time.perf_counter()
         algorithm = self.algorithm
@@ -378,18 +256,13 @@ class PPOAgent(AbstractTrainer):
         self._record_episodes(rollout.episodes)
         collect_seconds = time.perf_counter() - started
         # 3. Update.
-        compile_before = algorithm.compile_seconds
         outcome = algorithm.update(rollout, env_steps=self.env_steps, iteration=self.iteration)
         # 4. Metrics.
         metrics = dict(outcome.metrics)
         steps = self.config.num_steps * self.global_num_envs
-        # Training speed leaves out compiling (the first update of each minibatch size).
-        elapsed = time.perf_counter() - started - (algorithm.compile_seconds - compile_before)
+        elapsed = time.perf_counter() - started
         metrics[TIME_SPS] = steps / elapsed
         metrics[TIME_COLLECT_FRACTION] = collect_seconds / elapsed
-        if algorithm.compiled is not None:
-            # Cumulative over this fit: the first update of each minibatch shape compiles.
-            metrics[TIME_COMPILE_SECONDS] = algorithm.compile_seconds
         metrics.update(self._episode_means())
         return IterationResult(metrics=metrics, env_steps=steps)
 

@@ -183,6 +183,7 @@ class CommandLayer:
     num_envs: int | None = None
     seed: int | None = None
     total_timesteps: int | None = None
+    compile: bool | None = None
     overrides: tuple[str, ...] = ()
     run: Mapping[str, Any] = field(default_factory=dict)
 
@@ -195,6 +196,8 @@ def _layer_document(layer: CommandLayer) -> dict[str, Any]:
             document[key] = value
     if layer.total_timesteps is not None:
         document["config"]["total_timesteps"] = layer.total_timesteps
+    if layer.compile is not None:
+        document["config"]["compile"] = layer.compile
     for text in layer.overrides:
         key, value = parse_override(text)
         _set_dotted(document["config"], key, value)
@@ -299,6 +302,11 @@ def resolve(
     algo = _checked_algo(
         flags.get("algo", file_layer.get("algo", previous.get("algo", "ppo"))), where
     )
+    if command.compile is not None and algo != "ppo":
+        raise ConfigError(
+            f"--{'' if command.compile else 'no-'}compile is PPO's (PPOConfig.compile); "
+            f"{algo} runs its update eagerly: drop the flag"
+        )
     env_id = flags.get("env_id", file_layer.get("env_id", previous.get("env_id")))
     if env_id is None:
         env_id = DEFAULT_ENV_IDS[algo]

@@ -21,7 +21,6 @@ from typedrl.cli._config import (
 )
 from typedrl.cli._parser import Commands, add_command, add_debug_flag, add_env_kwargs_argument
 from typedrl.errors import ConfigError
-from typedrl.metrics import TIME_COMPILE_SECONDS
 from typedrl.runs import CONFIG_FILE, dump_run_config, write_run_config
 
 if TYPE_CHECKING:
@@ -126,6 +125,13 @@ def add_train_parser(commands: Commands) -> None:
         help="clip Box actions to the action space's bounds before the env sees them "
         "(default: the env's own rule; the built-in envs clip)",
     )
+    train.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="PPO: compile the minibatch update with torch.compile (--set compile=true; "
+        "default: eager)",
+    )
     train.add_argument("--eval-every", type=int, help="evaluate every this many env steps")
     train.add_argument("--eval-episodes", type=int, help="episodes per evaluation (default 16)")
     train.add_argument("--checkpoint-every", type=int, help="write epoch_<n>.ckpt every n epochs")
@@ -176,6 +182,7 @@ def _command_layer(args: argparse.Namespace) -> CommandLayer:
         num_envs=args.num_envs,
         seed=args.seed,
         total_timesteps=args.total_timesteps,
+        compile=args.compile,
         overrides=tuple(args.set),
         run=run,
     )
@@ -569,9 +576,8 @@ def _train_launched(
             agent = DifferentiableTrainer(
                 env=env, config=resolved.config, fabric=fabric, eval_env=eval_env, options=options
             )
-        if checkpoint is not None:
-            agent.load(checkpoint)
-        result = agent.fit()
+        _load_and_announce(agent, checkpoint, main=fabric.is_global_zero)
+        agent.fit()
     finally:
         env.close()
         if eval_env is not None:
@@ -587,10 +593,25 @@ def _train_launched(
                 episodes=run.eval_episodes,
                 seed=derive_seed(resolved.seed, "eval_env", rank=rank),
             )
-        _print_summary(run_dir, result.metrics, summary)
+        _print_summary(run_dir, summary)
         _plot_curve(run_dir)
     leave_process_group(fabric)
     return _wait_for_launched_ranks(fabric) if fabric.is_global_zero else 0
+
+
+_UPDATE_LINES: Final = {"eager": "eager", "compiled": "torch.compile"}
+"""The start-of-run line's words for each update path (``summary.json``'s ``update``)."""
+
+
+def _load_and_announce(agent: "AbstractTrainer", checkpoint: Path | None, *, main: bool) -> None:
+    """Load the checkpoint a resume continues from; rank 0 then says how the updates run.
+
+    The config alone decides the update path (PPO's ``compile``), never what a cache holds.
+    """
+    if checkpoint is not None:
+        agent.load(checkpoint)
+    if main:
+        print(f"update          {_UPDATE_LINES[agent.update_path]}", flush=True)
 
 
 LAUNCHED_RANKS_EXIT_S = 60.0
@@ -733,7 +754,7 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:,.{digits}f}"
 
 
-def _print_summary(run_dir: Path, metrics: dict[str, float], summary: "RunSummary") -> None:
+def _print_summary(run_dir: Path, summary: "RunSummary") -> None:
     """The end-of-run lines: where the run is, what it took and reached, how to resume."""
     print(f"run directory   {run_dir}")
     print(f"env steps       {summary['global_step']:,}")
@@ -743,9 +764,6 @@ def _print_summary(run_dir: Path, metrics: dict[str, float], summary: "RunSummar
         print(f"updates         {applied:,} applied, {skipped:,} skipped")
     rate = _number(summary["env_steps_per_s"], 0)
     print(f"wall time       {summary['wall_time_s']:,.1f} s ({rate} env steps/s)")
-    compile_seconds = metrics.get(TIME_COMPILE_SECONDS)
-    if compile_seconds is not None:
-        print(f"compile time    {compile_seconds:,.1f} s")
     if summary["final_eval_score"] is not None:
         print(f"eval score      {_number(summary['final_eval_score'])}")
     mean, std = summary["final_eval_return_mean"], summary["final_eval_return_std"]

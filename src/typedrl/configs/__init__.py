@@ -44,6 +44,7 @@ import yaml
 from typedrl import _validation
 from typedrl._validation import describe, positive_int
 from typedrl.agents import PPOConfig
+from typedrl.agents._config import upgrade_fields
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
 from typedrl.errors import ConfigError
 
@@ -291,6 +292,8 @@ def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> Tr
     data = _plain_dict(values, prefix, "config")
     try:
         if algo == "ppo":
+            # An older run's config.yaml may spell a field as that release did.
+            data = upgrade_fields(data)
             _check_fields(PPOConfig, data, prefix, "")
             return PPOConfig.from_dict(data)
         if data.get("total_timesteps") is None and data.get("total_updates") is None:

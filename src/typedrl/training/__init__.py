@@ -31,6 +31,7 @@ from typedrl.training._state import SupportsSharedState as SupportsSharedState
 from typedrl.training._state import TrainerState as TrainerState
 from typedrl.training._summary import SUMMARY_FILE as SUMMARY_FILE
 from typedrl.training._summary import RunSummary as RunSummary
+from typedrl.training._summary import UpdatePath as UpdatePath
 from typedrl.training._trainer import AbstractTrainer as AbstractTrainer
 from typedrl.training._trainer import Budget as Budget
 from typedrl.training._trainer import FitResult as FitResult
@@ -61,6 +62,7 @@ __all__ = [
     "TrainerState",
     "UpdateCounts",
     "UpdateOutcome",
+    "UpdatePath",
     "build_optimizer",
     "build_scheduler",
     "default_fabric",

@@ -3,15 +3,18 @@
 import json
 import math
 from pathlib import Path
-from typing import Final, TypedDict
+from typing import Final, Literal, TypeAlias, TypedDict
 
 from typedrl._atomic import write_text_atomically
 from typedrl.errors import CheckpointError
 
-__all__ = ["SUMMARY_FILE", "RunSummary", "write_summary"]
+__all__ = ["SUMMARY_FILE", "RunSummary", "UpdatePath", "write_summary"]
 
 SUMMARY_FILE: Final = "summary.json"
 """The summary's file name in the run folder."""
+
+UpdatePath: TypeAlias = Literal["eager", "compiled"]
+"""How a trainer ran its updates: eagerly, or compiled with :func:`torch.compile`."""
 
 
 class RunSummary(TypedDict):
@@ -55,8 +58,9 @@ class RunSummary(TypedDict):
     """``checkpoints/last.ckpt`` when it exists."""
     stopped_by_signal: bool
     """Whether a SIGINT/SIGTERM stopped the run before its budget was spent."""
-    compile_seconds: float | None
-    """Time spent compiling (``time/compile_seconds``), when the trainer reports it."""
+    update: UpdatePath
+    """How the updates ran (:attr:`~typedrl.training.AbstractTrainer.update_path`):
+    ``"eager"``, or ``"compiled"`` with :func:`torch.compile` (PPO's ``compile``)."""
 
 
 def finite_or_none(value: float | None) -> float | None:

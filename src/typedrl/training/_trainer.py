@@ -51,7 +51,6 @@ from typedrl.metrics import (
     EVAL_RETURN_MEAN,
     EVAL_RETURN_STD,
     EVAL_SCORE,
-    TIME_COMPILE_SECONDS,
     TIME_ENV_STEPS,
     TIME_ITERATION,
     TIME_ITERATION_SECONDS,
@@ -63,7 +62,7 @@ from typedrl.training._fabric import default_fabric, require_fabric
 from typedrl.training._options import RunOptions
 from typedrl.training._signals import StopRequest
 from typedrl.training._state import GeneratorState, SupportsSharedState, TrainerState
-from typedrl.training._summary import RunSummary, finite_or_none, write_summary
+from typedrl.training._summary import RunSummary, UpdatePath, finite_or_none, write_summary
 from typedrl.training._update import restart_schedule as restart_lr_schedule
 from typedrl.training._update import resync_schedule
 
@@ -291,6 +290,14 @@ class AbstractTrainer(ABC):
         """
         return self.kind
 
+    @property
+    def update_path(self) -> UpdatePath:
+        """How this trainer runs its updates, as ``summary.json`` records it (``"eager"``).
+
+        A trainer that compiles its update when asked (PPO's ``compile``) says ``"compiled"``.
+        """
+        return "eager"
+
     # ------------------------------------------------------------- to implement
 
     @property
@@ -481,7 +488,7 @@ class AbstractTrainer(ABC):
             checkpoint_best=relative(paths.best if paths else None),
             checkpoint_last=relative(paths.last if paths else None),
             stopped_by_signal=result.stopped_by_signal,
-            compile_seconds=finite_or_none(metrics.get(TIME_COMPILE_SECONDS)),
+            update=self.update_path,
         )
 
     def _warn_if_skipping(self) -> None:
