@@ -318,6 +318,9 @@ def run_train(args: argparse.Namespace) -> int:
         return 0
     _check_env_names(resolved)
     _check_differentiable(resolved)
+    if resolved.policy is not None:
+        # Imported now: a typo fails before anything is built.
+        resolved.policy.resolve()
     if resolved.run.wandb_project is not None:
         from typedrl.logging import require_wandb  # noqa: PLC0415 - keep start-up light
 

@@ -221,7 +221,9 @@ class TinyActorCritic(nn.Module):
 
     def _distribution(self, obs: Obs) -> tuple[torch.distributions.Distribution, Tensor]:
         features = obs["obs"]
-        hidden: Tensor = self.body(features.reshape(features.shape[0], -1).float())
+        # Observations of any dtype meet the network's (float64 under 64-true precision).
+        dtype = self.value_head.weight.dtype
+        hidden: Tensor = self.body(features.reshape(features.shape[0], -1).to(dtype))
         out: Tensor = self.policy_head(hidden)
         value: Tensor = self.value_head(hidden).squeeze(-1)
         # No argument validation: its data-dependent checks would stop torch.export.

@@ -10,7 +10,7 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl._tensor_checks import same_device
-from typedrl._validation import describe
+from typedrl._validation import describe, no_type_check
 from typedrl.errors import ConfigError
 from typedrl.policies import PolicyFactory
 from typedrl.protocols import VecEnv
@@ -53,6 +53,8 @@ def _zero_leaves(
     return torch.from_numpy(zeros).to(device)
 
 
+# Validates its own arguments: a wrong one is a ConfigError naming it, not a type-check error.
+@no_type_check
 def given_policy(
     policy: nn.Module | None, factory: PolicyFactory | None, env: VecEnv
 ) -> tuple[PolicyFactory | None, nn.Module | None]:
