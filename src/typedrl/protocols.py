@@ -239,9 +239,9 @@ class ActorCritic(Policy, Protocol):
 
 @runtime_checkable
 class TensorActorCritic(ActorCritic, Protocol):
-    """Optional fast path of an actor-critic: :meth:`act` and :meth:`evaluate` as plain tuples.
+    """Optional fast path of an actor-critic: ``act`` and ``evaluate`` as plain tuples.
 
-    PPO's collector and update call these instead of :meth:`~ActorCritic.act`
+    PPO's collector and update call these instead of :meth:`~Policy.act`
     and :meth:`~ActorCritic.evaluate` when a policy has them (an ``isinstance``
     check against this protocol), which skips building a TensorDict per step
     and per minibatch: for the few rows of a small vector env that costs more
@@ -251,7 +251,7 @@ class TensorActorCritic(ActorCritic, Protocol):
     def act_tensors(
         self, obs: Obs, *, deterministic: bool = False
     ) -> tuple[BatchAction, BatchScalar, BatchScalar]:
-        """:meth:`~ActorCritic.act`'s ``(action, log_prob, value)``, without the entropy."""
+        """:meth:`~Policy.act`'s ``(action, log_prob, value)``, without the entropy."""
         ...
 
     def evaluate_tensors(

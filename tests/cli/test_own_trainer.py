@@ -69,6 +69,8 @@ def test_a_registered_trainer_trains_resumes_and_evaluates(tmp_path: Path) -> No
     )
     assert "(random_search, 2 rows, seed 0)" in out
     report = json.loads((run_dir / "eval.json").read_text())
+    _typedrl("export", str(run_dir), "--format", "torchscript", site=site, cwd=tmp_path)
+    assert (run_dir / "policy.pt").is_file()
     assert (report["kind"], report["algorithm"], report["episodes"]) == (
         "random_search",
         "random_search",
