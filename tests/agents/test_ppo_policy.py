@@ -1,11 +1,14 @@
 """Tests for PPOAgent(policy=..., policy_factory=...): a user's actor-critic, trained, rebuilt."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from tensordict import TensorDict
 
+from tests.multiprocess import run_two_ranks
+from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import load_checkpoint
@@ -114,3 +117,35 @@ def test_the_differentiable_trainer_records_its_factory(tmp_path: Path) -> None:
     restored = restore_policy(checkpoint, env, path=last)
     assert isinstance(restored, DifferentiableMLPPolicy)
     assert not restored.squash
+
+
+def _ddp_worker(rank: int, port: int, out_dir: str) -> None:
+    fabric = launch_two_rank_fabric(rank, port)
+    result: dict[str, Any]
+    try:
+        agent = PPOAgent(
+            env=make(ENV_ID, num_envs=2, seed=rank),
+            config=_config(),
+            policy_factory=TINY,
+            fabric=fabric,
+            options=RunOptions(progress=False, loggers=[]),
+        )
+        agent.fit()
+        result = {
+            "parameters": {k: v.detach().clone() for k, v in agent.model.state_dict().items()}
+        }
+    except Exception as error:
+        result = {"error": f"{type(error).__name__}: {error}"}
+    torch.save(result, Path(out_dir) / f"rank{rank}.pt")
+
+
+@pytest.mark.distributed
+def test_ddp_trains_a_user_policy_through_evaluate(tmp_path: Path) -> None:
+    """2 gloo ranks: the generic evaluate goes through DDP's forward; weights stay identical."""
+    run_two_ranks(_ddp_worker, str(tmp_path))
+    first, second = (torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in (0, 1))
+    assert "error" not in first, first.get("error")
+    assert "error" not in second, second.get("error")
+    assert first["parameters"].keys() == second["parameters"].keys()
+    for key, value in first["parameters"].items():
+        torch.testing.assert_close(value, second["parameters"][key], rtol=0, atol=0)

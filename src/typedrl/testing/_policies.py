@@ -217,7 +217,12 @@ class TinyActorCritic(nn.Module):
         self.body = nn.Sequential(nn.Linear(obs_dim, hidden), nn.Tanh())
         self.policy_head = nn.Linear(hidden, outputs)
         self.value_head = nn.Linear(hidden, 1)
-        self.log_std = nn.Parameter(torch.zeros(0 if self.discrete else outputs))
+        # Every parameter takes part in evaluate (DDP averages the gradients of all of them).
+        self.log_std: Tensor
+        if self.discrete:
+            self.register_buffer("log_std", torch.zeros(0))
+        else:
+            self.log_std = nn.Parameter(torch.zeros(outputs))
 
     def _distribution(self, obs: Obs) -> tuple[torch.distributions.Distribution, Tensor]:
         features = obs["obs"]
