@@ -192,6 +192,12 @@ class PPOAgent(AbstractTrainer):
                 fabric=self.fabric,
                 owner="PPOAgent",
             )
+            if error is None and config.compile_update is True:
+                error = ConfigError(
+                    "PPOConfig.compile_update=True compiles the built-in MLPActorCritic's "
+                    "update only; a policy of your own trains eagerly: set compile_update to "
+                    "False or 'auto'"
+                )
         # A rank that refuses stops every rank, before any other collective.
         raise_together(error, "the policy check", self.dist)
         _require_single_process_compile(config, self.fabric, self.dist.world_size)
