@@ -44,6 +44,7 @@ RUN: dict[str, tuple[tuple[str, str], ...]] = {
         ("eval_episodes=64", "eval_episodes=8"),
     ),
     "docs/guides/trainer_core.rst": (("iterations=200,", "iterations=4,"),),
+    "docs/guides/own_policy.rst": (("total_timesteps=20_000", "total_timesteps=512"),),
 }
 """Pages whose Python blocks run, in order and in one namespace, in a fresh folder."""
 
@@ -58,6 +59,11 @@ NOT_RUN: dict[str, str] = {
     "docs/guides/multiprocess_apg.rst": "a script that launches its DDP processes (fabric.launch)",
     "docs/guides/differentiable_mujoco.rst": "needs the mujoco extra and minutes of training",
     "docs/cli.rst": "runs onnxruntime on a policy.onnx exported by typedrl export",
+    "docs/guides/own_trainer.rst": (
+        "registers the reader's installed my_search package; its module is "
+        "tests/cli/random_search.py, which tests/test_algorithms.py registers and "
+        "tests/cli/test_own_trainer.py installs, trains, resumes, evaluates and exports"
+    ),
 }
 """Pages whose Python blocks are not programs, and why; every other block runs."""
 

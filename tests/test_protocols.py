@@ -2,10 +2,12 @@
 
 from typing import Any
 
+import gymnasium as gym
 import pytest
 import torch
 
 from typedrl import protocols
+from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
 from typedrl.testing import (
     ConstantPolicy,
     CounterState,
@@ -15,12 +17,15 @@ from typedrl.testing import (
     LinearDifferentiablePolicy,
     QuadraticEnv,
     ScheduledQuadraticEnv,
+    TinyActorCritic,
     TransitionCollector,
 )
 
 
 def _conforming() -> list[tuple[type[Any], object]]:
     counting = CountingVecEnv(num_envs=2, truncate_after=2)
+    box = gym.spaces.Box(-1.0, 1.0, (3,))
+    mlp = MLPActorCritic(box, gym.spaces.Discrete(2))
     return [
         (protocols.VecEnv, counting),
         (protocols.DifferentiableVecEnv, QuadraticEnv(num_envs=2)),
@@ -28,6 +33,12 @@ def _conforming() -> list[tuple[type[Any], object]]:
         (protocols.ScheduledDifferentiableVecEnv, ScheduledQuadraticEnv(num_envs=2, horizons=[2])),
         (protocols.Policy, ConstantPolicy(torch.zeros(1))),
         (protocols.ActorCritic, LinearActorCritic(obs_dim=3, act_dim=1)),
+        (protocols.ActorCritic, TinyActorCritic(box, gym.spaces.Discrete(2))),
+        (protocols.TensorActorCritic, mlp),
+        (protocols.SupportsNormalizerUpdate, mlp),
+        (protocols.SupportsNormalizerUpdate, DifferentiableMLPPolicy(box, box)),
+        (protocols.SupportsDeterministicActor, mlp),
+        (protocols.SupportsDeterministicActor, DifferentiableMLPPolicy(box, box)),
         (protocols.DifferentiablePolicy, LinearDifferentiablePolicy(obs_dim=1, act_dim=1)),
         (protocols.Collector, TransitionCollector(counting)),
         (protocols.Evaluator, EpisodeReturnEvaluator(counting, num_episodes=2)),
@@ -44,7 +55,7 @@ def test_mock_satisfies_protocol(protocol: type[Any], obj: object) -> None:
 
 
 def test_every_protocol_has_a_mock() -> None:
-    """No protocol in the public list lacks a conforming mock in typedrl.testing."""
+    """No public protocol lacks a conforming object (typedrl.testing's, a policy's, torch's)."""
     covered = {protocol for protocol, _ in _conforming()}
     public = {
         getattr(protocols, name)
@@ -72,6 +83,9 @@ class _NotAnEnv:
         (protocols.ScheduledDifferentiableVecEnv, QuadraticEnv(num_envs=1)),
         (protocols.Policy, torch.nn.Linear(1, 1)),
         (protocols.ActorCritic, ConstantPolicy(torch.zeros(1))),
+        (protocols.TensorActorCritic, LinearActorCritic(obs_dim=1, act_dim=1)),
+        (protocols.SupportsNormalizerUpdate, LinearActorCritic(obs_dim=1, act_dim=1)),
+        (protocols.SupportsDeterministicActor, LinearActorCritic(obs_dim=1, act_dim=1)),
         (protocols.DifferentiablePolicy, LinearActorCritic(obs_dim=1, act_dim=1)),
         (protocols.Collector, CountingVecEnv(num_envs=1)),
         (protocols.Evaluator, TransitionCollector(CountingVecEnv(num_envs=1))),

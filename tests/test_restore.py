@@ -1,15 +1,29 @@
-"""Tests for typedrl.restore: finding a run's env settings in its config.yaml."""
+"""Tests for typedrl.restore: a run's env settings, and the policy of a file without a factory."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch
+from tensordict import TensorDict
 
-from typedrl.checkpoint import POLICY_KEY, Checkpoint, capture_rng_state
+from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
+from typedrl.checkpoint import (
+    DEFAULT_POLICY,
+    POLICY_KEY,
+    Checkpoint,
+    capture_rng_state,
+    load_checkpoint,
+    save_checkpoint,
+)
+from typedrl.envs import make
 from typedrl.errors import ConfigError
-from typedrl.restore import CheckpointLocation, trained_env
+from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
+from typedrl.restore import CheckpointLocation, algorithm_of, restore_policy, trained_env
 from typedrl.runs import CONFIG_FILE, write_run_config
 
 
@@ -67,3 +81,60 @@ def test_restore_does_not_import_the_command() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
     )
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def _schema_2_file(path: Path, kind: str, config: dict[str, Any], policy: torch.nn.Module) -> Path:
+    """A checkpoint as typedrl wrote it before policy factories (schema 2, no such key)."""
+    checkpoint = Checkpoint(
+        kind=kind,
+        env_id=None,
+        modules={POLICY_KEY: policy.state_dict()},
+        config=config,
+        rng=(capture_rng_state(),),
+    )
+    payload = torch.load(save_checkpoint(path, checkpoint), weights_only=True)
+    del payload["policy_factory"]
+    torch.save({**payload, "schema_version": 2}, path)
+    return path
+
+
+def test_an_old_ppo_file_loads_as_the_default_mlp(tmp_path: Path) -> None:
+    """A PPO file without a factory rebuilds PPOConfig's MLP from its stored config."""
+    env = make("typedrl/CartPole-v0", num_envs=1)
+    config = PPOConfig(actor_hidden=(8,), critic_hidden=(8,))
+    policy = PPOAgent.build_policy(config, env.single_observation_space, env.single_action_space)
+    path = _schema_2_file(tmp_path / "old.ckpt", "ppo", config.to_dict(), policy)
+    checkpoint = load_checkpoint(path)
+    assert checkpoint.policy_factory == DEFAULT_POLICY
+    restored = restore_policy(checkpoint, env, path=path)
+    assert isinstance(restored, MLPActorCritic)
+    obs = TensorDict({"obs": torch.randn(4, 4)}, batch_size=[4])
+    expected = policy.eval().act(obs, deterministic=True)["action"]
+    assert torch.equal(restored.act(obs, deterministic=True)["action"], expected)
+    assert algorithm_of(checkpoint, path=path) == "ppo"
+
+
+def test_an_old_shac_file_gets_the_envs_normalise_mask(tmp_path: Path) -> None:
+    """An APG-kind file without a factory rebuilds its MLP with the env's mask; SHAC is named."""
+    env = make("typedrl/CartPoleSwingUp-v0", num_envs=1)
+    config = DifferentiableTrainerConfig.from_dict(
+        {"total_updates": 1, "normalize_observations": True, "algorithm": {"actor": {}}}
+    )
+    policy = DifferentiableTrainer.build_policy(
+        config, env.single_observation_space, env.single_action_space
+    )
+    path = _schema_2_file(tmp_path / "old.ckpt", "apg", config.to_dict(), policy)
+    checkpoint = load_checkpoint(path)
+    restored = restore_policy(checkpoint, env, path=path)
+    assert isinstance(restored, DifferentiableMLPPolicy)
+    assert restored.observation_normalize_mask.tolist() == [True, True, False, False, True]
+    assert algorithm_of(checkpoint, path=path) == "shac"
+
+
+def test_a_kind_no_algorithm_registers_is_named(tmp_path: Path) -> None:
+    """algorithm_of names the file and the registered kinds for a kind nobody registered."""
+    with pytest.raises(ConfigError, match=r"old\.ckpt: no registered algorithm writes .*'dqn'"):
+        algorithm_of(
+            Checkpoint(kind="dqn", modules={POLICY_KEY: {}}, rng=(capture_rng_state(),)),
+            path=tmp_path / "old.ckpt",
+        )

@@ -39,10 +39,13 @@ if TYPE_CHECKING:
     from typedrl.protocols import Evaluator as Evaluator
     from typedrl.protocols import Policy as Policy
     from typedrl.protocols import ScheduledDifferentiableVecEnv as ScheduledDifferentiableVecEnv
+    from typedrl.protocols import SupportsDeterministicActor as SupportsDeterministicActor
+    from typedrl.protocols import SupportsNormalizerUpdate as SupportsNormalizerUpdate
     from typedrl.protocols import (
         SupportsObservationNormalizeMask as SupportsObservationNormalizeMask,
     )
     from typedrl.protocols import SupportsStateDict as SupportsStateDict
+    from typedrl.protocols import TensorActorCritic as TensorActorCritic
     from typedrl.protocols import VecEnv as VecEnv
 else:
     __getattr__, __dir__ = lazy_exports(
@@ -58,8 +61,11 @@ else:
             "Evaluator": "typedrl.protocols",
             "Policy": "typedrl.protocols",
             "ScheduledDifferentiableVecEnv": "typedrl.protocols",
+            "SupportsDeterministicActor": "typedrl.protocols",
+            "SupportsNormalizerUpdate": "typedrl.protocols",
             "SupportsObservationNormalizeMask": "typedrl.protocols",
             "SupportsStateDict": "typedrl.protocols",
+            "TensorActorCritic": "typedrl.protocols",
             "VecEnv": "typedrl.protocols",
         },
     )
@@ -89,8 +95,11 @@ __all__ = [
     "SpecError",
     "StateError",
     "StepResult",
+    "SupportsDeterministicActor",
+    "SupportsNormalizerUpdate",
     "SupportsObservationNormalizeMask",
     "SupportsStateDict",
+    "TensorActorCritic",
     "TypedRLError",
     "VecEnv",
     "__version__",

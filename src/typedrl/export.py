@@ -1,18 +1,21 @@
 """Export a trained policy as a plain tensor-in, action-out model (ONNX or TorchScript).
 
-:class:`DeterministicPolicy` turns a trainer's policy (PPO's
-:class:`~typedrl.policies.MLPActorCritic`, APG's and SHAC's
-:class:`~typedrl.policies.DifferentiableMLPPolicy`) into a module from a flat
-observation tensor ``[batch, obs_dim]`` to the action its evaluation plays:
-observation normalisation is baked in (the saved running statistics, clamped as
-in training), a Gaussian policy returns its mean (squashed into the action
+:class:`DeterministicPolicy` turns any trained policy into a module from a
+flat observation tensor ``[batch, obs_dim]`` to the action its evaluation
+plays. For the MLP policies (PPO's :class:`~typedrl.policies.MLPActorCritic`,
+APG's and SHAC's :class:`~typedrl.policies.DifferentiableMLPPolicy`, and any
+policy with :class:`~typedrl.protocols.SupportsDeterministicActor`)
+observation normalisation is baked in (the saved running statistics, clamped
+as in training), a Gaussian policy returns its mean (squashed into the action
 bounds when the policy squashes), a categorical one the index of its most
-likely action. :func:`export_policy` writes it to a file;
+likely action; any other policy is exported through its ``act(obs,
+deterministic=True)``. :func:`export_policy` writes it to a file;
 :func:`export_checkpoint` does both for a checkpoint or run folder.
 
 ``obs_dim`` is the concatenation of the observation keys the policy reads, each
 flattened, in the policy's key order (a ``Box`` observation stored under
-``"obs"`` is simply its flattened array).
+``"obs"`` is simply its flattened array); for a policy exported through
+``act``, every key of the observation space, in the space's order.
 
 ONNX files are written by PyTorch's ``torch.export``-based exporter (needs
 ``pip install 'typedrl[onnx]'``), with a dynamic batch axis, input ``"obs"``
@@ -37,25 +40,26 @@ import copy
 import importlib
 import importlib.util
 import logging
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, cast, final
+from typing import Any, Final, Literal, TypeAlias, final
 
 import gymnasium as gym
 import torch
 from jaxtyping import Float
+from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
+from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
-from typedrl.normalization import RunningMeanStd
-from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
 from typedrl.policies._features import flat_size
+from typedrl.protocols import Policy, SupportsDeterministicActor
 from typedrl.restore import (
     CheckpointLocation,
-    RestoredPolicy,
     locate_checkpoint,
     restore_policy,
     trained_env,
@@ -80,93 +84,89 @@ _SUFFIXES: Final[dict[ExportFormat, str]] = {"onnx": ".onnx", "torchscript": ".p
 _ONNX_MODULES: Final = ("onnx", "onnxscript")
 
 
-def _normalization_stats(
-    normalizers: nn.ModuleDict | None, keys: tuple[str, ...]
-) -> tuple[Tensor, Tensor, float | None]:
-    """The concatenated float64 mean and ``rsqrt(var + epsilon)`` of ``keys``, and the clip."""
-    if normalizers is None:
-        empty = torch.zeros(0, dtype=torch.float64)
-        return empty, empty.clone(), None
-    means: list[Tensor] = []
-    scales: list[Tensor] = []
-    clips: set[float | None] = set()
-    for key in keys:
-        # The policies put a RunningMeanStd under every key.
-        normalizer = cast("RunningMeanStd", normalizers[key])
-        # (x - mean) * rsqrt(var + epsilon), as RunningMeanStd.normalize computes it.
-        variance = normalizer.var.detach().to(torch.float64)
-        means.append(normalizer.mean.detach().to(torch.float64).reshape(-1))
-        scales.append(torch.rsqrt(variance + normalizer.epsilon).reshape(-1))
-        clips.add(normalizer.clip)
-    if len(clips) > 1:
-        raise ConfigError(
-            f"DeterministicPolicy: the observation keys are clipped differently: {clips}"
+@final
+class _ActThroughTensorDict(nn.Module):
+    """Any policy's ``act(obs, deterministic=True)["action"]``, from flat observations.
+
+    The flat ``[batch, obs_dim]`` tensor is cut into the observation space's
+    keys (each ``Box`` flattened, in the space's order; a ``Box`` space is the
+    key ``"obs"``), put in a TensorDict and handed to the policy.
+    """
+
+    def __init__(self, policy: Policy, observation_space: gym.Space[Any]) -> None:
+        super().__init__()
+        spaces = (
+            dict(observation_space.spaces)
+            if isinstance(observation_space, gym.spaces.Dict)
+            else {"obs": observation_space}
         )
-    return torch.cat(means), torch.cat(scales), clips.pop()
+        keys = tuple(spaces)
+        self.obs_dim = flat_size(observation_space, keys, "DeterministicPolicy")
+        self.shapes = [(key, tuple(spaces[key].shape or ())) for key in keys]
+        self.policy = copy.deepcopy(policy)
+        self.policy.train(mode=False)
+
+    @_validation.no_type_check
+    def forward(self, obs: Tensor) -> Tensor:
+        batch = obs.shape[0]
+        leaves: dict[str, Tensor] = {}
+        start = 0
+        for key, shape in self.shapes:
+            width = math.prod(shape)
+            leaves[key] = obs[:, start : start + width].reshape(batch, *shape)
+            start += width
+        action: Tensor = self.policy.act(
+            TensorDict(leaves, batch_size=[batch]), deterministic=True
+        )["action"]
+        return action
 
 
 @final
 class DeterministicPolicy(nn.Module):
     """The deterministic action of a trained policy, from a flat observation tensor.
 
-    The module holds copies of the policy's networks and normalisation
-    statistics, so later changes to ``policy`` do not reach it. Its forward is
-    made of tensor operations only (no TensorDict, no Python branches on
-    values), so it traces and exports with a dynamic batch size.
+    A policy that has its own export form
+    (:class:`~typedrl.protocols.SupportsDeterministicActor`, as the MLP
+    policies have: only the actor's keys, normalisation baked in, a Gaussian's
+    mean or a categorical's most likely action) is exported through it; any
+    other :class:`~typedrl.protocols.Policy` through ``act(obs,
+    deterministic=True)``, with the flat input cut into every key of the
+    observation space. The module holds a copy, so later changes to ``policy``
+    do not reach it, and its forward traces and exports with a dynamic batch
+    size.
 
     Args:
-        policy: A PPO :class:`~typedrl.policies.MLPActorCritic` or an APG/SHAC
-            :class:`~typedrl.policies.DifferentiableMLPPolicy`.
+        policy: Any policy (PPO's :class:`~typedrl.policies.MLPActorCritic`,
+            APG's and SHAC's :class:`~typedrl.policies.DifferentiableMLPPolicy`
+            or one of your own).
         observation_space: The env's single observation space (gives each
             key's width).
 
     Raises:
-        ConfigError: If an observation key the policy reads is not a ``Box``.
+        ConfigError: If an observation key the module reads is not a ``Box``.
     """
 
-    def __init__(self, policy: RestoredPolicy, observation_space: gym.Space[Any]) -> None:
+    def __init__(self, policy: Policy, observation_space: gym.Space[Any]) -> None:
         super().__init__()
-        normalizers: nn.ModuleDict | None
-        if isinstance(policy, MLPActorCritic):
-            keys = policy.actor_keys
-            self.net = copy.deepcopy(policy.actor)
-            normalizers = policy.obs_normalizers
-            mask = None
-            self.discrete = policy.discrete
-            self.action_start = policy.action_start
-            self.squash = False
-        else:
-            keys = policy.obs_keys
-            self.net = copy.deepcopy(policy.mean_net)
-            normalizers = policy.obs_normalizers
-            mask = policy.observation_normalize_mask.detach().clone()
-            self.discrete = False
-            self.action_start = 0
-            self.squash = policy.squash
-        self.obs_dim = flat_size(observation_space, keys, "DeterministicPolicy")
-        self.action_shape = tuple(policy.action_shape)
-        self.net_dtype = next(iter(self.net.parameters())).dtype
-        self.normalizes = normalizers is not None
-        mean, scale, self.clip = _normalization_stats(normalizers, keys)
-        self.obs_mean: Tensor
-        self.obs_scale: Tensor
-        self.register_buffer("obs_mean", mean)
-        self.register_buffer("obs_scale", scale)
-        # Features whose mask entry is False (sines, one-hot codes) bypass the normaliser.
-        self.partial_mask = mask is not None and not bool(mask.all())
-        self.normalize_mask: Tensor
-        self.register_buffer(
-            "normalize_mask",
-            mask if mask is not None else torch.ones(self.obs_dim, dtype=torch.bool),
+        self.actor: nn.Module = (
+            policy.deterministic_actor(observation_space)
+            if isinstance(policy, SupportsDeterministicActor)
+            else _ActThroughTensorDict(policy, observation_space)
         )
-        self.action_low: Tensor
-        self.action_high: Tensor
-        if isinstance(policy, DifferentiableMLPPolicy):
-            self.register_buffer("action_low", policy.action_low.detach().clone())
-            self.register_buffer("action_high", policy.action_high.detach().clone())
-        else:
-            self.register_buffer("action_low", torch.zeros(0))
-            self.register_buffer("action_high", torch.zeros(0))
+        obs_dim = getattr(self.actor, "obs_dim", None)
+        if isinstance(obs_dim, bool) or not isinstance(obs_dim, int):
+            raise ConfigError(
+                f"{type(policy).__name__}.deterministic_actor must return a module with an int "
+                f"obs_dim, got {describe(obs_dim)}"
+            )
+        self.obs_dim = obs_dim
+        """Width of the input ``[batch, obs_dim]``."""
+        with torch.no_grad():
+            example: Tensor = self.actor(torch.zeros(1, obs_dim))
+        self.action_shape: tuple[int, ...] = tuple(example.shape[1:])
+        """Shape of one action (``()`` for a discrete action)."""
+        self.discrete = not (example.is_floating_point() or example.is_complex())
+        """Whether the output is an action index."""
         self.eval()
 
     # Traced by torch.jit.trace and torch.export: no runtime checks inside.
@@ -178,29 +178,11 @@ class DeterministicPolicy(nn.Module):
             obs: Flat observations, ``[batch, obs_dim]``, float32 or float64.
 
         Returns:
-            ``[batch, *action_shape]`` actions in the network's dtype for a
-            ``Box`` action space; int64 ``[batch]`` indices (offset by the
-            space's ``start``) for ``Discrete``.
+            ``[batch, *action_shape]`` actions (int64 ``[batch]`` indices for a
+            ``Discrete`` action space).
         """
-        features = obs
-        if self.normalizes:
-            scaled = (obs.to(torch.float64) - self.obs_mean) * self.obs_scale
-            if self.clip is not None:
-                scaled = scaled.clamp(-self.clip, self.clip)
-            normalized = scaled.to(obs.dtype)
-            features = (
-                torch.where(self.normalize_mask, normalized, obs)
-                if self.partial_mask
-                else normalized
-            )
-        out: Tensor = self.net(features.to(self.net_dtype))
-        if self.discrete:
-            index = out.argmax(-1)
-            return index + self.action_start if self.action_start else index
-        if self.squash:
-            weight = (torch.tanh(out) + 1.0) * 0.5
-            out = torch.lerp(self.action_low.to(out.dtype), self.action_high.to(out.dtype), weight)
-        return out.reshape((-1, *self.action_shape))
+        action: Tensor = self.actor(obs)
+        return action
 
 
 @final
@@ -247,6 +229,8 @@ def export_policy(
 
     Raises:
         MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
+        ConfigError: The exporter cannot trace the model (a policy of your own
+            whose ``act`` branches on tensor values, say).
     """
     target = Path(path)
     example = torch.zeros(2, model.obs_dim)
@@ -267,6 +251,11 @@ def export_policy(
             # internals; the file they write is what matters, and the tests check it.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
+            # A policy exported through act builds a TensorDict, whose shape checks read
+            # the traced batch size; they decide nothing the trace records.
+            warnings.filterwarnings(
+                "ignore", message="Converting a tensor to a Python", module=r"tensordict\."
+            )
             if export_format == "onnx":
                 torch.onnx.export(
                     model,
@@ -283,6 +272,15 @@ def export_policy(
             else:
                 traced = torch.jit.trace(model, (example,))  # type: ignore[no-untyped-call]
                 torch.jit.save(traced, str(target))
+    except (RuntimeError, TypeError, ValueError) as error:
+        # A policy of the user's may hold what the exporters cannot trace: one line, not pages.
+        lines = str(error).strip().splitlines()
+        raise ConfigError(
+            f"the policy does not export as {export_format} ({type(error).__name__}: "
+            f"{lines[0] if lines else ''}); its act(obs, deterministic=True) must be traceable "
+            "tensor code (no Python branches on tensor values; torch.distributions with "
+            "validate_args=False), or try the other format"
+        ) from error
     finally:
         registration.setLevel(level)
     return target

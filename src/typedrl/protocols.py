@@ -31,13 +31,17 @@ The vector-env contract
   ``result.valid[i] == False``; collectors and buffers never train on it.
 """
 
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import gymnasium as gym
 import torch
+from torch import Tensor, nn
 
 from typedrl._results import DifferentiableRolloutSpec, EvaluationResult, StepResult
-from typedrl.types import Action, BatchAction, EnvScalar, Obs, ObsMask
+from typedrl.types import Action, BatchAction, BatchScalar, EnvScalar, Obs, ObsMask
+
+if TYPE_CHECKING:
+    from typedrl.distributed import Distributed
 
 __all__ = [
     "ActorCritic",
@@ -50,8 +54,11 @@ __all__ = [
     "Policy",
     "ScheduledDifferentiableVecEnv",
     "StepResult",
+    "SupportsDeterministicActor",
+    "SupportsNormalizerUpdate",
     "SupportsObservationNormalizeMask",
     "SupportsStateDict",
+    "TensorActorCritic",
     "VecEnv",
 ]
 
@@ -207,7 +214,14 @@ class Policy(Protocol):
 
 @runtime_checkable
 class ActorCritic(Policy, Protocol):
-    """A stochastic policy with a value head, as PPO needs it."""
+    """A stochastic policy with a value head, as PPO needs it.
+
+    This is all :class:`~typedrl.agents.PPOAgent` requires of ``policy=``.
+    Optional capabilities it uses when a policy has them:
+    :class:`TensorActorCritic` (a faster collection and update),
+    :class:`SupportsNormalizerUpdate` (observation statistics inside the
+    policy) and :class:`SupportsDeterministicActor` (its own export module).
+    """
 
     def evaluate(self, obs: Obs, action: BatchAction) -> Obs:
         """Score given actions under the current policy.
@@ -220,6 +234,72 @@ class ActorCritic(Policy, Protocol):
 
     def value(self, obs: Obs) -> EnvScalar:
         """State value ``V(obs)``, float ``[batch]`` (used to bootstrap truncations)."""
+        ...
+
+
+@runtime_checkable
+class TensorActorCritic(ActorCritic, Protocol):
+    """Optional fast path of an actor-critic: ``act`` and ``evaluate`` as plain tuples.
+
+    PPO's collector and update call these instead of :meth:`~Policy.act`
+    and :meth:`~ActorCritic.evaluate` when a policy has them (an ``isinstance``
+    check against this protocol), which skips building a TensorDict per step
+    and per minibatch: for the few rows of a small vector env that costs more
+    than the arithmetic. Both must agree with the TensorDict methods.
+    """
+
+    def act_tensors(
+        self, obs: Obs, *, deterministic: bool = False
+    ) -> tuple[BatchAction, BatchScalar, BatchScalar]:
+        """:meth:`~Policy.act`'s ``(action, log_prob, value)``, without the entropy."""
+        ...
+
+    def evaluate_tensors(
+        self, obs: Obs, action: BatchAction
+    ) -> tuple[BatchScalar, BatchScalar, BatchScalar]:
+        """:meth:`~ActorCritic.evaluate`'s ``(log_prob, entropy, value)``, with gradients."""
+        ...
+
+
+@runtime_checkable
+class SupportsNormalizerUpdate(Protocol):
+    """Optional capability of a policy: observation statistics held inside it.
+
+    Trainers call :meth:`update_normalizers` on every rank after each applied
+    update, with the observations the update used, so that every forward of
+    one update saw the same normalisation. A policy without it is never asked.
+    """
+
+    def update_normalizers(
+        self, obs: Obs, *, dist: "Distributed", mask: Tensor | None = None
+    ) -> None:
+        """Merge a batch of observations into the running statistics (all ranks call it).
+
+        Args:
+            obs: Observations with ``batch_size == [batch]``.
+            dist: The ranks whose statistics are pooled (identical afterwards).
+            mask: ``torch.bool`` ``[batch]``; ``False`` rows are left out.
+        """
+        ...
+
+
+@runtime_checkable
+class SupportsDeterministicActor(Protocol):
+    """Optional capability of a policy: its own exportable deterministic actor.
+
+    :class:`~typedrl.export.DeterministicPolicy` uses it when a policy has it;
+    any other policy is exported through its ``act(obs, deterministic=True)``.
+    """
+
+    def deterministic_actor(self, observation_space: gym.Space[Any]) -> nn.Module:
+        """A copy of the policy's deterministic action as a flat-tensor module.
+
+        The module maps ``[batch, obs_dim]`` float observations (the policy's
+        observation keys, each flattened, concatenated in the policy's order) to
+        ``[batch, *action_shape]`` actions, made of tensor operations only so
+        that it traces and exports; it has an ``int`` attribute ``obs_dim``.
+        Later changes to the policy do not reach it.
+        """
         ...
 
 

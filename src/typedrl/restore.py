@@ -3,9 +3,12 @@
 :func:`locate_checkpoint` turns what a user names (a run folder or a checkpoint
 file) into one checkpoint file; :func:`trained_env` says how to build the env
 the checkpoint was trained on (its id, and the env settings of the run's
-``config.yaml``); :func:`restore_policy` rebuilds the trainer's policy from the
-config stored in a checkpoint and loads its weights, with the observation
-normalisers that are part of the saved model.
+``config.yaml``); :func:`restore_policy` rebuilds the policy with the factory
+the checkpoint records (:class:`~typedrl.policies.PolicyFactory`: the
+trainer's default MLP or a policy of the user's) and loads its weights, with
+the observation normalisers that are part of the saved model;
+:func:`algorithm_of` names the registered algorithm that wrote it
+(:mod:`typedrl.algorithms`).
 
 Example:
     >>> import tempfile
@@ -24,16 +27,24 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, final
 
 import gymnasium as gym
-from torch import Tensor
+from torch import Tensor, nn
 
 from typedrl.agents import PPOAgent, PPOConfig
-from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
-from typedrl.checkpoint import POLICY_KEY, Checkpoint, CheckpointPaths, StrPath, load_into
+from typedrl.algorithms import find_algorithm
+from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
+from typedrl.checkpoint import (
+    DEFAULT_POLICY,
+    POLICY_KEY,
+    Checkpoint,
+    CheckpointPaths,
+    StrPath,
+    load_into,
+)
 from typedrl.envs import make, observation_normalize_mask_of
 from typedrl.envs._isaaclab import holds_one_simulation
 from typedrl.errors import CheckpointError, ConfigError, TypedRLError
-from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
-from typedrl.protocols import VecEnv
+from typedrl.policies import PolicyFactory
+from typedrl.protocols import Policy, VecEnv
 from typedrl.runs import CONFIG_FILE, RunSettings, read_run_config
 
 __all__ = [
@@ -51,8 +62,8 @@ CheckpointChoice: TypeAlias = Literal["best", "last", "file"]
 """How :func:`locate_checkpoint` chose: a run folder's ``best.ckpt`` or
 ``last.ckpt``, or the file it was given."""
 
-RestoredPolicy: TypeAlias = MLPActorCritic | DifferentiableMLPPolicy
-"""The policies a checkpoint can rebuild: PPO's actor-critic, APG's and SHAC's MLP policy."""
+RestoredPolicy: TypeAlias = Policy
+"""What :func:`restore_policy` returns: the policy a checkpoint's factory builds (a module)."""
 
 
 @final
@@ -108,23 +119,20 @@ def locate_checkpoint(path: StrPath) -> CheckpointLocation:
 
 
 def algorithm_of(checkpoint: Checkpoint, *, path: StrPath) -> str:
-    """The algorithm that trained ``checkpoint``: ``"ppo"``, ``"apg"`` or ``"shac"``.
+    """The registered algorithm that trained ``checkpoint``: ``"ppo"``, ``"apg"``, ``"shac"``, ...
 
-    APG and SHAC share a checkpoint kind (the differentiable trainer's); the
-    stored config says which algorithm ran.
+    Looked up by the checkpoint's kind in :mod:`typedrl.algorithms`; APG and
+    SHAC share a kind (the differentiable trainer's), and the stored config
+    says which ran (:func:`~typedrl.algorithms.find_algorithm`).
 
     Raises:
-        ConfigError: The stored config of a differentiable checkpoint is invalid.
+        ConfigError: No registered algorithm writes the checkpoint's kind, or
+            its stored config builds for none of those that do.
     """
-    if checkpoint.kind == PPOAgent.kind:
-        return "ppo"
     try:
-        config = DifferentiableTrainerConfig.from_dict(checkpoint.config)
+        return find_algorithm(kind=checkpoint.kind, config=checkpoint.config).name
     except ConfigError as error:
-        raise ConfigError(
-            f"{path}: cannot read the saved {checkpoint.kind} config: {error}"
-        ) from error
-    return "shac" if isinstance(config.algorithm, SHACConfig) else "apg"
+        raise ConfigError(f"{path}: {error}") from error
 
 
 @final
@@ -202,13 +210,18 @@ def trained_env(
 def restore_policy(checkpoint: Checkpoint, env: VecEnv, *, path: StrPath) -> RestoredPolicy:
     """Rebuild the policy a trainer saved in ``checkpoint`` and load its weights.
 
-    The model comes from the trainer's own builder (:meth:`PPOAgent.build_policy
-    <typedrl.agents.PPOAgent.build_policy>` for a ``"ppo"`` checkpoint,
-    :meth:`DifferentiableTrainer.build_policy
-    <typedrl.apg.DifferentiableTrainer.build_policy>` for an ``"apg"`` one, which
-    APG and SHAC runs write) with the config stored in the checkpoint and the
-    spaces of ``env``; the observation normalisers are part of its state. The
-    policy is on the CPU, in eval mode.
+    The model comes from the factory the checkpoint records
+    (:attr:`~typedrl.checkpoint.Checkpoint.policy_factory`), called with the
+    spaces of ``env``: the trainer's default MLP
+    (:meth:`PPOAgent.default_policy_factory
+    <typedrl.agents.PPOAgent.default_policy_factory>`,
+    :meth:`DifferentiableTrainer.default_policy_factory
+    <typedrl.apg.DifferentiableTrainer.default_policy_factory>`) or a policy of
+    the user's. A file written before factories were recorded
+    (:data:`~typedrl.checkpoint.DEFAULT_POLICY`, PPO, APG or SHAC) gets its
+    trainer's default factory for the stored config (and the observation
+    normalise mask of ``env``). The observation normalisers are part of the
+    state. The policy is on the CPU, in eval mode.
 
     Args:
         checkpoint: A loaded checkpoint (:func:`~typedrl.checkpoint.load_checkpoint`).
@@ -220,37 +233,63 @@ def restore_policy(checkpoint: Checkpoint, env: VecEnv, *, path: StrPath) -> Res
         The trained policy.
 
     Raises:
-        ConfigError: The stored config is invalid for this release, or the env's
-            spaces do not fit the saved weights.
+        ConfigError: The run recorded no factory, the factory cannot be
+            imported or called, the stored config is invalid for this release,
+            or the env's spaces do not fit the saved weights.
         CheckpointError: The saved weights do not fit the rebuilt model.
     """
-    model: RestoredPolicy
+    factory = _factory_of(checkpoint, env, path=Path(path))
     try:
-        if checkpoint.kind == PPOAgent.kind:
-            model = PPOAgent.build_policy(
-                PPOConfig.from_dict(checkpoint.config),
-                env.single_observation_space,
-                env.single_action_space,
-            )
-        else:
-            model = DifferentiableTrainer.build_policy(
-                DifferentiableTrainerConfig.from_dict(checkpoint.config),
-                env.single_observation_space,
-                env.single_action_space,
-                observation_normalize_mask=observation_normalize_mask_of(env),
-            )
+        model = factory.build(env.single_observation_space, env.single_action_space)
     except ConfigError as error:
         raise ConfigError(
             f"{path}: cannot rebuild the saved {checkpoint.kind} policy: {error}"
         ) from error
+    if not isinstance(model, Policy):
+        raise ConfigError(
+            f"{path}: the policy factory {factory.target} returned {type(model).__name__}, "
+            "which has no act(obs, *, deterministic); it must return the policy it trained"
+        )
     _check_weight_shapes(checkpoint, model, env, path=Path(path))
     load_into(model, checkpoint.modules[POLICY_KEY], name=POLICY_KEY, path=Path(path))
     model.eval()
     return model
 
 
+def _factory_of(checkpoint: Checkpoint, env: VecEnv, *, path: Path) -> PolicyFactory:
+    """The factory that rebuilds ``checkpoint``'s policy (see :func:`restore_policy`)."""
+    recorded = checkpoint.policy_factory
+    if isinstance(recorded, PolicyFactory):
+        return recorded
+    if recorded is None:
+        raise ConfigError(
+            f"{path}: the run recorded no policy factory (its policy was given to the trainer "
+            "without one), so it cannot be rebuilt here; train with policy_factory="
+            "PolicyFactory('package.module:function', kwargs={...}) (typedrl train --policy "
+            "package.module:function), or build the policy yourself and load "
+            f"checkpoint.modules[{POLICY_KEY!r}] into it"
+        )
+    # DEFAULT_POLICY: only PPO ("ppo") and APG/SHAC ("apg") wrote files before factories.
+    try:
+        if checkpoint.kind == PPOAgent.kind:
+            return PPOAgent.default_policy_factory(PPOConfig.from_dict(checkpoint.config))
+        if checkpoint.kind == DifferentiableTrainer.kind:
+            return DifferentiableTrainer.default_policy_factory(
+                DifferentiableTrainerConfig.from_dict(checkpoint.config),
+                observation_normalize_mask=observation_normalize_mask_of(env),
+            )
+    except ConfigError as error:
+        raise ConfigError(
+            f"{path}: cannot rebuild the saved {checkpoint.kind} policy: {error}"
+        ) from error
+    raise ConfigError(
+        f"{path}: a checkpoint of kind {checkpoint.kind!r} must record its policy factory "
+        f"(policy_factory {DEFAULT_POLICY!r} is for PPO and APG files of schema 1 and 2)"
+    )
+
+
 def _check_weight_shapes(
-    checkpoint: Checkpoint, model: RestoredPolicy, env: VecEnv, *, path: Path
+    checkpoint: Checkpoint, model: nn.Module, env: VecEnv, *, path: Path
 ) -> None:
     """Refuse, in one line naming both envs' spaces, saved weights the rebuilt model cannot hold.
 

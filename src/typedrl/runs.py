@@ -4,8 +4,11 @@
 ``<run_dir>/config.yaml``, a YAML mapping with the keys :data:`RUN_KEYS`, in
 that order: ``source`` (which layers the values came from), ``algo``,
 ``env_id``, ``num_envs``, ``seed``, ``config`` (the config dataclass's
-:meth:`~typedrl.agents.PPOConfig.to_dict`, without ``seed``), ``run`` (the
-:class:`RunSettings`) and ``command`` (the command line). The same file, given
+:meth:`~typedrl.agents.PPOConfig.to_dict`, without ``seed``), ``policy`` (only
+in a run whose policy is not its algorithm's default: the
+:class:`~typedrl.policies.PolicyFactory` that builds it, as ``{target: ...,
+kwargs: {...}}``), ``run`` (the :class:`RunSettings`) and ``command`` (the
+command line). The same file, given
 to ``typedrl train --config``, runs the same settings again; ``--resume
 RUN_DIR``, ``evaluate`` and ``export`` read it to rebuild the run's env.
 
@@ -38,6 +41,7 @@ from typedrl.errors import ConfigError
 
 __all__ = [
     "CONFIG_FILE",
+    "OPTIONAL_RUN_KEYS",
     "RUN_KEYS",
     "Accelerator",
     "RunSettings",
@@ -50,8 +54,22 @@ __all__ = [
 CONFIG_FILE: Final = "config.yaml"
 """The resolved config's file name in a run folder."""
 
-RUN_KEYS: Final = ("source", "algo", "env_id", "num_envs", "seed", "config", "run", "command")
+RUN_KEYS: Final = (
+    "source",
+    "algo",
+    "env_id",
+    "num_envs",
+    "seed",
+    "config",
+    "policy",
+    "run",
+    "command",
+)
 """The top-level keys of a run's ``config.yaml`` (a ``--config`` file may hold any of them)."""
+
+OPTIONAL_RUN_KEYS: Final = ("policy",)
+"""The keys of :data:`RUN_KEYS` that a run's ``config.yaml`` may leave out (every other
+one is always written)."""
 
 Vectorization: TypeAlias = Literal["sync", "async"]
 """How Gymnasium envs are batched: in the process, or one subprocess per env."""
@@ -152,7 +170,7 @@ def read_run_config(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: unknown keys {unknown}; a config file has keys among {list(RUN_KEYS)}"
         )
-    for key in ("config", "run"):
+    for key in ("config", "policy", "run"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise ConfigError(f"{path}: {key} must be a mapping, got {describe(data[key])}")
     return data

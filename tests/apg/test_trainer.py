@@ -348,7 +348,9 @@ def test_double_precision_trains_a_float64_policy() -> None:
 
 def test_bad_policy_is_refused() -> None:
     """A policy module that is no DifferentiablePolicy is a ConfigError."""
-    with pytest.raises(ConfigError, match=r"policy must be an nn\.Module implementing"):
+    with pytest.raises(
+        ConfigError, match=r"takes a torch\.nn\.Module implementing .*DifferentiablePolicy"
+    ):
         DifferentiableTrainer(
             env=point_mass(),
             config=DifferentiableTrainerConfig(total_updates=1),

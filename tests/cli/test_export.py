@@ -19,7 +19,7 @@ from typedrl.distributed import SingleProcess
 from typedrl.envs import make
 from typedrl.errors import CheckpointError, ConfigError, MissingDependencyError
 from typedrl.export import DeterministicPolicy, ExportFormat, export_checkpoint, export_policy
-from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
+from typedrl.policies import DifferentiableMLPPolicy, FlatActor, MLPActorCritic
 from typedrl.restore import RestoredPolicy, locate_checkpoint, restore_policy
 
 _RUN_NAMES = ["ppo_discrete", "ppo_continuous", "apg", "shac"]
@@ -115,10 +115,11 @@ def test_the_normalisers_are_baked_in(trained_runs: dict[str, Path]) -> None:
     """The exported module carries the run's observation statistics (not identity ones)."""
     for name in ("ppo_continuous", "apg"):
         policy, space = _policy_of(trained_runs[name])
-        model = DeterministicPolicy(policy, space)
-        assert model.normalizes
-        assert model.obs_mean.abs().sum() > 0
-        assert not torch.equal(model.obs_scale, torch.ones_like(model.obs_scale))
+        actor = DeterministicPolicy(policy, space).actor
+        assert isinstance(actor, FlatActor)
+        assert actor.normalizes
+        assert actor.obs_mean.abs().sum() > 0
+        assert not torch.equal(actor.obs_scale, torch.ones_like(actor.obs_scale))
 
 
 def test_export_command(trained_runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -166,7 +167,8 @@ def test_features_outside_the_normalise_mask_pass_through() -> None:
     batch = TensorDict({"obs": 3.0 + 2.0 * torch.randn(256, 3)}, batch_size=[256])
     policy.update_normalizers(batch, dist=SingleProcess())
     model = DeterministicPolicy(policy, space)
-    assert model.partial_mask
+    assert isinstance(model.actor, FlatActor)
+    assert model.actor.partial_mask
     obs = 4.0 * torch.randn(16, 3)
     torch.testing.assert_close(model(obs), _expected(policy, obs))
 

@@ -7,13 +7,14 @@ from typing import cast, final
 import torch
 from lightning_fabric import Fabric
 from lightning_fabric.plugins.precision import MixedPrecision
+from tensordict import TensorDict
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from typedrl.advantages import compute_gae
 from typedrl.agents._collector import OBS_KEY, OnPolicyRollout
 from typedrl.agents._config import PPOConfig
-from typedrl.agents._loss import LOSS_STATISTICS, EpochData, masked_mean, ppo_loss
+from typedrl.agents._loss import LOSS_STATISTICS, EpochData, Evaluate, masked_mean, ppo_loss
 from typedrl.buffers import minibatch_indices
 from typedrl.distributed import Distributed
 from typedrl.errors import NonFiniteError, StateError
@@ -26,8 +27,12 @@ from typedrl.metrics import (
     TRAIN_SKIPPED_UPDATES,
 )
 from typedrl.normalization import RewardNormalizer
-from typedrl.policies import MLPActorCritic
-from typedrl.protocols import SupportsStateDict
+from typedrl.protocols import (
+    ActorCritic,
+    SupportsNormalizerUpdate,
+    SupportsStateDict,
+    TensorActorCritic,
+)
 from typedrl.training import GeneratorState, GradientStep, UpdateOutcome
 
 __all__ = ["MINIBATCH_METRICS", "PPO", "UPDATE_METRICS", "PPOState"]
@@ -75,7 +80,10 @@ class PPO:
     place, without a collective of its own.
 
     Args:
-        policy: The actor-critic (unwrapped; on the run's device).
+        policy: The actor-critic (unwrapped; on the run's device): any module
+            implementing :class:`~typedrl.protocols.ActorCritic`, evaluated
+            through ``evaluate_tensors`` where it has the
+            :class:`~typedrl.protocols.TensorActorCritic` fast path.
         config: The hyper-parameters.
         model: The policy as Fabric wrapped it (DDP with several ranks): put in
             training mode for the update and, with several ranks, evaluated
@@ -91,7 +99,7 @@ class PPO:
 
     def __init__(
         self,
-        policy: MLPActorCritic,
+        policy: nn.Module,
         config: PPOConfig,
         *,
         model: nn.Module,
@@ -126,10 +134,7 @@ class PPO:
         # DDP must see `evaluate` through its forward to synchronise gradients; a single
         # process has nothing to synchronise and calls the policy directly (Fabric's
         # wrapper forwards attribute access to the policy).
-        wrapped = cast("MLPActorCritic", model)
-        self._evaluate = (
-            wrapped.evaluate_tensors if dist.world_size > 1 else policy.evaluate_tensors
-        )
+        self._evaluate = _evaluate_of(policy, model if dist.world_size > 1 else policy)
         # PPOConfig.compile (LeanRL's recipe): the loss, and through AOTAutograd its
         # backward pass, run as compiled kernels, cached by torch itself. The clipping and
         # the fused Adam step stay eager: on a CPU a compiled optimizer step was measured
@@ -354,7 +359,8 @@ class PPO:
         Only after the update, so that every log-probability of this epoch
         (collection and update alike) saw the same normalisation.
         """
-        self.policy.update_normalizers(epoch.obs, dist=self.dist, mask=valid)
+        if isinstance(self.policy, SupportsNormalizerUpdate):
+            self.policy.update_normalizers(epoch.obs, dist=self.dist, mask=valid)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -364,6 +370,24 @@ class PPO:
         if self.reward_normalizer is not None:
             rank_local["reward_normalizer"] = self.reward_normalizer
         return PPOState(optimizers={"policy": self.optimizer}, rank_local=rank_local)
+
+
+def _evaluate_of(policy: nn.Module, caller: nn.Module) -> Evaluate:
+    """``caller``'s ``(obs, action) -> (log_prob, entropy, value)``; ``caller`` wraps ``policy``.
+
+    The policy's ``evaluate_tensors`` where it has the fast path
+    (:class:`~typedrl.protocols.TensorActorCritic`), else its ``evaluate``
+    with the TensorDict's entries taken out.
+    """
+    if isinstance(policy, TensorActorCritic):
+        return cast("TensorActorCritic", caller).evaluate_tensors
+    actor_critic = cast("ActorCritic", caller)
+
+    def evaluate(obs: TensorDict, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        scored = actor_critic.evaluate(obs, action)
+        return scored["log_prob"], scored["entropy"], scored["value"]
+
+    return evaluate
 
 
 def _masked_var(x: Tensor, mask: Tensor) -> Tensor:

@@ -16,8 +16,7 @@ from typedrl.distributed import Distributed, SingleProcess, raise_together
 from typedrl.envs._checker._observations import check_obs_dtypes
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, TypedRLError
-from typedrl.policies import MLPActorCritic
-from typedrl.protocols import ActorCritic, VecEnv
+from typedrl.protocols import ActorCritic, TensorActorCritic, VecEnv
 from typedrl.types import Obs
 
 __all__ = ["OnPolicyCollector", "OnPolicyRollout"]
@@ -210,7 +209,8 @@ class OnPolicyCollector:
         approximate = not env.provides_final_obs
         # On the CPU, reading a flag costs no device synchronisation.
         host_reads = self.device.type == "cpu"
-        act_tensors = policy.act_tensors if isinstance(policy, MLPActorCritic) else None
+        # The fast path of a policy that has it: no TensorDict per step.
+        act_tensors = policy.act_tensors if isinstance(policy, TensorActorCritic) else None
         has_final = [False] * num_steps
         final_obs_ok = torch.ones(
             num_steps, self.env.num_envs, dtype=torch.bool, device=self.device

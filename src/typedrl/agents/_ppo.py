@@ -1,11 +1,12 @@
 """Proximal policy optimisation on Lightning Fabric."""
 
 import time
-from typing import Any, final
+from typing import Any, cast, final
 
 import gymnasium as gym
 from lightning_fabric import Fabric
 from lightning_fabric.plugins.precision import MixedPrecision
+from torch import nn
 from torch.optim import Optimizer
 
 from typedrl import _validation
@@ -13,11 +14,12 @@ from typedrl.agents._algorithm import PPO
 from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.agents._collector import OnPolicyCollector
 from typedrl.agents._config import LEGACY_COMPILE_FIELD, PPOConfig
+from typedrl.distributed import raise_together
 from typedrl.errors import ConfigError
 from typedrl.metrics import TIME_COLLECT_FRACTION, TIME_SPS
 from typedrl.normalization import RewardNormalizer
-from typedrl.policies import MLPActorCritic
-from typedrl.protocols import Evaluator, Policy, VecEnv
+from typedrl.policies import MLPActorCritic, PolicyFactory
+from typedrl.protocols import ActorCritic, Evaluator, Policy, TensorActorCritic, VecEnv
 from typedrl.seeding import derive_seed
 from typedrl.training import (
     AbstractTrainer,
@@ -29,6 +31,7 @@ from typedrl.training import (
     build_optimizer,
     setup_module_and_optimizer,
 )
+from typedrl.training._policy_check import given_policy, policy_fit_error
 
 __all__ = ["PPOAgent"]
 
@@ -44,7 +47,7 @@ def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
 
 @final
 class PPOAgent(AbstractTrainer):
-    """PPO with an MLP actor-critic, on one device or several (Fabric DDP).
+    """PPO with any actor-critic (an MLP by default), on one device or several (Fabric DDP).
 
     A trainer on the core (:class:`~typedrl.training.AbstractTrainer`) that
     reads as trainer -> collector -> algorithm: one iteration is one epoch, in
@@ -68,9 +71,28 @@ class PPOAgent(AbstractTrainer):
     last observation before the time-out, as rsl_rl does; the agent logs
     ``train/approximate_bootstrap = 1`` so the approximation is never silent.
 
+    The policy is an :class:`~typedrl.agents.PPOConfig`-built
+    :class:`~typedrl.policies.MLPActorCritic` unless ``policy`` or
+    ``policy_factory`` gives one: any :class:`torch.nn.Module` implementing
+    :class:`~typedrl.protocols.ActorCritic` (its optional
+    :class:`~typedrl.protocols.TensorActorCritic` methods make collection
+    and update faster; :class:`~typedrl.protocols.SupportsNormalizerUpdate`
+    has its observation statistics updated after each epoch). It is checked
+    when the agent is built: on the run's device or the CPU, in float32 (or
+    the precision's dtype), and fitting the env's spaces
+    (:class:`~typedrl.errors.ConfigError` in one line otherwise). Every
+    checkpoint records :attr:`policy_factory`, so ``typedrl evaluate``,
+    ``export`` and ``train --resume`` can rebuild the policy.
+
     Args:
         env: This rank's training env.
         config: The hyper-parameters.
+        policy: The actor-critic to train; default: the MLP of ``config``
+            (:meth:`build_policy`), or ``policy_factory``'s.
+        policy_factory: How to rebuild ``policy`` (recorded in checkpoints);
+            alone, the agent builds the policy with it from the env's spaces.
+            A ``policy`` without one trains, but its checkpoints cannot be
+            evaluated or exported by name.
         fabric: A launched Fabric; by default single-process on CPU (or one GPU).
         eval_env: This rank's evaluation env, scored by an
             :class:`~typedrl.evaluation.EpisodeEvaluator`.
@@ -100,6 +122,8 @@ class PPOAgent(AbstractTrainer):
         *,
         env: VecEnv,
         config: PPOConfig,
+        policy: nn.Module | None = None,
+        policy_factory: PolicyFactory | None = None,
         fabric: Fabric | None = None,
         eval_env: VecEnv | None = None,
         evaluator: Evaluator | None = None,
@@ -116,6 +140,24 @@ class PPOAgent(AbstractTrainer):
             seed=config.seed,
         )
         self.config = config
+        self._policy_factory: PolicyFactory | None = None
+        self._given_policy: nn.Module | None = None
+        error: ConfigError | None = None
+        try:
+            self._policy_factory, self._given_policy = given_policy(policy, policy_factory, env)
+        except ConfigError as failure:
+            error = failure
+        if self._given_policy is not None:
+            error = policy_fit_error(
+                self._given_policy,
+                env,
+                protocol=ActorCritic,
+                outputs=("log_prob", "value"),
+                fabric=self.fabric,
+                owner="PPOAgent",
+            )
+        # A rank that refuses stops every rank, before any other collective.
+        raise_together(error, "the policy check", self.dist)
         _require_single_process_compile(config, self.dist.world_size)
         # Checked before any other collective: a mismatch would deadlock the update.
         self.num_minibatches = agree_on_batch_plan(
@@ -132,7 +174,17 @@ class PPOAgent(AbstractTrainer):
     @property
     def policy(self) -> Policy:
         """The actor-critic, unwrapped from Fabric (its observation normalisers inside it)."""
-        return self.model_unwrapped
+        return cast("ActorCritic", self.model_unwrapped)
+
+    @property
+    def policy_factory(self) -> PolicyFactory | None:
+        """How to rebuild the policy: :meth:`default_policy_factory`, or the one given.
+
+        ``None`` for a ``policy`` given without a factory.
+        """
+        if self._given_policy is None and self._policy_factory is None:
+            return self.default_policy_factory(self.config)
+        return self._policy_factory
 
     @property
     def optimizer(self) -> Optimizer:
@@ -162,13 +214,34 @@ class PPOAgent(AbstractTrainer):
     # --------------------------------------------------------------- setup
 
     @staticmethod
+    def default_policy_factory(config: PPOConfig) -> PolicyFactory:
+        """The factory of the MLP actor-critic that PPO trains by default with ``config``.
+
+        Example:
+            >>> factory = PPOAgent.default_policy_factory(PPOConfig(actor_hidden=(32, 32)))
+            >>> factory.target, factory.kwargs["actor_hidden"]
+            ('typedrl.policies:MLPActorCritic', [32, 32])
+        """
+        return PolicyFactory(
+            "typedrl.policies:MLPActorCritic",
+            kwargs={
+                "actor_hidden": list(config.actor_hidden),
+                "critic_hidden": list(config.critic_hidden),
+                "activation": config.activation,
+                "log_std_init": config.log_std_init,
+                "normalize_observations": config.normalize_observations,
+                "observation_clip": config.observation_clip,
+                "orthogonal_init": config.orthogonal_init,
+            },
+        )
+
+    @staticmethod
     def build_policy(
         config: PPOConfig, observation_space: gym.Space[Any], action_space: gym.Space[Any]
     ) -> MLPActorCritic:
-        """The actor-critic that PPO trains with ``config`` (on the CPU, freshly initialised).
+        """The actor-critic that PPO trains with ``config`` by default (CPU, freshly initialised).
 
-        Use it to rebuild a trained policy from a checkpoint's config before
-        loading its weights.
+        :meth:`default_policy_factory`'s policy, which checkpoints record.
         """
         return MLPActorCritic(
             observation_space,
@@ -184,9 +257,11 @@ class PPOAgent(AbstractTrainer):
 
     def _build(self) -> None:
         config, env = self.config, self.env
-        model = self.build_policy(config, env.single_observation_space, env.single_action_space).to(
-            self.device
-        )
+        model: nn.Module = (
+            self._given_policy
+            if self._given_policy is not None
+            else self.build_policy(config, env.single_observation_space, env.single_action_space)
+        ).to(self.device)
         self.model_unwrapped = model
         precision = self.fabric.strategy.precision
         # Fused Adam: one kernel per step over all parameters (the default on CPU is a
@@ -201,8 +276,10 @@ class PPOAgent(AbstractTrainer):
             eps=config.adam_eps,
             fused=not scaled,
         )
+        # DDP must see the update's evaluation through its forward.
+        evaluate = "evaluate_tensors" if isinstance(model, TensorActorCritic) else "evaluate"
         self.model, wrapped_optimizer = setup_module_and_optimizer(
-            self.fabric, model, optimizer, forward_methods=("evaluate_tensors",)
+            self.fabric, model, optimizer, forward_methods=(evaluate,)
         )
         self.algorithm = PPO(
             model,
@@ -226,7 +303,7 @@ class PPOAgent(AbstractTrainer):
                 # The env's state was not checkpointable: continue from a fresh, seeded reset.
                 else derive_seed(seed, "env_restart", rank=rank, index=self.iteration)
             )
-        collector.register(self.model_unwrapped)
+        collector.register(cast("ActorCritic", self.model_unwrapped))
 
     # --------------------------------------------------------------- training
 
@@ -251,7 +328,9 @@ class PPOAgent(AbstractTrainer):
         algorithm = self.algorithm
         # 1-2. Collect the epoch; record its episodes.
         rollout = self.collector.collect(
-            self.model_unwrapped, num_steps=self.config.num_steps, iteration=self.iteration
+            cast("ActorCritic", self.model_unwrapped),
+            num_steps=self.config.num_steps,
+            iteration=self.iteration,
         )
         self._record_episodes(rollout.episodes)
         collect_seconds = time.perf_counter() - started

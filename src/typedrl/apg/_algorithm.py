@@ -40,7 +40,7 @@ from typedrl.metrics import (
     TRAIN_SKIPPED_LARGE,
     TRAIN_SKIPPED_NONFINITE,
 )
-from typedrl.protocols import SupportsStateDict
+from typedrl.protocols import SupportsNormalizerUpdate, SupportsStateDict
 from typedrl.training import Counters
 from typedrl.training._update import (
     GradientStep,
@@ -422,9 +422,13 @@ class DifferentiableAlgorithm(ABC):
         """
         self.scheduler.step()
         metrics = self._learn_from(data)
-        update = getattr(self.policy, "update_normalizers", None)
-        if self.normalize_observations and update is not None and data is not None:
-            update(data.observations, dist=self.dist, mask=data.observation_mask)
+        policy = self.policy
+        if (
+            self.normalize_observations
+            and isinstance(policy, SupportsNormalizerUpdate)
+            and data is not None
+        ):
+            policy.update_normalizers(data.observations, dist=self.dist, mask=data.observation_mask)
         return metrics
 
     def _refuse(

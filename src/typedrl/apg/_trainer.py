@@ -27,7 +27,7 @@ from typedrl.metrics import (
     TIME_SPS,
     TRAIN_APPLIED_UPDATES,
 )
-from typedrl.policies import DifferentiableMLPPolicy
+from typedrl.policies import DifferentiableMLPPolicy, PolicyFactory
 from typedrl.protocols import (
     DifferentiablePolicy,
     DifferentiableVecEnv,
@@ -46,6 +46,7 @@ from typedrl.training import (
     TrainerState,
     UpdateCounts,
 )
+from typedrl.training._policy_check import given_policy, policy_fit_error
 
 __all__ = ["DifferentiableTrainer"]
 
@@ -90,8 +91,17 @@ class DifferentiableTrainer(AbstractTrainer):
     Args:
         env: This rank's differentiable training env (on ``fabric.device``).
         config: The trainer's hyper-parameters.
-        policy: A differentiable policy module to train; by default a
-            :class:`~typedrl.policies.DifferentiableMLPPolicy` built from ``config``.
+        policy: A differentiable policy module to train (any
+            :class:`torch.nn.Module` implementing
+            :class:`~typedrl.protocols.DifferentiablePolicy`, on the run's
+            device or the CPU, in float32 or the precision's dtype, fitting
+            the env's spaces: checked when the trainer is built); by default a
+            :class:`~typedrl.policies.DifferentiableMLPPolicy` built from
+            ``config``, or ``policy_factory``'s.
+        policy_factory: How to rebuild ``policy`` (recorded in checkpoints);
+            alone, the trainer builds the policy with it from the env's
+            spaces. A ``policy`` without one trains, but its checkpoints
+            cannot be evaluated or exported by name.
         fabric: A launched Fabric (32-true or 64-true precision).
         eval_env: This rank's evaluation env (scored with deterministic actions).
         evaluator: Any :class:`~typedrl.protocols.Evaluator` instead of ``eval_env``.
@@ -121,6 +131,7 @@ class DifferentiableTrainer(AbstractTrainer):
         env: VecEnv,
         config: DifferentiableTrainerConfig,
         policy: nn.Module | None = None,
+        policy_factory: PolicyFactory | None = None,
         fabric: Fabric | None = None,
         eval_env: VecEnv | None = None,
         evaluator: Evaluator | None = None,
@@ -135,6 +146,7 @@ class DifferentiableTrainer(AbstractTrainer):
             seed=config.seed,
         )
         self.config = config
+        self._policy_factory: PolicyFactory | None = None
         error: ConfigError | None = None
         if not isinstance(env, DifferentiableVecEnv):
             error = ConfigError(
@@ -147,11 +159,24 @@ class DifferentiableTrainer(AbstractTrainer):
                 "Fabric's 32-true and 64-true precision only; got "
                 f"{type(self.fabric.strategy.precision).__name__}"
             )
-        elif policy is not None and not isinstance(policy, DifferentiablePolicy):
-            error = ConfigError(
-                f"policy must be an nn.Module implementing DifferentiablePolicy, got "
-                f"{type(policy).__name__}"
-            )
+        else:
+            try:
+                self._policy_factory, policy = given_policy(policy, policy_factory, env)
+            except ConfigError as failure:
+                error = failure
+            else:
+                error = (
+                    policy_fit_error(
+                        policy,
+                        env,
+                        protocol=DifferentiablePolicy,
+                        outputs=(),
+                        fabric=self.fabric,
+                        owner="DifferentiableTrainer",
+                    )
+                    if policy is not None
+                    else None
+                )
         # A rank that refuses stops every rank, before any other collective.
         raise_together(error, "the differentiable trainer's checks", self.dist)
         self.scheduled = isinstance(env, ScheduledDifferentiableVecEnv)
@@ -193,6 +218,18 @@ class DifferentiableTrainer(AbstractTrainer):
     def policy(self) -> Policy:
         """The policy being trained (its observation normaliser inside it)."""
         return self._policy
+
+    @property
+    def policy_factory(self) -> PolicyFactory | None:
+        """How to rebuild the policy: :meth:`default_policy_factory`, or the one given.
+
+        ``None`` for a ``policy`` given without a factory.
+        """
+        if self._given_policy is None and self._policy_factory is None:
+            return self.default_policy_factory(
+                self.config, observation_normalize_mask=observation_normalize_mask_of(self.env)
+            )
+        return self._policy_factory
 
     @property
     def algorithm_name(self) -> str:
@@ -246,6 +283,41 @@ class DifferentiableTrainer(AbstractTrainer):
         return self.fit()
 
     @staticmethod
+    def default_policy_factory(
+        config: DifferentiableTrainerConfig, *, observation_normalize_mask: Tensor | None = None
+    ) -> PolicyFactory:
+        """The factory of the MLP policy the trainer trains by default with ``config``.
+
+        The env's observation normalise mask (``observation_normalize_mask``) is
+        recorded as a list of bools when ``config`` normalises observations.
+
+        Example:
+            >>> config = DifferentiableTrainerConfig(total_updates=1, hidden=(32,))
+            >>> factory = DifferentiableTrainer.default_policy_factory(config)
+            >>> factory.target, factory.kwargs["hidden"]
+            ('typedrl.policies:DifferentiableMLPPolicy', [32])
+        """
+        mask = (
+            [bool(flag) for flag in observation_normalize_mask.tolist()]
+            if observation_normalize_mask is not None and config.normalize_observations
+            else None
+        )
+        return PolicyFactory(
+            "typedrl.policies:DifferentiableMLPPolicy",
+            kwargs={
+                "hidden": list(config.hidden),
+                "activation": config.activation,
+                "layer_norm": config.layer_norm,
+                "squash": config.squash_actions,
+                "log_std_init": config.log_std_init,
+                "learn_log_std": config.learn_log_std,
+                "normalize_observations": config.normalize_observations,
+                "observation_normalize_mask": mask,
+                "observation_clip": config.observation_clip,
+            },
+        )
+
+    @staticmethod
     def build_policy(
         config: DifferentiableTrainerConfig,
         observation_space: gym.Space[Any],
@@ -253,10 +325,9 @@ class DifferentiableTrainer(AbstractTrainer):
         *,
         observation_normalize_mask: Tensor | None = None,
     ) -> DifferentiableMLPPolicy:
-        """The policy the trainer builds from ``config`` (on the CPU, freshly initialised).
+        """The policy the trainer builds from ``config`` by default (CPU, freshly initialised).
 
-        Use it to rebuild a trained policy from a checkpoint's config before
-        loading its weights (``typedrl evaluate`` does).
+        :meth:`default_policy_factory`'s policy, which checkpoints record.
         """
         return DifferentiableMLPPolicy(
             observation_space,

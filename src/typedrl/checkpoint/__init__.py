@@ -4,8 +4,9 @@ A checkpoint is *data, never code*. It is written with :func:`torch.save` as a
 plain dict of tensors, numbers, strings and containers, and read back with
 ``torch.load(weights_only=True)`` only, so opening a file cannot run code.
 
-- :class:`Checkpoint` is the in-memory, validated form shared by the PPO agent
-  and the APG trainer: the trainer kind and the env id it trained on, state
+- :class:`Checkpoint` is the in-memory, validated form shared by every
+  trainer: the trainer kind, the env id it trained on and how to rebuild its
+  policy (a :class:`~typedrl.policies.PolicyFactory`), state
   dicts of modules, optimizers and schedulers, counters, the best score, the
   JSON-like config, per-rank RNG states (:class:`RngState`) and
   :class:`CheckpointMetadata`.
@@ -54,7 +55,7 @@ from ._paths import StrPath as StrPath
 from ._rng import capture_rng_state as capture_rng_state
 from ._rng import reseed_rng as reseed_rng
 from ._rng import restore_rng_state as restore_rng_state
-from ._schema import CHECKPOINT_KINDS as CHECKPOINT_KINDS
+from ._schema import DEFAULT_POLICY as DEFAULT_POLICY
 from ._schema import FORMAT_MARKER as FORMAT_MARKER
 from ._schema import POLICY_KEY as POLICY_KEY
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
@@ -62,10 +63,11 @@ from ._schema import Checkpoint as Checkpoint
 from ._schema import CheckpointKind as CheckpointKind
 from ._schema import CheckpointMetadata as CheckpointMetadata
 from ._schema import RngState as RngState
+from ._schema import check_kind as check_kind
 
 __all__ = [
-    "CHECKPOINT_KINDS",
     "CHECKPOINT_SUFFIX",
+    "DEFAULT_POLICY",
     "FORMAT_MARKER",
     "POLICY_KEY",
     "SCHEMA_VERSION",
@@ -76,6 +78,7 @@ __all__ = [
     "RngState",
     "StrPath",
     "capture_rng_state",
+    "check_kind",
     "load_checkpoint",
     "load_into",
     "reseed_rng",

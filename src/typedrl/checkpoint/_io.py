@@ -57,7 +57,10 @@ def load_checkpoint(
     create tensors and plain containers: loading runs no code from the file.
     A file of an earlier schema version is upgraded to
     :data:`~typedrl.checkpoint.SCHEMA_VERSION` (a file of version 1 has no env
-    id: :attr:`~typedrl.checkpoint.Checkpoint.env_id` is ``None``).
+    id: :attr:`~typedrl.checkpoint.Checkpoint.env_id` is ``None``; a file of
+    version 1 or 2 records no policy factory:
+    :attr:`~typedrl.checkpoint.Checkpoint.policy_factory` is
+    :data:`~typedrl.checkpoint.DEFAULT_POLICY`).
 
     Args:
         path: The checkpoint file.

@@ -8,6 +8,7 @@ checkpoint.
 """
 
 import math
+import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,9 +23,10 @@ from torch import Tensor
 
 from typedrl._validation import describe, json_like, no_type_check
 from typedrl.errors import CheckpointError, ConfigError
+from typedrl.policies._factory import PolicyFactory
 
 __all__ = [
-    "CHECKPOINT_KINDS",
+    "DEFAULT_POLICY",
     "FORMAT_MARKER",
     "POLICY_KEY",
     "SCHEMA_VERSION",
@@ -32,17 +34,19 @@ __all__ = [
     "CheckpointKind",
     "CheckpointMetadata",
     "RngState",
+    "check_kind",
     "from_payload",
     "to_payload",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """Version of the on-disk layout this release writes.
 
 Files of every earlier version are read too and upgraded when they are loaded
 (the *Schema versions* section of the checkpoints guide lists each migration
 rule). Version 2 added :attr:`Checkpoint.env_id`: a file of version 1 loads with
-``env_id=None``.
+``env_id=None``. Version 3 added :attr:`Checkpoint.policy_factory`: a file of an
+earlier version loads with :data:`DEFAULT_POLICY`.
 """
 
 FORMAT_MARKER: Final = "typedrl.checkpoint"
@@ -51,11 +55,18 @@ FORMAT_MARKER: Final = "typedrl.checkpoint"
 POLICY_KEY: Final = "policy"
 """Key of the policy's state dict in :attr:`Checkpoint.modules` (required in every kind)."""
 
-CheckpointKind: TypeAlias = Literal["ppo", "apg"]
-"""Which trainer wrote a checkpoint."""
+CheckpointKind: TypeAlias = str
+"""Which trainer wrote a checkpoint: the kind a trainer declares (``"ppo"``, ``"apg"``, yours).
 
-CHECKPOINT_KINDS: Final[tuple[CheckpointKind, ...]] = ("ppo", "apg")
-"""Every valid :data:`CheckpointKind`."""
+Identifier-like: a letter or ``_``, then letters, digits, ``_``, ``.`` or
+``-``, 64 characters at most (:func:`check_kind`)."""
+
+DEFAULT_POLICY: Final = "default"
+""":attr:`Checkpoint.policy_factory` of a file written before policy factories were
+recorded (schema 1 and 2, by PPO, APG or SHAC): the trainer's default policy,
+built from the checkpoint's config."""
+
+_KIND: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
@@ -78,11 +89,33 @@ _SCHEMA_1_KEYS: Final = (
 _PAYLOAD_KEYS: Final[dict[int, tuple[str, ...]]] = {
     1: _SCHEMA_1_KEYS,
     2: (*_SCHEMA_1_KEYS[:3], "env_id", *_SCHEMA_1_KEYS[3:]),
+    3: (*_SCHEMA_1_KEYS[:3], "env_id", "policy_factory", *_SCHEMA_1_KEYS[3:]),
 }
 """The top-level keys of the file of each readable schema version."""
 
 
 # ---------------------------------------------------------------------------- value types
+
+
+def check_kind(kind: object, *, where: str = "Checkpoint.kind") -> str:
+    """``kind`` if it is a valid :data:`CheckpointKind`, else a ConfigError naming ``where``.
+
+    Example:
+        >>> check_kind("random_search")
+        'random_search'
+        >>> check_kind("my trainer")
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: Checkpoint.kind must be an identifier-like str (a letter \
+or _, then letters, digits, _, . or -; 64 characters at most), got 'my trainer'
+    """
+    if type(kind) is not str or _KIND.match(kind) is None:
+        got = repr(kind) if type(kind) is str else describe(kind)
+        raise ConfigError(
+            f"{where} must be an identifier-like str (a letter or _, then letters, digits, "
+            f"_, . or -; 64 characters at most), got {got}"
+        )
+    return kind
 
 
 @final
@@ -237,12 +270,19 @@ class Checkpoint:
     upgraded when they are loaded)."""
 
     kind: CheckpointKind
-    """Which trainer wrote the checkpoint: ``"ppo"`` or ``"apg"``."""
+    """Which trainer wrote the checkpoint: its declared kind (``"ppo"``, ``"apg"``, ...)."""
 
     env_id: str | None = None
     """Id of the env the run trained on (``"CartPole-v1"``, ``"typedrl/Pendulum-v0"``),
     so that evaluating or exporting needs no more than the file; ``None`` when unknown
     (an env built by hand, or a file of schema version 1)."""
+
+    policy_factory: PolicyFactory | Literal["default"] | None = None
+    """How to rebuild the policy saved under :data:`POLICY_KEY`: a
+    :class:`~typedrl.policies.PolicyFactory` (stored as ``{"target": ...,
+    "kwargs": ...}``); :data:`DEFAULT_POLICY` for a file written before factories
+    were recorded (the trainer's default policy of :attr:`config`); ``None`` when the
+    run recorded none (a policy passed without a factory)."""
 
     modules: dict[str, dict[str, Any]]
     """State dicts of modules and normalisers by name: :data:`POLICY_KEY` (required),
@@ -277,10 +317,12 @@ class Checkpoint:
                 f"Checkpoint.schema_version must be {SCHEMA_VERSION}, "
                 f"got {describe(self.schema_version)}"
             )
-        kind: object = self.kind
-        if type(kind) is not str or kind not in CHECKPOINT_KINDS:
+        check_kind(self.kind)
+        factory: object = self.policy_factory
+        if not (factory is None or factory == DEFAULT_POLICY or isinstance(factory, PolicyFactory)):
             raise ConfigError(
-                f"Checkpoint.kind must be one of {list(CHECKPOINT_KINDS)}, got {describe(kind)}"
+                "Checkpoint.policy_factory must be a PolicyFactory, "
+                f"{DEFAULT_POLICY!r} or None, got {describe(factory)}"
             )
         env_id: object = self.env_id
         if env_id is not None and type(env_id) is not str:
@@ -343,6 +385,7 @@ class Checkpoint:
     def __repr__(self) -> str:
         return (
             f"Checkpoint(kind={self.kind!r}, env_id={self.env_id!r}, "
+            f"policy_factory={self.policy_factory!r}, "
             f"modules={sorted(self.modules)}, optimizers={sorted(self.optimizers)}, "
             f"schedulers={sorted(self.schedulers)}, counters={self.counters!r}, "
             f"best_score={self.best_score!r}, ranks={len(self.rng)})"
@@ -479,6 +522,11 @@ def to_payload(checkpoint: Checkpoint) -> dict[str, Any]:
         "schema_version": checkpoint.schema_version,
         "kind": checkpoint.kind,
         "env_id": checkpoint.env_id,
+        "policy_factory": (
+            checkpoint.policy_factory.to_dict()
+            if isinstance(checkpoint.policy_factory, PolicyFactory)
+            else checkpoint.policy_factory
+        ),
         "modules": checkpoint.modules,
         "optimizers": checkpoint.optimizers,
         "schedulers": checkpoint.schedulers,
@@ -579,7 +627,28 @@ def _schema_1_to_2(fields: dict[str, Any]) -> dict[str, Any]:
     return {**fields, "schema_version": 2, "env_id": None}
 
 
-_UPGRADES: Final[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {1: _schema_1_to_2}
+def _schema_2_to_3(fields: dict[str, Any]) -> dict[str, Any]:
+    # Schema 3 added the policy's factory; PPO, APG and SHAC trained their default policy.
+    return {**fields, "schema_version": 3, "policy_factory": DEFAULT_POLICY}
+
+
+def _policy_factory_from_payload(raw: object) -> PolicyFactory | Literal["default"] | None:
+    if raw is None:
+        return None
+    if _is_str(raw, DEFAULT_POLICY):
+        return DEFAULT_POLICY
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"policy_factory must be a dict with 'target' and 'kwargs', {DEFAULT_POLICY!r} or "
+            f"None, got {describe(raw)}"
+        )
+    return PolicyFactory.from_dict(raw, where="policy_factory")
+
+
+_UPGRADES: Final[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    1: _schema_1_to_2,
+    2: _schema_2_to_3,
+}
 """For each old version ``v``, the function turning its fields into those of ``v + 1``."""
 
 
@@ -616,11 +685,10 @@ def from_payload(raw: object, file: Path, expected_kind: CheckpointKind | None) 
             f"reads schema versions {sorted(_PAYLOAD_KEYS)} only; {advice}"
         )
     kind = raw.get("kind")
-    if type(kind) is not str or kind not in CHECKPOINT_KINDS:
-        raise CheckpointError(
-            f"checkpoint {file} is malformed: 'kind' must be one of {list(CHECKPOINT_KINDS)}, "
-            f"got {describe(kind)}"
-        )
+    try:
+        kind = check_kind(kind, where="'kind'")
+    except ConfigError as err:
+        raise CheckpointError(f"checkpoint {file} is malformed: {err}") from None
     if expected_kind is not None and kind != expected_kind:
         raise CheckpointError(
             f"checkpoint {file} is of kind {kind!r}, expected kind {expected_kind!r}"
@@ -636,6 +704,7 @@ def from_payload(raw: object, file: Path, expected_kind: CheckpointKind | None) 
             schema_version=fields["schema_version"],
             kind=kind,
             env_id=fields["env_id"],
+            policy_factory=_policy_factory_from_payload(fields["policy_factory"]),
             modules=fields["modules"],
             optimizers=fields["optimizers"],
             schedulers=fields["schedulers"],

@@ -4,21 +4,27 @@ One source of truth for every value, lowest first: the config dataclass's
 defaults < the tuned file for (algo, env) < the ``--config`` file < the flags
 and ``--set``. With ``--resume RUN_DIR`` the run's own ``config.yaml`` replaces
 the first three, and the flags may change only what a resume may change. The
-run folder's ``config.yaml`` itself is :mod:`typedrl.runs`'s.
+algorithm (``--algo``) is looked up in :mod:`typedrl.algorithms`, which a
+package can extend. The run folder's ``config.yaml`` itself is
+:mod:`typedrl.runs`'s.
 """
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from typedrl import configs
 from typedrl._config_fields import plain
 from typedrl._validation import describe, positive_int
-from typedrl.configs import Algorithm, TrainerConfig
+from typedrl.algorithms import DEFAULT_ENV_IDS, AlgorithmConfig, AlgorithmSpec, get_algorithm
 from typedrl.errors import ConfigError
-from typedrl.runs import CONFIG_FILE, RUN_KEYS, RunSettings, read_run_config
+from typedrl.runs import CONFIG_FILE, OPTIONAL_RUN_KEYS, RUN_KEYS, RunSettings, read_run_config
+
+if TYPE_CHECKING:
+    from typedrl.policies import PolicyFactory
 
 __all__ = [
     "DEFAULT_ENV_IDS",
@@ -29,13 +35,6 @@ __all__ = [
     "parse_override",
     "resolve",
 ]
-
-DEFAULT_ENV_IDS: Final[Mapping[Algorithm, str]] = {
-    "ppo": "typedrl/CartPole-v0",
-    "apg": "typedrl/Reacher-v0",
-    "shac": "typedrl/CartPoleSwingUp-v0",
-}
-"""The env each algorithm trains on when none is named: built-in torch envs."""
 
 DEFAULT_NUM_ENVS: Final = 8
 """Env rows per rank when neither a tuned file nor the user sets them."""
@@ -52,35 +51,45 @@ class ResolvedRun:
 
     source: str
     """Which layers the values came from, lowest first."""
-    algo: Algorithm
-    """The algorithm."""
+    algo: str
+    """The algorithm's registered name (:mod:`typedrl.algorithms`)."""
     env_id: str
     """The env id or ``module:callable`` spec."""
     num_envs: int
     """Env rows per rank."""
     seed: int
     """The run's seed."""
-    config: TrainerConfig
+    config: AlgorithmConfig
     """The built config dataclass (its ``seed`` is :attr:`seed`)."""
     run: RunSettings
     """The run options."""
     command: tuple[str, ...]
     """The command line, ``typedrl`` first."""
+    policy: "PolicyFactory | None" = None
+    """The factory of the policy to train (``--policy``); ``None``: the algorithm's default."""
+
+    @property
+    def spec(self) -> AlgorithmSpec:
+        """The registered algorithm."""
+        return get_algorithm(self.algo)
 
     def to_document(self) -> dict[str, Any]:
         """The ``config.yaml`` document (reloadable with ``--config``)."""
         config = self.config.to_dict()
         config.pop("seed", None)
-        return {
+        document: dict[str, Any] = {
             "source": self.source,
             "algo": self.algo,
             "env_id": self.env_id,
             "num_envs": self.num_envs,
             "seed": self.seed,
             "config": config,
-            "run": self.run.to_dict(),
-            "command": list(self.command),
         }
+        if self.policy is not None:
+            document["policy"] = self.policy.to_dict()
+        document["run"] = self.run.to_dict()
+        document["command"] = list(self.command)
+        return document
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -103,8 +112,10 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
+def parse_env_kwargs(items: Sequence[str], *, flag: str = "--env-kwargs") -> dict[str, Any]:
     """Merge ``--env-kwargs`` items: each a JSON object or ``key=value`` (value JSON or text).
+
+    ``--policy-kwargs`` items are read alike (``flag`` names the option in messages).
 
     Example:
         >>> parse_env_kwargs(['{"g": 9.81}', "render_mode=rgb_array"])
@@ -116,14 +127,14 @@ def parse_env_kwargs(items: Sequence[str]) -> dict[str, Any]:
             try:
                 value = json.loads(item)
             except json.JSONDecodeError as error:
-                raise ConfigError(f"--env-kwargs {item!r}: not a JSON object ({error})") from None
+                raise ConfigError(f"{flag} {item!r}: not a JSON object ({error})") from None
             if not isinstance(value, dict):
-                raise ConfigError(f"--env-kwargs {item!r}: expected a JSON object")
+                raise ConfigError(f"{flag} {item!r}: expected a JSON object")
             merged.update(value)
             continue
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--env-kwargs expects a JSON object or KEY=VALUE, got {item!r}")
+            raise ConfigError(f"{flag} expects a JSON object or KEY=VALUE, got {item!r}")
         try:
             merged[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
@@ -178,7 +189,7 @@ def _copy(value: Any) -> Any:
 class CommandLayer:
     """What the command line sets: only the flags given (``None``: not given)."""
 
-    algo: Algorithm | None = None
+    algo: str | None = None
     env_id: str | None = None
     num_envs: int | None = None
     seed: int | None = None
@@ -186,6 +197,10 @@ class CommandLayer:
     compile: bool | None = None
     overrides: tuple[str, ...] = ()
     run: Mapping[str, Any] = field(default_factory=dict)
+    policy: str | None = None
+    """``--policy``: the policy factory's ``package.module:function``."""
+    policy_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """``--policy-kwargs``: its keyword arguments, over those of a lower layer's same factory."""
 
 
 def _layer_document(layer: CommandLayer) -> dict[str, Any]:
@@ -194,6 +209,10 @@ def _layer_document(layer: CommandLayer) -> dict[str, Any]:
         value = getattr(layer, key)
         if value is not None:
             document[key] = value
+    if layer.policy is not None:
+        document["policy"] = {"target": layer.policy, "kwargs": dict(layer.policy_kwargs)}
+    elif layer.policy_kwargs:
+        document["policy"] = {"kwargs": dict(layer.policy_kwargs)}
     if layer.total_timesteps is not None:
         document["config"]["total_timesteps"] = layer.total_timesteps
     if layer.compile is not None:
@@ -222,35 +241,39 @@ def _take_seed(document: dict[str, Any], top: str, inner: str) -> None:
         document["seed"] = seed
 
 
-def _checked_algo(value: object, where: str) -> Algorithm:
-    for name in configs.ALGORITHMS:
-        if value == name:
-            return name
-    raise ConfigError(
-        f"{where}: algo must be one of {list(configs.ALGORITHMS)}, got {describe(value)}"
-    )
+def _checked_algo(value: object, where: str) -> AlgorithmSpec:
+    if type(value) is not str:
+        raise ConfigError(f"{where}: algo must be a registered name, got {describe(value)}")
+    try:
+        return get_algorithm(value)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
 
 
 def _read_saved(run_dir: Path) -> dict[str, Any]:
     """A resumed run's ``config.yaml``, with every key a run writes."""
     saved = read_run_config(run_dir / CONFIG_FILE)
-    missing = [key for key in RUN_KEYS if key not in saved]
+    missing = [key for key in RUN_KEYS if key not in saved and key not in OPTIONAL_RUN_KEYS]
     if missing:
         raise ConfigError(f"{run_dir / CONFIG_FILE}: lacks the keys {missing}")
     return saved
 
 
 def _base_document(
-    algo: Algorithm, env_id: str, saved: Mapping[str, Any] | None, run_dir: Path | None
+    spec: AlgorithmSpec, env_id: str, saved: Mapping[str, Any] | None, run_dir: Path | None
 ) -> tuple[dict[str, Any], list[str]]:
     """The lowest layers: a resumed run's saved values, or the defaults and the tuned file."""
     document: dict[str, Any] = {"num_envs": DEFAULT_NUM_ENVS, "seed": 0, "config": {}, "run": {}}
     if saved is not None:
         saved_layer = {key: saved[key] for key in ("num_envs", "seed", "config", "run")}
         _merge(document, saved_layer, budgets=False)
+        if saved.get("policy") is not None:
+            document["policy"] = _copy(saved["policy"])
         return document, [f"the resumed run's {run_dir or '.'}/{CONFIG_FILE}"]
-    layers = [f"{'PPOConfig' if algo == 'ppo' else 'DifferentiableTrainerConfig'} defaults"]
-    tuned = configs.find(algo, env_id)
+    algo = spec.name
+    layers = [f"{spec.config.__name__} defaults"]
+    # Tuned files ship for typedrl's own algorithms only.
+    tuned = configs.find(algo, env_id) if algo in configs.ALGORITHMS else None
     if tuned is not None:
         layers.append(f"tuned {algo}/{configs.file_name(env_id)}")
         layer = {"num_envs": tuned.num_envs, "config": dict(tuned.config), "run": dict(tuned.run)}
@@ -299,9 +322,10 @@ def resolve(
     saved = _read_saved(resume_from) if resume_from is not None else None
     previous: Mapping[str, Any] = saved if saved is not None else {}
     where = "--algo" if "algo" in flags else str(config_file or resume_from or "--algo")
-    algo = _checked_algo(
+    spec = _checked_algo(
         flags.get("algo", file_layer.get("algo", previous.get("algo", "ppo"))), where
     )
+    algo = spec.name
     if command.compile is not None and algo != "ppo":
         raise ConfigError(
             f"--{'' if command.compile else 'no-'}compile is PPO's (PPOConfig.compile); "
@@ -309,7 +333,12 @@ def resolve(
         )
     env_id = flags.get("env_id", file_layer.get("env_id", previous.get("env_id")))
     if env_id is None:
-        env_id = DEFAULT_ENV_IDS[algo]
+        env_id = spec.default_env_id
+    if env_id is None:
+        raise ConfigError(
+            f"--algo {algo} has no default env; name the env to train on (typedrl train ENV "
+            f"--algo {algo})"
+        )
     if saved is not None and algo != saved.get("algo"):
         # Checked first: the saved config is not another algorithm's.
         raise ConfigError(
@@ -318,7 +347,8 @@ def resolve(
         )
     if type(env_id) is not str or not env_id:
         raise ConfigError(f"env_id must be a non-empty string, got {describe(env_id)}")
-    document, layers = _base_document(algo, env_id, saved, resume_from)
+    document, layers = _base_document(spec, env_id, saved, resume_from)
+    budgets = _exclusive_budgets(spec.config)
     for name, layer in ((f"--config {config_file}", file_layer), ("command-line flags", flags)):
         values = {key: value for key, value in layer.items() if key not in ("algo", "env_id")}
         if not values or values == {"config": {}, "run": {}}:
@@ -326,15 +356,21 @@ def resolve(
         layers.append(name)
         config_values = values.pop("config", None) or {}
         run_values = values.pop("run", None) or {}
+        if "policy" in values:
+            given = values.pop("policy")
+            # policy: null in a file means the algorithm's default policy.
+            document["policy"] = (
+                None if given is None else _layered_policy(document.get("policy"), given)
+            )
         _merge(document, values, budgets=False)
-        _merge(document["config"], config_values, budgets=algo != "ppo")
+        _merge(document["config"], config_values, budgets=budgets)
         _merge(document["run"], run_values, budgets=False)
     num_envs = document["num_envs"]
     positive_int("typedrl train", "num_envs", num_envs)
     seed = document["seed"]
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed must be an int, got {describe(seed)}")
-    config = configs.build_config(algo, {**document["config"], "seed": seed})
+    config = spec.make_config({**document["config"], "seed": seed})
     run = RunSettings.from_dict(document["run"])
     resolved = ResolvedRun(
         source="typedrl train: " + " < ".join(layers),
@@ -345,25 +381,72 @@ def resolve(
         config=config,
         run=run,
         command=tuple(argv),
+        policy=_policy_factory(document.get("policy")),
     )
     if saved is not None and resume_from is not None:
         _check_resumable(resolved, saved, resume_from)
     return resolved
 
 
+def _exclusive_budgets(config: type[Any]) -> bool:
+    """Whether the config has two budgets of which exactly one is set (APG's and SHAC's).
+
+    A layer that sets one of them then clears the other (see ``_merge``).
+    """
+    fields = (
+        {field.name for field in dataclasses.fields(config)}
+        if dataclasses.is_dataclass(config)
+        else set()
+    )
+    return {"total_timesteps", "total_updates"} <= fields
+
+
+def _layered_policy(below: object, layer: object) -> dict[str, Any]:
+    """A layer's ``policy:`` over the one below: a ``target`` replaces it, ``kwargs`` alone merge.
+
+    Raises:
+        ConfigError: The layer sets ``kwargs`` without a ``target`` and none is below.
+    """
+    if not isinstance(layer, Mapping):
+        raise ConfigError(f"policy must be a mapping with target and kwargs, got {describe(layer)}")
+    if "target" in layer:
+        return {key: _copy(value) for key, value in layer.items()}
+    if not isinstance(below, Mapping) or "target" not in below:
+        raise ConfigError(
+            "--policy-kwargs (or a policy: section without target) needs a policy factory: "
+            "add --policy package.module:function"
+        )
+    merged = {key: _copy(value) for key, value in below.items()}
+    kwargs = merged.get("kwargs")
+    merged["kwargs"] = {
+        **(kwargs if isinstance(kwargs, dict) else {}),
+        **_copy(dict(layer.get("kwargs") or {})),
+    }
+    return merged
+
+
+def _policy_factory(value: object) -> "PolicyFactory | None":
+    """The ``policy:`` section as a factory (``None``: the algorithm's default policy)."""
+    if value is None:
+        return None
+    from typedrl.policies import PolicyFactory  # noqa: PLC0415 - imports torch
+
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"policy must be a mapping with target and kwargs, got {describe(value)}")
+    return PolicyFactory.from_dict(value)
+
+
 def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: Path) -> None:
     """Refuse a resume that changes what a resume may not change, naming the key."""
-    # Imported here: the trainers pull in torch and Lightning, which `--help` does without.
-    from typedrl.agents import PPOAgent  # noqa: PLC0415
-    from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
-
-    allowed = (PPOAgent if resolved.algo == "ppo" else DifferentiableTrainer).resumable_changes
+    allowed = resolved.spec.trainer.resumable_changes
     now = resolved.to_document()
     changes: list[tuple[str, Any, Any]] = [
         (key, saved[key], now[key])
         for key in ("algo", "env_id", "num_envs", "seed")
         if plain(saved[key]) != plain(now[key])
     ]
+    if plain(saved.get("policy")) != plain(now.get("policy")):
+        changes.append(("policy", saved.get("policy"), now.get("policy")))
     saved_config = saved["config"] if isinstance(saved["config"], dict) else {}
     for key in sorted(set(saved_config) | set(now["config"])):
         if key in allowed:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from typedrl.agents import PPOConfig
+from typedrl.apg import DifferentiableTrainerConfig
 from typedrl.cli._config import ResolvedRun
 from typedrl.envs import make
 from typedrl.envs._isaaclab import holds_one_simulation
@@ -81,12 +82,17 @@ def available_memory(device: torch.device) -> int | None:
         return None
 
 
-def _rollout_steps(resolved: ResolvedRun) -> tuple[int, str]:
-    """Steps of each row a rollout holds at once, and the setting that says so."""
+def _rollout_steps(resolved: ResolvedRun) -> tuple[int, str] | None:
+    """Steps of each row a rollout holds at once, and the setting that says so.
+
+    ``None`` for the config of an algorithm of your own (its rollouts are not known here).
+    """
     config = resolved.config
     if isinstance(config, PPOConfig):
         return config.num_steps, "num_steps"
-    return config.segment_length, "segment_length"
+    if isinstance(config, DifferentiableTrainerConfig):
+        return config.segment_length, "segment_length"
+    return None
 
 
 def check_rollout_memory(resolved: ResolvedRun, *, device: torch.device) -> None:
@@ -98,7 +104,8 @@ def check_rollout_memory(resolved: ResolvedRun, *, device: torch.device) -> None
     whose graph takes more). An Isaac Lab task, which holds the process's one
     simulation, is not probed.
     """
-    if holds_one_simulation(resolved.env_id):
+    rollout = _rollout_steps(resolved)
+    if rollout is None or holds_one_simulation(resolved.env_id):
         return
     run = resolved.run
     probe = make(
@@ -113,7 +120,7 @@ def check_rollout_memory(resolved: ResolvedRun, *, device: torch.device) -> None
         per_step = transition_nbytes(probe.single_observation_space, probe.single_action_space)
     finally:
         probe.close()
-    steps, setting = _rollout_steps(resolved)
+    steps, setting = rollout
     needed = per_step * resolved.num_envs * steps
     free = available_memory(device)
     if free is None or needed <= free:

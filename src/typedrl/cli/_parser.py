@@ -13,6 +13,7 @@ __all__ = [
     "add_command",
     "add_debug_flag",
     "add_env_kwargs_argument",
+    "add_policy_arguments",
 ]
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -57,6 +58,24 @@ def add_env_kwargs_argument(parser: argparse.ArgumentParser, *, help: str) -> No
     """Add the repeatable ``--env-kwargs`` (parsed by :func:`.parse_env_kwargs`)."""
     parser.add_argument(
         "--env-kwargs", action="append", default=[], metavar="JSON|KEY=VALUE", help=help
+    )
+
+
+def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--policy`` and the repeatable ``--policy-kwargs``: a policy factory, its arguments."""
+    parser.add_argument(
+        "--policy",
+        metavar="MODULE:FUNCTION",
+        help="train the policy this factory builds, called as FUNCTION(observation_space, "
+        "action_space, **kwargs) (default: the algorithm's MLP); recorded in config.yaml and "
+        "every checkpoint, so evaluate, export and --resume rebuild it",
+    )
+    parser.add_argument(
+        "--policy-kwargs",
+        action="append",
+        default=[],
+        metavar="JSON|KEY=VALUE",
+        help="keyword arguments of the policy factory, JSON values (repeatable)",
     )
 
 

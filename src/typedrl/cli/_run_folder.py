@@ -390,7 +390,7 @@ def load_resume_point(resolved: ResolvedRun, path: Path) -> Checkpoint:
     Raises:
         CheckpointError: The file does not load or is another trainer's.
     """
-    return load_checkpoint(path, expected_kind="ppo" if resolved.algo == "ppo" else "apg")
+    return load_checkpoint(path, expected_kind=resolved.spec.kind)
 
 
 def check_saved_config(
@@ -407,10 +407,7 @@ def check_saved_config(
     Raises:
         ConfigError: A field the trainer may not change on a resume differs.
     """
-    from typedrl.agents import PPOAgent  # noqa: PLC0415 - pulls in torch and Lightning
-    from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
-
-    trainer = PPOAgent if resolved.algo == "ppo" else DifferentiableTrainer
+    trainer = resolved.spec.trainer
     changes = _changes(checkpoint.config, resolved.config.to_dict(), skip=trainer.resumable_changes)
     if not changes:
         return
@@ -436,20 +433,23 @@ def check_saved_config(
 
 
 def budget_reached(resolved: ResolvedRun, checkpoint: Checkpoint) -> str | None:
-    """The line saying that the checkpoint already spent the run's budget, else ``None``."""
-    from typedrl.agents import PPOConfig  # noqa: PLC0415 - pulls in torch and Lightning
+    """The line saying that the checkpoint already spent the run's budget, else ``None``.
 
+    The budget is the config's ``total_updates`` when it sets one, else its
+    ``total_timesteps``; a config with neither field has no budget to check here.
+    """
     iterations, env_steps = checkpoint_counters(checkpoint)
-    config = resolved.config
-    if not isinstance(config, PPOConfig) and config.total_updates is not None:
-        if iterations < config.total_updates:
+    values = resolved.config.to_dict()
+    updates = values.get("total_updates")
+    if isinstance(updates, int):
+        if iterations < updates:
             return None
         return (
-            f"the run already reached its budget of {config.total_updates:,} updates (its "
+            f"the run already reached its budget of {updates:,} updates (its "
             f"checkpoint is at update {iterations:,}); raise --set total_updates=N to continue"
         )
-    total = config.total_timesteps
-    if total is None or env_steps < total:
+    total = values.get("total_timesteps")
+    if not isinstance(total, int) or env_steps < total:
         return None
     return (
         f"the run already reached its budget of {total:,} env steps (its checkpoint is at "

@@ -1,4 +1,4 @@
-"""``typedrl train``: PPO, APG and SHAC from the command line, into a run folder."""
+"""``typedrl train``: PPO, APG, SHAC or a registered algorithm from the command line."""
 
 import argparse
 import dataclasses
@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -19,7 +20,13 @@ from typedrl.cli._config import (
     parse_env_kwargs,
     resolve,
 )
-from typedrl.cli._parser import Commands, add_command, add_debug_flag, add_env_kwargs_argument
+from typedrl.cli._parser import (
+    Commands,
+    add_command,
+    add_debug_flag,
+    add_env_kwargs_argument,
+    add_policy_arguments,
+)
 from typedrl.errors import ConfigError
 from typedrl.runs import CONFIG_FILE, dump_run_config, write_run_config
 
@@ -29,7 +36,7 @@ if TYPE_CHECKING:
 
     from typedrl.cli._run_folder import RunStart
     from typedrl.protocols import VecEnv
-    from typedrl.training import AbstractTrainer, RunSummary
+    from typedrl.training import AbstractTrainer, RunOptions, RunSummary
 
 CURVE_FILE = "curve.png"
 """The learning curve ``typedrl train`` draws into the run folder (with the plot extra)."""
@@ -59,8 +66,9 @@ def add_train_parser(commands: Commands) -> None:
     )
     train.add_argument(
         "--algo",
-        choices=["ppo", "apg", "shac"],
-        help="ppo (default), apg (analytic policy gradients) or shac (short-horizon actor-critic)",
+        metavar="NAME",
+        help="ppo (default), apg (analytic policy gradients), shac (short-horizon "
+        "actor-critic), or an algorithm a package registers (typedrl.algorithms)",
     )
     train.add_argument("--num-envs", type=int, help="env rows per rank (default: tuned file or 8)")
     train.add_argument("--total-timesteps", type=int, help="budget in env steps over all ranks")
@@ -110,6 +118,7 @@ def add_train_parser(commands: Commands) -> None:
         "--vectorization", choices=["sync", "async"], help="Gymnasium envs (default: sync)"
     )
     add_env_kwargs_argument(train, help="keyword arguments of the env's constructor (repeatable)")
+    add_policy_arguments(train)
     train.add_argument(
         "--wrapper",
         action="append",
@@ -185,6 +194,8 @@ def _command_layer(args: argparse.Namespace) -> CommandLayer:
         compile=args.compile,
         overrides=tuple(args.set),
         run=run,
+        policy=args.policy,
+        policy_kwargs=parse_env_kwargs(args.policy_kwargs, flag="--policy-kwargs"),
     )
 
 
@@ -275,7 +286,7 @@ def _check_env_names(resolved: ResolvedRun) -> None:
 
 
 def _check_differentiable(resolved: ResolvedRun) -> None:
-    """APG and SHAC need a differentiable env: refuse a Gymnasium id before anything starts."""
+    """APG, SHAC (any algorithm that needs a differentiable env): refuse a Gymnasium id early."""
     from typedrl.envs.builtin._registration import (  # noqa: PLC0415
         BUILTIN_ENV_IDS,
         NEWTON_ENV_IDS,
@@ -283,7 +294,7 @@ def _check_differentiable(resolved: ResolvedRun) -> None:
 
     # Only a factory of your own can return a differentiable env that is not built in.
     shipped = BUILTIN_ENV_IDS + NEWTON_ENV_IDS
-    if resolved.algo == "ppo" or ":" in resolved.env_id or resolved.env_id in shipped:
+    if not resolved.spec.differentiable or ":" in resolved.env_id or resolved.env_id in shipped:
         return
     raise ConfigError(
         f"--algo {resolved.algo} trains through a differentiable env, and {resolved.env_id} "
@@ -294,13 +305,14 @@ def _check_differentiable(resolved: ResolvedRun) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Train PPO (default), APG or SHAC on an env (default: a built-in torch env).
+    """Train PPO (default), APG, SHAC or a registered algorithm on an env.
 
     Train PPO or, with --algo apg/shac, analytic policy gradients or the short-horizon
-    actor-critic through a differentiable env. Values come from the config dataclass's
-    defaults, then the tuned file shipped for (algo, env), then --config, then the flags and
-    --set (any field, dotted for nested ones: algorithm.<field>). Everything goes to a run
-    folder: config.yaml, metrics.csv, checkpoints/, summary.json.
+    actor-critic through a differentiable env, or any algorithm a package registers in
+    typedrl.algorithms; --policy trains a policy of your own. Values come from the config
+    dataclass's defaults, then the tuned file shipped for (algo, env), then --config, then
+    the flags and --set (any field, dotted for nested ones: algorithm.<field>). Everything
+    goes to a run folder: config.yaml, metrics.csv, checkpoints/, summary.json.
     """
     resume, overwrite = _resume_option(args)
     resumed_dir, checkpoint, note = _resume_target(args, resume)
@@ -313,6 +325,9 @@ def run_train(args: argparse.Namespace) -> int:
         return 0
     _check_env_names(resolved)
     _check_differentiable(resolved)
+    if resolved.policy is not None:
+        # Imported now: a typo fails before anything is built.
+        resolved.policy.resolve()
     if resolved.run.wandb_project is not None:
         from typedrl.logging import require_wandb  # noqa: PLC0415 - keep start-up light
 
@@ -512,8 +527,6 @@ def _train_launched(
     progress: bool,
 ) -> int:
     """Train on this launched rank into ``run_dir``, which rank 0 got ready."""
-    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
-    from typedrl.apg import DifferentiableTrainer  # noqa: PLC0415
     from typedrl.cli._evaluate import rows_for  # noqa: PLC0415
     from typedrl.cli._memory import check_rollout_memory  # noqa: PLC0415
     from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
@@ -521,7 +534,6 @@ def _train_launched(
     from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import (  # noqa: PLC0415
         SUMMARY_FILE,
-        AbstractTrainer,
         RunOptions,
         leave_process_group,
     )
@@ -567,15 +579,7 @@ def _train_launched(
         progress=progress,
     )
     try:
-        agent: AbstractTrainer
-        if isinstance(resolved.config, PPOConfig):
-            agent = PPOAgent(
-                env=env, config=resolved.config, fabric=fabric, eval_env=eval_env, options=options
-            )
-        else:
-            agent = DifferentiableTrainer(
-                env=env, config=resolved.config, fabric=fabric, eval_env=eval_env, options=options
-            )
+        agent = _build_trainer(resolved, env=env, fabric=fabric, eval_env=eval_env, options=options)
         _load_and_announce(agent, checkpoint, main=fabric.is_global_zero)
         agent.fit()
     finally:
@@ -612,6 +616,40 @@ def _load_and_announce(agent: "AbstractTrainer", checkpoint: Path | None, *, mai
         agent.load(checkpoint)
     if main:
         print(f"update          {_UPDATE_LINES[agent.update_path]}", flush=True)
+
+
+def _build_trainer(
+    resolved: ResolvedRun,
+    *,
+    env: "VecEnv",
+    fabric: "Fabric",
+    eval_env: "VecEnv | None",
+    options: "RunOptions",
+) -> "AbstractTrainer":
+    """The registered algorithm's trainer, with the run's policy factory when one is given.
+
+    Raises:
+        ConfigError: The trainer takes no ``policy_factory`` (``--policy`` given).
+    """
+    import inspect  # noqa: PLC0415
+
+    trainer: Callable[..., AbstractTrainer] = resolved.spec.trainer
+    extra: dict[str, Any] = {}
+    if resolved.policy is not None:
+        if "policy_factory" not in inspect.signature(trainer).parameters:
+            raise ConfigError(
+                f"--policy: the {resolved.algo} trainer ({resolved.spec.trainer.__name__}) "
+                "takes no policy_factory; leave --policy out"
+            )
+        extra["policy_factory"] = resolved.policy
+    return trainer(
+        env=env,
+        config=resolved.config,
+        fabric=fabric,
+        eval_env=eval_env,
+        options=options,
+        **extra,
+    )
 
 
 LAUNCHED_RANKS_EXIT_S = 60.0

@@ -1,6 +1,7 @@
 """Policies: the MLP actor-critic of PPO, the differentiable MLP policy of APG and SHAC.
 
-Also their distributions and the MLP builder.
+Also their distributions, the MLP builder, their flat export module and
+:class:`PolicyFactory`, how a run records the policy it trains.
 """
 
 from typing import TYPE_CHECKING
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from typedrl.policies._differentiable import DifferentiableMLPPolicy as DifferentiableMLPPolicy
     from typedrl.policies._distributions import Categorical as Categorical
     from typedrl.policies._distributions import DiagonalGaussian as DiagonalGaussian
+    from typedrl.policies._factory import PolicyFactory as PolicyFactory
+    from typedrl.policies._flat_actor import FlatActor as FlatActor
     from typedrl.policies._mlp import build_mlp as build_mlp
 else:
     __getattr__, __dir__ = lazy_exports(
@@ -23,6 +26,8 @@ else:
             "DifferentiableMLPPolicy": "typedrl.policies._differentiable",
             "Categorical": "typedrl.policies._distributions",
             "DiagonalGaussian": "typedrl.policies._distributions",
+            "FlatActor": "typedrl.policies._flat_actor",
+            "PolicyFactory": "typedrl.policies._factory",
             "Activation": "typedrl.policies._activation",
             "build_mlp": "typedrl.policies._mlp",
         },
@@ -33,6 +38,8 @@ __all__ = [
     "Categorical",
     "DiagonalGaussian",
     "DifferentiableMLPPolicy",
+    "FlatActor",
     "MLPActorCritic",
+    "PolicyFactory",
     "build_mlp",
 ]

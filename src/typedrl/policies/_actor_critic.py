@@ -15,6 +15,7 @@ from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
 from typedrl.policies._features import default_keys, flat_size
+from typedrl.policies._flat_actor import FlatActor
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import BatchAction, BatchScalar, EnvScalar, Obs
 
@@ -33,7 +34,10 @@ class MLPActorCritic(nn.Module):
     for ``Discrete``. Gaussian samples are not squashed; clip them in the env
     adapter (``clip_actions``) if the env needs bounded actions.
 
-    Implements :class:`~typedrl.protocols.ActorCritic`.
+    Implements :class:`~typedrl.protocols.ActorCritic` with its optional
+    capabilities :class:`~typedrl.protocols.TensorActorCritic`,
+    :class:`~typedrl.protocols.SupportsNormalizerUpdate` and
+    :class:`~typedrl.protocols.SupportsDeterministicActor`.
 
     Args:
         observation_space: The env's single observation space (``Box`` stored
@@ -262,3 +266,19 @@ class MLPActorCritic(nn.Module):
         """State value ``V(obs)`` from the critic, ``[batch]``."""
         values: Tensor = self.critic(self._features(obs, self.critic_keys)).squeeze(-1)
         return values
+
+    def deterministic_actor(self, observation_space: gym.Space[Any]) -> FlatActor:
+        """The actor's deterministic action from flat ``actor_keys`` features (export).
+
+        The observation normalisers of the actor's keys are baked in; the
+        critic is left out, so its privileged keys are not inputs.
+        """
+        return FlatActor(
+            observation_space=observation_space,
+            keys=self.actor_keys,
+            net=self.actor,
+            action_shape=self.action_shape,
+            normalizers=self.obs_normalizers,
+            discrete=self.discrete,
+            action_start=self.action_start,
+        )

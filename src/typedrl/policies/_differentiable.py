@@ -18,6 +18,7 @@ from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import DiagonalGaussian
 from typedrl.policies._features import default_keys, flat_size
+from typedrl.policies._flat_actor import FlatActor
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import Obs, ObsMask, ObsVector
 
@@ -83,7 +84,9 @@ class DifferentiableMLPPolicy(nn.Module):
     The policy never changes its own train/eval mode (nothing in it depends on
     the mode).
 
-    Implements :class:`~typedrl.protocols.DifferentiablePolicy`.
+    Implements :class:`~typedrl.protocols.DifferentiablePolicy`, with
+    :class:`~typedrl.protocols.SupportsNormalizerUpdate` and
+    :class:`~typedrl.protocols.SupportsDeterministicActor`.
 
     Args:
         observation_space: The env's single observation space (``Box`` stored
@@ -103,7 +106,9 @@ class DifferentiableMLPPolicy(nn.Module):
         normalize_observations: Normalise the observation features with
             running statistics held in the module.
         observation_normalize_mask: ``torch.bool`` ``[obs_dim]`` over the
-            concatenated features; ``False`` features are never normalised.
+            concatenated features (or a list of ``obs_dim`` bools, as a
+            :class:`~typedrl.policies.PolicyFactory` records it); ``False``
+            features are never normalised.
             ``None`` normalises every feature. Used only with
             ``normalize_observations``; taken from the constructor, not from
             the state dict.
@@ -144,7 +149,7 @@ class DifferentiableMLPPolicy(nn.Module):
         log_std_init: float = -1.0,
         learn_log_std: bool = True,
         normalize_observations: bool = False,
-        observation_normalize_mask: ObsMask | None = None,
+        observation_normalize_mask: ObsMask | Sequence[bool] | None = None,
         observation_clip: float | None = 10.0,
         obs_keys: Sequence[str] | None = None,
     ) -> None:
@@ -239,10 +244,18 @@ class DifferentiableMLPPolicy(nn.Module):
         return low, high
 
     @staticmethod
-    def _validate_mask(mask: ObsMask | None, obs_dim: int) -> Tensor | None:
+    def _validate_mask(mask: ObsMask | Sequence[bool] | None, obs_dim: int) -> Tensor | None:
         if mask is None:
             return None
-        if mask.shape != (obs_dim,):
+        if not isinstance(mask, Tensor):
+            flags = list(mask)
+            if not all(type(flag) is bool for flag in flags):
+                raise ConfigError(
+                    f"{_OWNER}.observation_normalize_mask must be a torch.bool tensor or a "
+                    f"list of bools, got {describe(mask)}"
+                )
+            mask = torch.tensor(flags, dtype=torch.bool)
+        if mask.dtype != torch.bool or mask.shape != (obs_dim,):
             raise ConfigError(
                 f"{_OWNER}.observation_normalize_mask must be a torch.bool tensor of shape "
                 f"[{obs_dim}] (one flag per observation feature), got {describe(mask)}"
@@ -362,6 +375,23 @@ class DifferentiableMLPPolicy(nn.Module):
         # da/du = (high - low) / 2 * (1 - tanh(u)^2), per dimension.
         log_half_width = torch.log(self.action_high - self.action_low).to(pre.dtype) - _LOG_2
         return (log_half_width + _log_one_minus_tanh_squared(pre)).sum(-1)
+
+    def deterministic_actor(self, observation_space: gym.Space[Any]) -> FlatActor:
+        """The deterministic (squashed) mean from flat ``obs_keys`` features (export).
+
+        The observation normalisers are baked in, with the normalise mask.
+        """
+        return FlatActor(
+            observation_space=observation_space,
+            keys=self.obs_keys,
+            net=self.mean_net,
+            action_shape=self.action_shape,
+            normalizers=self.obs_normalizers,
+            normalize_mask=self.observation_normalize_mask,
+            squash=self.squash,
+            action_low=self.action_low,
+            action_high=self.action_high,
+        )
 
     def act(self, obs: Obs, *, deterministic: bool = False) -> Obs:
         """Sample an action with the reparameterisation trick (or take the mean).

@@ -10,6 +10,8 @@ simulator:
   :class:`~typedrl.protocols.ScheduledDifferentiableVecEnv`;
 - :class:`ConstantPolicy`, :class:`LinearActorCritic`,
   :class:`LinearDifferentiablePolicy`: the policy protocols;
+  :class:`TinyActorCritic`: an actor-critic as a user writes one, built from
+  the env's spaces (a policy factory);
 - :class:`TransitionCollector`, :class:`EpisodeReturnEvaluator`: the loop protocols;
 - :class:`CounterState`: :class:`~typedrl.protocols.SupportsStateDict`;
 - :class:`~typedrl.envs.VecEnvWrapper`,
@@ -37,6 +39,7 @@ from typedrl.testing._loops import TransitionCollector as TransitionCollector
 from typedrl.testing._policies import ConstantPolicy as ConstantPolicy
 from typedrl.testing._policies import LinearActorCritic as LinearActorCritic
 from typedrl.testing._policies import LinearDifferentiablePolicy as LinearDifferentiablePolicy
+from typedrl.testing._policies import TinyActorCritic as TinyActorCritic
 from typedrl.testing._quadratic import QuadraticEnv as QuadraticEnv
 from typedrl.testing._quadratic import ScheduledQuadraticEnv as ScheduledQuadraticEnv
 from typedrl.testing._state import CounterState as CounterState
@@ -56,6 +59,7 @@ __all__ = [
     "RandomEndsEnv",
     "RandomEndsVectorEnv",
     "ScheduledQuadraticEnv",
+    "TinyActorCritic",
     "Transition",
     "TransitionCollector",
     "VecEnvWrapper",

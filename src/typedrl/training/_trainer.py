@@ -19,12 +19,12 @@ from typedrl._results import EvaluationResult
 from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, positive_int
 from typedrl.checkpoint import (
-    CHECKPOINT_KINDS,
     Checkpoint,
     CheckpointKind,
     CheckpointMetadata,
     CheckpointPaths,
     capture_rng_state,
+    check_kind,
     load_checkpoint,
     load_into,
     reseed_rng,
@@ -55,6 +55,7 @@ from typedrl.metrics import (
     TIME_ITERATION,
     TIME_ITERATION_SECONDS,
 )
+from typedrl.policies import PolicyFactory
 from typedrl.protocols import Evaluator, Policy, SupportsStateDict, VecEnv
 from typedrl.seeding import derive_seed
 from typedrl.training._allocator import retain_freed_memory
@@ -187,7 +188,9 @@ class AbstractTrainer(ABC):
     - :meth:`_train_iteration`: one iteration, returning its metrics and env steps;
     - :meth:`_state`: its :class:`TrainerState` (what a checkpoint holds);
     - :meth:`_config_dict`, :attr:`policy` and :attr:`budget`;
-    - optionally :meth:`_update_counts`, when an iteration may skip its update.
+    - optionally :meth:`_update_counts`, when an iteration may skip its update,
+      and :attr:`policy_factory`, so that its checkpoints can be evaluated and
+      exported by name.
 
     Args:
         env: This rank's training env.
@@ -202,7 +205,10 @@ class AbstractTrainer(ABC):
     """
 
     kind: ClassVar[CheckpointKind]
-    """The checkpoint kind the trainer writes and accepts (set by every concrete trainer)."""
+    """The checkpoint kind the trainer writes and accepts (set by every concrete trainer).
+
+    Any identifier-like string (:func:`~typedrl.checkpoint.check_kind`): ``"ppo"``
+    and ``"apg"`` are typedrl's; a trainer of your own declares its own."""
     resumable_changes: ClassVar[frozenset[str]] = frozenset()
     """Config fields that may differ between a checkpoint and the trainer resuming it."""
 
@@ -217,10 +223,10 @@ class AbstractTrainer(ABC):
         seed: int = 0,
     ) -> None:
         kind: object = getattr(type(self), "kind", None)
-        if kind not in CHECKPOINT_KINDS:
-            raise TypeError(
-                f"{type(self).__name__}.kind must be one of {list(CHECKPOINT_KINDS)}, got {kind!r}"
-            )
+        try:
+            check_kind(kind, where=f"{type(self).__name__}.kind")
+        except ConfigError as error:
+            raise TypeError(str(error)) from None
         if not isinstance(env, VecEnv):
             raise ConfigError(f"env must be a typedrl VecEnv, got {type(env).__name__}")
         if options is None:
@@ -297,6 +303,15 @@ class AbstractTrainer(ABC):
         A trainer that compiles its update when asked (PPO's ``compile``) says ``"compiled"``.
         """
         return "eager"
+
+    @property
+    def policy_factory(self) -> PolicyFactory | None:
+        """How to rebuild :attr:`policy`, recorded in every checkpoint (``None``: not recorded).
+
+        ``typedrl evaluate``, ``export`` and ``--video`` rebuild a checkpoint's
+        policy with it. The default records none; a trainer overrides it.
+        """
+        return None
 
     # ------------------------------------------------------------- to implement
 
@@ -686,6 +701,7 @@ class AbstractTrainer(ABC):
             try:
                 checkpoint = Checkpoint(
                     kind=self.kind,
+                    policy_factory=self.policy_factory,
                     modules=modules,
                     optimizers={name: item.state_dict() for name, item in state.optimizers.items()},
                     schedulers={name: item.state_dict() for name, item in state.schedulers.items()},
@@ -750,7 +766,9 @@ class AbstractTrainer(ABC):
         # The checkpoint holds rank 0's config (ranks may differ, in batch_size for
         # one): rank 0 compares, and a mismatch stops every rank.
         if checkpoint is not None and strict_config and self.dist.is_main:
-            failure = self._config_mismatch(checkpoint.config, path)
+            failure = self._config_mismatch(checkpoint.config, path) or self._policy_mismatch(
+                checkpoint, path
+            )
         raise_together(failure, f"reading the checkpoint {path}", self.dist)
         if checkpoint is None:  # not reached: raise_together raised this rank's error
             raise CheckpointError(f"{path}: the checkpoint could not be read")
@@ -829,6 +847,23 @@ class AbstractTrainer(ABC):
                 file=sys.stderr,
                 flush=True,
             )
+
+    def _policy_mismatch(self, checkpoint: Checkpoint, path: str | Path) -> CheckpointError | None:
+        """A checkpoint whose recorded policy factory differs from this trainer's.
+
+        Checked only where both record one (a file of schema 1 or 2, or a policy
+        given without a factory, records none to compare).
+        """
+        saved, current = checkpoint.policy_factory, self.policy_factory
+        if not isinstance(saved, PolicyFactory) or current is None:
+            return None
+        if plain(saved.to_dict()) == plain(current.to_dict()):
+            return None
+        return CheckpointError(
+            f"{path}: saved with the policy factory {saved.target} {dict(saved.kwargs)}, now "
+            f"{current.target} {dict(current.kwargs)}; resume with the policy it trained "
+            "(typedrl train --resume RUN_DIR rebuilds it from the run's config.yaml)"
+        )
 
     def _config_mismatch(self, saved: dict[str, Any], path: str | Path) -> CheckpointError | None:
         current = self._config_dict()

@@ -1,0 +1,161 @@
+"""Tests for PPOAgent(policy=..., policy_factory=...): a user's actor-critic, trained, rebuilt."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from tests.multiprocess import run_two_ranks
+from tests.training.test_fabric import launch_two_rank_fabric
+from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
+from typedrl.checkpoint import load_checkpoint
+from typedrl.envs import make
+from typedrl.errors import CheckpointError, ConfigError
+from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic, PolicyFactory
+from typedrl.protocols import VecEnv
+from typedrl.restore import restore_policy
+from typedrl.testing import TinyActorCritic
+from typedrl.training import RunOptions
+
+ENV_ID = "typedrl/CartPole-v0"
+TINY = PolicyFactory("typedrl.testing:TinyActorCritic", kwargs={"hidden": 8})
+
+
+def _config(total_timesteps: int = 64) -> PPOConfig:
+    return PPOConfig(
+        total_timesteps=total_timesteps, num_steps=16, batch_size=32, num_mini_epochs=1
+    )
+
+
+def _env() -> VecEnv:
+    return make(ENV_ID, num_envs=2, seed=0)
+
+
+def _agent(run_dir: Path, total_timesteps: int = 64, **policy: object) -> PPOAgent:
+    return PPOAgent(
+        env=_env(),
+        config=_config(total_timesteps),
+        options=RunOptions(run_dir=run_dir, env_id=ENV_ID, progress=False),
+        **policy,  # type: ignore[arg-type]
+    )
+
+
+def _same_actions(first: object, second: object) -> bool:
+    obs = TensorDict({"obs": torch.randn(5, 4)}, batch_size=[5])
+    acts = [p.act(obs, deterministic=True)["action"] for p in (first, second)]  # type: ignore[attr-defined]
+    return bool((acts[0] == acts[1]).all())
+
+
+def test_a_user_policy_trains_and_its_checkpoint_rebuilds_it(tmp_path: Path) -> None:
+    """The factory is recorded; restore_policy rebuilds the trained policy from the file alone."""
+    agent = _agent(tmp_path, policy_factory=TINY)
+    result = agent.fit()
+    assert (result.iterations, result.env_steps) == (2, 64)
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    checkpoint = load_checkpoint(last)
+    assert checkpoint.policy_factory == TINY
+    restored = restore_policy(checkpoint, _env(), path=last)
+    assert isinstance(restored, TinyActorCritic)
+    assert _same_actions(restored, agent.policy)
+
+
+def test_a_user_policy_resumes_and_another_factory_is_refused(tmp_path: Path) -> None:
+    """A resumed run continues the same policy; a checkpoint of another factory is refused."""
+    _agent(tmp_path, policy_factory=TINY).fit()
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    resumed = _agent(tmp_path, total_timesteps=128, policy_factory=TINY)
+    resumed.load(last)
+    assert resumed.fit().env_steps == 128
+    other = PolicyFactory("typedrl.testing:TinyActorCritic", kwargs={"hidden": 16})
+    with pytest.raises(CheckpointError, match=r"saved with the policy factory .*hidden': 8"):
+        _agent(tmp_path, total_timesteps=128, policy_factory=other).load(last)
+
+
+def test_a_policy_without_factory_trains_but_cannot_be_rebuilt(tmp_path: Path) -> None:
+    """No factory: training works; restoring says, in one line, what to pass."""
+    env = _env()
+    policy = TinyActorCritic(env.single_observation_space, env.single_action_space)
+    _agent(tmp_path, policy=policy).fit()
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    checkpoint = load_checkpoint(last)
+    assert checkpoint.policy_factory is None
+    with pytest.raises(ConfigError, match=r"the run recorded no policy factory .*--policy") as err:
+        restore_policy(checkpoint, env, path=last)
+    assert "\n" not in str(err.value)
+
+
+def test_a_user_policy_trains_eagerly() -> None:
+    """compile_update is the built-in MLP's: "auto" stays eager, True is refused."""
+    config = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile_update="auto")
+    agent = PPOAgent(env=_env(), config=config, policy_factory=TINY)
+    assert not agent.compile_decision.enabled
+    forced = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile_update=True)
+    with pytest.raises(ConfigError, match=r"compile_update=True compiles the built-in"):
+        PPOAgent(env=_env(), config=forced, policy_factory=TINY)
+
+
+def test_the_default_policy_records_the_builtin_factory(tmp_path: Path) -> None:
+    """Without policy=, the checkpoint names typedrl's MLP with the config's network fields."""
+    agent = _agent(tmp_path)
+    agent.fit()
+    checkpoint = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
+    assert checkpoint.policy_factory == PPOAgent.default_policy_factory(agent.config)
+    assert isinstance(checkpoint.policy_factory, PolicyFactory)
+    assert checkpoint.policy_factory.target == "typedrl.policies:MLPActorCritic"
+    assert isinstance(agent.policy, MLPActorCritic)
+
+
+def test_the_differentiable_trainer_records_its_factory(tmp_path: Path) -> None:
+    """DifferentiableTrainer(policy_factory=...) builds, records and rebuilds the policy."""
+    factory = PolicyFactory(
+        "typedrl.policies:DifferentiableMLPPolicy", kwargs={"hidden": [8], "squash": False}
+    )
+    env = make("typedrl/PointMass-v0", num_envs=2, seed=0)
+    trainer = DifferentiableTrainer(
+        env=env,
+        config=DifferentiableTrainerConfig(total_updates=2, segment_length=4),
+        policy_factory=factory,
+        options=RunOptions(run_dir=tmp_path, env_id="typedrl/PointMass-v0", progress=False),
+    )
+    trainer.train()
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    checkpoint = load_checkpoint(last)
+    assert checkpoint.policy_factory == trainer.policy_factory == factory
+    restored = restore_policy(checkpoint, env, path=last)
+    assert isinstance(restored, DifferentiableMLPPolicy)
+    assert not restored.squash
+
+
+def _ddp_worker(rank: int, port: int, out_dir: str) -> None:
+    fabric = launch_two_rank_fabric(rank, port)
+    result: dict[str, Any]
+    try:
+        agent = PPOAgent(
+            env=make(ENV_ID, num_envs=2, seed=rank),
+            config=_config(),
+            policy_factory=TINY,
+            fabric=fabric,
+            options=RunOptions(progress=False, loggers=[]),
+        )
+        agent.fit()
+        result = {
+            "parameters": {k: v.detach().clone() for k, v in agent.model.state_dict().items()}
+        }
+    except Exception as error:
+        result = {"error": f"{type(error).__name__}: {error}"}
+    torch.save(result, Path(out_dir) / f"rank{rank}.pt")
+
+
+@pytest.mark.distributed
+def test_ddp_trains_a_user_policy_through_evaluate(tmp_path: Path) -> None:
+    """2 gloo ranks: the generic evaluate goes through DDP's forward; weights stay identical."""
+    run_two_ranks(_ddp_worker, str(tmp_path))
+    first, second = (torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in (0, 1))
+    assert "error" not in first, first.get("error")
+    assert "error" not in second, second.get("error")
+    assert first["parameters"].keys() == second["parameters"].keys()
+    for key, value in first["parameters"].items():
+        torch.testing.assert_close(value, second["parameters"][key], rtol=0, atol=0)
