@@ -87,14 +87,12 @@ def test_a_policy_without_factory_trains_but_cannot_be_rebuilt(tmp_path: Path) -
     assert "\n" not in str(err.value)
 
 
-def test_a_user_policy_trains_eagerly() -> None:
-    """compile_update is the built-in MLP's: "auto" stays eager, True is refused."""
-    config = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile_update="auto")
-    agent = PPOAgent(env=_env(), config=config, policy_factory=TINY)
-    assert not agent.compile_decision.enabled
-    forced = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile_update=True)
-    with pytest.raises(ConfigError, match=r"compile_update=True compiles the built-in"):
-        PPOAgent(env=_env(), config=forced, policy_factory=TINY)
+def test_a_user_policy_follows_the_config_compile_flag() -> None:
+    """The config alone picks the update path, for a user's policy as for the built-in MLP."""
+    eager = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32)
+    assert PPOAgent(env=_env(), config=eager, policy_factory=TINY).update_path == "eager"
+    compiled = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile=True)
+    assert PPOAgent(env=_env(), config=compiled, policy_factory=TINY).update_path == "compiled"
 
 
 def test_the_default_policy_records_the_builtin_factory(tmp_path: Path) -> None:
