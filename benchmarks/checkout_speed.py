@@ -27,7 +27,7 @@ _RUN = """
 import json, sys, time
 import torch
 torch.set_num_threads(1)
-from typedrl.agents import PPOAgent, PPOConfig
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.apg import APGConfig, DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
 from typedrl.envs import make
 from typedrl.training import RunOptions

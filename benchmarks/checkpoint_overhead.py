@@ -43,8 +43,8 @@ from typing import Any
 
 import torch
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import RunOptions
 
 ENV_ID = "typedrl/CartPole-v0"

@@ -13,9 +13,9 @@ from types import FrameType
 from typing import Any
 
 import typedrl
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
 from typedrl.envs import make
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import AbstractTrainer, RunOptions
 
 PACKAGE = Path(typedrl.__file__).resolve().parent

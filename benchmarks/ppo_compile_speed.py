@@ -19,8 +19,8 @@ import time
 
 import torch
 
-from typedrl.agents import OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.envs import make
+from typedrl.ppo import OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.training import RunOptions
 
 

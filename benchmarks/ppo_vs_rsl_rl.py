@@ -49,9 +49,9 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
 from typedrl.envs.builtin import CartPole
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import RunOptions, retain_freed_memory
 
 ENV_ID = "typedrl/CartPoleContinuous-v0"

@@ -32,9 +32,9 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
 from typedrl.evaluation import EpisodeEvaluator
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import RunOptions
 
 ENV_ID = "CartPole-v1"

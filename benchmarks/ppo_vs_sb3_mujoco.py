@@ -119,9 +119,9 @@ def _run_sb3(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[str,
 def _run_typedrl(env_id: str, seed: int, timesteps: int, episodes: int) -> dict[str, Any]:
     import yaml  # noqa: PLC0415 - the typedrl side's environment has it
 
-    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.envs import make  # noqa: PLC0415
     from typedrl.evaluation import EpisodeEvaluator  # noqa: PLC0415
+    from typedrl.ppo import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.training import RunOptions  # noqa: PLC0415
 
     tuned = yaml.safe_load((CONFIG_DIR / f"{env_id}.yaml").read_text())

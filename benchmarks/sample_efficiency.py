@@ -2,7 +2,7 @@
 
 For each built-in env, each algorithm trains in turn in the same process until a
 deterministic evaluation reaches the env's target return, or until its budget is
-spent: PPO (:class:`~typedrl.agents.PPOAgent`, settings that learn the task), APG
+spent: PPO (:class:`~typedrl.ppo.PPOAgent`, settings that learn the task), APG
 and SHAC (:class:`~typedrl.apg.DifferentiableTrainer` with
 :class:`~typedrl.apg.APGConfig` or :class:`~typedrl.apg.SHACConfig`). All are
 scored by the same evaluation: an :class:`~typedrl.evaluation.EpisodeEvaluator`
@@ -44,10 +44,10 @@ from typing import Any, Literal
 
 import torch
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.envs import make
 from typedrl.evaluation import EpisodeEvaluator
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import AbstractTrainer, RunOptions
 
 Algorithm = Literal["ppo", "apg", "shac"]

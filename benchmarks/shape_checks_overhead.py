@@ -8,7 +8,7 @@ installs the same hook (``jaxtyping.install_import_hook(["typedrl"],
 at import time, so the two sides run in separate processes. Each process
 builds, from the same seed:
 
-- ``ppo``: a :class:`~typedrl.agents.PPOAgent` on the built-in
+- ``ppo``: a :class:`~typedrl.ppo.PPOAgent` on the built-in
   ``typedrl/CartPole-v0`` with the ``typedrl train`` preset (32 envs, 32 steps,
   batch 256, 10 mini-epochs);
 - ``apg``: a :class:`~typedrl.apg.DifferentiableTrainer` with its default APG
@@ -53,8 +53,8 @@ def _checks_active() -> bool:
 
 
 def _ppo_iteration(seed: int) -> Callable[[], None]:
-    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415 - after the hook
     from typedrl.envs import make  # noqa: PLC0415
+    from typedrl.ppo import PPOAgent, PPOConfig  # noqa: PLC0415 - after the hook
     from typedrl.training import RunOptions  # noqa: PLC0415
 
     config = PPOConfig(

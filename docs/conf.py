@@ -60,7 +60,7 @@ nitpick_ignore_regex = [
     ("py:class", r"typedrl\.envs\._mjcf_task\.StateT"),
     # PPO's internal piece that appears in its signatures by its private path: the
     # state value its trainer merges into a checkpoint.
-    ("py:class", r"typedrl\.agents\._algorithm\.PPOState"),
+    ("py:class", r"typedrl\.ppo\._algorithm\.PPOState"),
 ]
 
 # -- autodoc ---------------------------------------------------------------

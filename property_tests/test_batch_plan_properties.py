@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.rank_pair import RankPair
-from typedrl.agents._batch_plan import agree_on_batch_plan
 from typedrl.buffers import validate_batch_plan
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError
+from typedrl.ppo._batch_plan import agree_on_batch_plan
 
 
 @dataclass(frozen=True)

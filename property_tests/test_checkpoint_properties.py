@@ -11,9 +11,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from typedrl.agents import PPOConfig
 from typedrl.checkpoint import Checkpoint, capture_rng_state, load_checkpoint, save_checkpoint
 from typedrl.errors import ConfigError
+from typedrl.ppo import PPOConfig
 
 _INT64 = st.integers(-(2**63), 2**63 - 1)
 _FINITE = st.floats(allow_nan=False, allow_infinity=False)

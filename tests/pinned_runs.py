@@ -12,9 +12,9 @@ from typing import Any
 
 from torch import nn
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import APGConfig, DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
 from typedrl.envs import make
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import AbstractTrainer, RunOptions
 
 

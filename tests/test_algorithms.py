@@ -6,7 +6,6 @@ import pytest
 
 from tests.cli.random_search import ALGORITHM, RandomSearch, RandomSearchConfig
 from typedrl import algorithms
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.algorithms import (
     BUILTIN_ALGORITHMS,
     ENTRY_POINT_GROUP,
@@ -19,6 +18,7 @@ from typedrl.algorithms import (
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.cli import main
 from typedrl.errors import ConfigError
+from typedrl.ppo import PPOAgent, PPOConfig
 
 
 @pytest.fixture

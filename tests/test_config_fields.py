@@ -21,10 +21,10 @@ from typedrl._validation import (
     positive_float,
     positive_int,
 )
-from typedrl.agents import PPOConfig
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
 from typedrl.cli import main
 from typedrl.errors import ConfigError
+from typedrl.ppo import PPOConfig
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

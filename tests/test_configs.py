@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from typedrl import configs
-from typedrl.agents import PPOConfig
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
 from typedrl.cli import main
 from typedrl.errors import ConfigError
+from typedrl.ppo import PPOConfig
 
 _CONVERTED = {
     ("ppo", "typedrl/CartPole-v0"),

@@ -68,7 +68,7 @@ NOT_RUN: dict[str, str] = {
 """Pages whose Python blocks are not programs, and why; every other block runs."""
 
 SKIPPED: dict[str, str] = {
-    "docs/guides/trainer_core.rst: from typedrl.agents import PPOAgent": (
+    "docs/guides/trainer_core.rst: from typedrl.ppo import PPOAgent": (
         "the arguments every trainer takes: env, config, fabric and eval_env are the reader's"
     ),
     "docs/guides/trainer_core.rst: agent = PPOAgent(": "resumes the reader's earlier PPO run",

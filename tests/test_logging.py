@@ -147,7 +147,7 @@ def test_csv_metrics_reach_the_file_at_once_and_append_on_resume(tmp_path: Path)
 
 def test_a_run_that_fails_keeps_its_metrics_and_a_resume_appends(tmp_path: Path) -> None:
     """A failing PPO run leaves its epochs' rows; resuming into the same folder appends."""
-    from typedrl.agents import PPOAgent, PPOConfig
+    from typedrl.ppo import PPOAgent, PPOConfig
     from typedrl.testing import CountingVecEnv
     from typedrl.training import RunOptions
 

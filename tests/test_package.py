@@ -12,7 +12,7 @@ import torch
 
 import typedrl
 
-_LAZY_PACKAGES = ("typedrl", "typedrl.agents", "typedrl.apg", "typedrl.policies")
+_LAZY_PACKAGES = ("typedrl", "typedrl.ppo", "typedrl.apg", "typedrl.policies")
 _HEAVY = ("torch", "tensordict", "lightning", "lightning_fabric", "gymnasium")
 
 

@@ -10,7 +10,6 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import (
     DEFAULT_POLICY,
@@ -23,6 +22,7 @@ from typedrl.checkpoint import (
 from typedrl.envs import make
 from typedrl.errors import ConfigError
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.restore import CheckpointLocation, algorithm_of, restore_policy, trained_env
 from typedrl.runs import CONFIG_FILE, write_run_config
 

@@ -20,9 +20,9 @@ from typing import Any, Final
 from lightning_fabric import Fabric
 
 from tests_isaaclab._real import MANAGER_TASK, make_real, overrides_variable
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs._isaaclab import ISAACLAB_OVERRIDES_ENV_VAR
 from typedrl.evaluation import EpisodeEvaluator
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import RunOptions
 
 SOLVED_RETURN: Final = 4.5

@@ -6,7 +6,7 @@ The public API is re-exported here explicitly. Submodules:
 - :mod:`typedrl.errors`: the exception hierarchy rooted at :class:`~typedrl.errors.TypedRLError`;
 - :mod:`typedrl.types`: the jaxtyping shape aliases (one axis vocabulary);
 - :mod:`typedrl.training`: the trainer core both trainer families stand on;
-- :mod:`typedrl.agents`: PPO and the on-policy collector;
+- :mod:`typedrl.ppo`: PPO and the on-policy collector;
 - :mod:`typedrl.seeding`: the one derivation of every random stream's seed;
 - :mod:`typedrl.testing`: small exact implementations of every protocol.
 """

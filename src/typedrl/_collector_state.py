@@ -1,6 +1,6 @@
 """The checkpointable state of a collector: the env's state, its current observation, the episodes.
 
-Both collector families (:mod:`typedrl.agents` and :mod:`typedrl.apg`) save
+Both collector families (:mod:`typedrl.ppo` and :mod:`typedrl.apg`) save
 and restore their state through these two functions, so a checkpoint of
 either holds the same keys and resumes by the same rules.
 """

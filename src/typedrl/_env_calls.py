@@ -1,6 +1,6 @@
 """Calls into a user's env from a collector, with the env's own failures named and chained.
 
-Both collector families (the on-policy one in :mod:`typedrl.agents` and the
+Both collector families (the on-policy one in :mod:`typedrl.ppo` and the
 differentiable one in :mod:`typedrl.apg`) step envs through :func:`step_env`,
 so an exception raised inside an env reads the same whichever trainer hit it.
 """

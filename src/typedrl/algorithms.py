@@ -265,8 +265,8 @@ def _builtins() -> None:
         return
     _state["builtins"] = True
     from typedrl import configs  # noqa: PLC0415 - keep `typedrl --help` fast
-    from typedrl.agents import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig  # noqa: PLC0415
+    from typedrl.ppo import PPOAgent, PPOConfig  # noqa: PLC0415
     from typedrl.training import AbstractTrainer  # noqa: PLC0415
 
     classes: dict[str, tuple[type[Any], type[AbstractTrainer]]] = {

@@ -216,7 +216,7 @@ class Policy(Protocol):
 class ActorCritic(Policy, Protocol):
     """A stochastic policy with a value head, as PPO needs it.
 
-    This is all :class:`~typedrl.agents.PPOAgent` requires of ``policy=``.
+    This is all :class:`~typedrl.ppo.PPOAgent` requires of ``policy=``.
     Optional capabilities it uses when a policy has them:
     :class:`TensorActorCritic` (a faster collection and update),
     :class:`SupportsNormalizerUpdate` (observation statistics inside the

@@ -29,7 +29,6 @@ from typing import Any, Literal, TypeAlias, final
 import gymnasium as gym
 from torch import Tensor, nn
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.algorithms import find_algorithm
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import (
@@ -44,6 +43,7 @@ from typedrl.envs import make, observation_normalize_mask_of
 from typedrl.envs._isaaclab import holds_one_simulation
 from typedrl.errors import CheckpointError, ConfigError, TypedRLError
 from typedrl.policies import PolicyFactory
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.protocols import Policy, VecEnv
 from typedrl.runs import CONFIG_FILE, RunSettings, read_run_config
 
@@ -214,7 +214,7 @@ def restore_policy(checkpoint: Checkpoint, env: VecEnv, *, path: StrPath) -> Res
     (:attr:`~typedrl.checkpoint.Checkpoint.policy_factory`), called with the
     spaces of ``env``: the trainer's default MLP
     (:meth:`PPOAgent.default_policy_factory
-    <typedrl.agents.PPOAgent.default_policy_factory>`,
+    <typedrl.ppo.PPOAgent.default_policy_factory>`,
     :meth:`DifferentiableTrainer.default_policy_factory
     <typedrl.apg.DifferentiableTrainer.default_policy_factory>`) or a policy of
     the user's. A file written before factories were recorded

@@ -4,7 +4,7 @@
 ``<run_dir>/config.yaml``, a YAML mapping with the keys :data:`RUN_KEYS`, in
 that order: ``source`` (which layers the values came from), ``algo``,
 ``env_id``, ``num_envs``, ``seed``, ``config`` (the config dataclass's
-:meth:`~typedrl.agents.PPOConfig.to_dict`, without ``seed``), ``policy`` (only
+:meth:`~typedrl.ppo.PPOConfig.to_dict`, without ``seed``), ``policy`` (only
 in a run whose policy is not its algorithm's default: the
 :class:`~typedrl.policies.PolicyFactory` that builds it, as ``{target: ...,
 kwargs: {...}}``), ``run`` (the :class:`RunSettings`) and ``command`` (the

@@ -213,7 +213,7 @@ def test_a_checkpoint_used_on_another_env_names_both_envs_spaces(
 
 def test_export_needs_an_env_when_the_checkpoint_has_none(tmp_path: Path) -> None:
     """A checkpoint without an env id asks for --env; with it, it exports."""
-    from typedrl.agents import PPOAgent, PPOConfig
+    from typedrl.ppo import PPOAgent, PPOConfig
     from typedrl.training import RunOptions
 
     config = PPOConfig(total_timesteps=32, num_steps=8, batch_size=16, num_mini_epochs=1)

@@ -89,7 +89,7 @@ def test_print_config_round_trips_through_config(
 
 def test_every_config_field_is_reachable_by_set(capsys: pytest.CaptureFixture[str]) -> None:
     """Each PPOConfig field given by --set lands in the resolved config."""
-    from typedrl.agents import PPOConfig
+    from typedrl.ppo import PPOConfig
 
     defaults = PPOConfig().to_dict()
     document = _printed(capsys, "--set", "num_steps=64", "--set", "activation=relu")

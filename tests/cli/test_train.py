@@ -94,8 +94,8 @@ def test_evaluate_scores_on_the_env_the_checkpoint_was_trained_on(
 
 def test_evaluate_needs_an_env_when_the_checkpoint_has_none(tmp_path: Path) -> None:
     """A checkpoint without an env id asks for one, in one clear error."""
-    from typedrl.agents import PPOAgent, PPOConfig
     from typedrl.envs import make
+    from typedrl.ppo import PPOAgent, PPOConfig
     from typedrl.training import RunOptions
 
     config = PPOConfig(total_timesteps=32, num_steps=8, batch_size=16, num_mini_epochs=1)

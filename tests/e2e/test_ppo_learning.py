@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import RunOptions
 
 # Stable-Baselines3 zoo's CartPole-v1 hyper-parameters (8 envs).

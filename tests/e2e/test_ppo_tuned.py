@@ -7,9 +7,9 @@ import pytest
 import torch
 import yaml
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.envs import make
 from typedrl.evaluation import EpisodeEvaluator
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import RunOptions
 
 EVAL_SEED_OFFSET = 1000

@@ -12,14 +12,14 @@ from typing import final
 import pytest
 from lightning_fabric import Fabric
 
-from tests.agents._envs import RandomWalkEnv
 from tests.apg.test_trainer import Faulty, point_mass, trainer_for
 from tests.multiprocess import free_port
+from tests.ppo._envs import RandomWalkEnv
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl._results import StepResult
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.checkpoint import load_checkpoint
 from typedrl.distributed import COLLECTIVE_TIMEOUT_ENV, collective_timeout
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.protocols import VecEnv
 from typedrl.testing import VecEnvWrapper
 from typedrl.training import RunOptions

@@ -8,11 +8,11 @@ import pytest
 import torch
 from lightning_fabric import Fabric
 
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.envs import make
 from typedrl.errors import ConfigError
 from typedrl.policies import PolicyFactory
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.protocols import VecEnv
 from typedrl.testing import LinearDifferentiablePolicy, TinyActorCritic
 from typedrl.training import RunOptions

@@ -8,13 +8,13 @@ import pytest
 import torch
 from lightning_fabric import Fabric
 
-from tests.agents._envs import RandomWalkEnv
 from tests.apg.test_trainer import assert_same, cpu_fabric, point_mass
 from tests.multiprocess import run_two_ranks
+from tests.ppo._envs import RandomWalkEnv
 from tests.training.test_fabric import launch_two_rank_fabric
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
 from typedrl.checkpoint import load_checkpoint
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import AbstractTrainer, RunOptions
 
 ALGORITHMS = ("ppo", "apg", "shac")

@@ -10,12 +10,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from typedrl.agents import PPOConfig
 from typedrl.apg import DifferentiableTrainerConfig
 from typedrl.cli._config import ResolvedRun
 from typedrl.envs import make
 from typedrl.envs._isaaclab import holds_one_simulation
 from typedrl.errors import ConfigError
+from typedrl.ppo import PPOConfig
 
 __all__ = ["available_memory", "check_rollout_memory", "space_nbytes", "transition_nbytes"]
 

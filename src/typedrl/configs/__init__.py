@@ -9,7 +9,7 @@ and holds exactly these keys:
 - ``algo``: ``ppo``, ``apg`` or ``shac`` (the folder it is in);
 - ``env_id``: the env id (the file's name);
 - ``num_envs``: env rows per rank;
-- ``config``: fields of :class:`~typedrl.agents.PPOConfig` (``ppo``) or of
+- ``config``: fields of :class:`~typedrl.ppo.PPOConfig` (``ppo``) or of
   :class:`~typedrl.apg.DifferentiableTrainerConfig` (``apg``, ``shac``; the
   algorithm's fields go under ``algorithm:``, SHAC's actor under
   ``algorithm.actor``). ``seed`` is never in a tuned file;
@@ -43,10 +43,10 @@ import yaml
 
 from typedrl import _validation
 from typedrl._validation import describe, positive_int
-from typedrl.agents import PPOConfig
-from typedrl.agents._config import upgrade_fields
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
 from typedrl.errors import ConfigError
+from typedrl.ppo import PPOConfig
+from typedrl.ppo._config import upgrade_fields
 
 __all__ = [
     "ALGORITHMS",

@@ -12,9 +12,6 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from typedrl.advantages import compute_gae
-from typedrl.agents._collector import OBS_KEY, OnPolicyRollout
-from typedrl.agents._config import PPOConfig
-from typedrl.agents._loss import LOSS_STATISTICS, EpochData, Evaluate, masked_mean, ppo_loss
 from typedrl.buffers import minibatch_indices
 from typedrl.distributed import Distributed
 from typedrl.errors import NonFiniteError, StateError
@@ -27,6 +24,9 @@ from typedrl.metrics import (
     TRAIN_SKIPPED_UPDATES,
 )
 from typedrl.normalization import RewardNormalizer
+from typedrl.ppo._collector import OBS_KEY, OnPolicyRollout
+from typedrl.ppo._config import PPOConfig
+from typedrl.ppo._loss import LOSS_STATISTICS, EpochData, Evaluate, masked_mean, ppo_loss
 from typedrl.protocols import (
     ActorCritic,
     SupportsNormalizerUpdate,
@@ -66,7 +66,7 @@ class PPO:
     """Proximal policy optimisation's update (Schulman et al., 2017), on one rank of a run.
 
     :meth:`update` turns one epoch of experience
-    (:class:`~typedrl.agents.OnPolicyRollout`) into exactly
+    (:class:`~typedrl.ppo.OnPolicyRollout`) into exactly
     ``num_minibatches`` minibatch updates of the policy (fewer only when
     ``target_kl`` stops the epoch, on every rank alike) and returns their
     rank-aggregated metrics. It owns what the update keeps between epochs: the
@@ -196,7 +196,7 @@ class PPO:
            update counts as applied when any minibatch stepped the optimizer.
 
         Args:
-            rollout: The epoch, as :meth:`~typedrl.agents.OnPolicyCollector.collect` returns it.
+            rollout: The epoch, as :meth:`~typedrl.ppo.OnPolicyCollector.collect` returns it.
             env_steps: Env steps of the run before this epoch, over all ranks.
             iteration: The epoch's index (named in errors).
 

@@ -10,15 +10,15 @@ from torch import nn
 from torch.optim import Optimizer
 
 from typedrl import _validation
-from typedrl.agents._algorithm import PPO
-from typedrl.agents._batch_plan import agree_on_batch_plan
-from typedrl.agents._collector import OnPolicyCollector
-from typedrl.agents._config import LEGACY_COMPILE_FIELD, PPOConfig
 from typedrl.distributed import raise_together
 from typedrl.errors import ConfigError
 from typedrl.metrics import TIME_COLLECT_FRACTION, TIME_SPS
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import MLPActorCritic, PolicyFactory
+from typedrl.ppo._algorithm import PPO
+from typedrl.ppo._batch_plan import agree_on_batch_plan
+from typedrl.ppo._collector import OnPolicyCollector
+from typedrl.ppo._config import LEGACY_COMPILE_FIELD, PPOConfig
 from typedrl.protocols import ActorCritic, Evaluator, Policy, TensorActorCritic, VecEnv
 from typedrl.seeding import derive_seed
 from typedrl.training import (
@@ -51,10 +51,10 @@ class PPOAgent(AbstractTrainer):
 
     A trainer on the core (:class:`~typedrl.training.AbstractTrainer`) that
     reads as trainer -> collector -> algorithm: one iteration is one epoch, in
-    which the :class:`~typedrl.agents.OnPolicyCollector` collects ``num_steps``
+    which the :class:`~typedrl.ppo.OnPolicyCollector` collects ``num_steps``
     steps from every env row of every rank (no gradients; finite checks on
     observations, terminal observations, policy outputs and rewards, reported
-    with the kind, key, row and step) and the :class:`~typedrl.agents.PPO`
+    with the kind, key, row and step) and the :class:`~typedrl.ppo.PPO`
     algorithm updates the policy on them: GAE in unnormalised value space
     (termination zeroes the bootstrap; truncation bootstraps from
     ``V(final_obs)``; ghost transitions are masked out everywhere), then
@@ -71,7 +71,7 @@ class PPOAgent(AbstractTrainer):
     last observation before the time-out, as rsl_rl does; the agent logs
     ``train/approximate_bootstrap = 1`` so the approximation is never silent.
 
-    The policy is an :class:`~typedrl.agents.PPOConfig`-built
+    The policy is an :class:`~typedrl.ppo.PPOConfig`-built
     :class:`~typedrl.policies.MLPActorCritic` unless ``policy`` or
     ``policy_factory`` gives one: any :class:`torch.nn.Module` implementing
     :class:`~typedrl.protocols.ActorCritic` (its optional
@@ -311,12 +311,12 @@ class PPOAgent(AbstractTrainer):
         """One PPO iteration (one epoch), step by step.
 
         1. Collect (:meth:`OnPolicyCollector.collect
-           <typedrl.agents.OnPolicyCollector.collect>`): ``num_steps`` steps of
+           <typedrl.ppo.OnPolicyCollector.collect>`): ``num_steps`` steps of
            every env row, without gradients, in the policy's eval mode; the
            policy's actions, log-probabilities and values, ``V(final_obs)`` on
            truncated rows, the finite checks; the episodes that ended.
         2. Record the ended episodes' returns and lengths.
-        3. Update (:meth:`PPO.update <typedrl.agents.PPO.update>`): the
+        3. Update (:meth:`PPO.update <typedrl.ppo.PPO.update>`): the
            learning rate for ``env_steps`` so far, rewards normalised, GAE,
            exactly ``num_minibatches`` clipped-loss minibatch updates (fewer when
            ``target_kl`` stops the epoch), the adaptive learning rate, then the

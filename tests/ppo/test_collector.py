@@ -1,4 +1,4 @@
-"""Tests for typedrl.agents._collector: the on-policy collector and its errors."""
+"""Tests for typedrl.ppo._collector: the on-policy collector and its errors."""
 
 import copy
 from typing import Any
@@ -7,9 +7,8 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from tests.agents._envs import RandomWalkEnv
+from tests.ppo._envs import RandomWalkEnv
 from typedrl._results import StepResult
-from typedrl.agents import OnPolicyCollector
 from typedrl.errors import (
     CheckpointError,
     ConfigError,
@@ -18,6 +17,7 @@ from typedrl.errors import (
     NonFiniteError,
 )
 from typedrl.policies import MLPActorCritic
+from typedrl.ppo import OnPolicyCollector
 from typedrl.protocols import Collector, VecEnv
 from typedrl.testing import CountingVecEnv, VecEnvWrapper
 from typedrl.types import Action

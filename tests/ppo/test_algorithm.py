@@ -1,4 +1,4 @@
-"""Tests for typedrl.agents._algorithm: PPO's update on its own, fed by a collector."""
+"""Tests for typedrl.ppo._algorithm: PPO's update on its own, fed by a collector."""
 
 import math
 from typing import Any
@@ -8,12 +8,12 @@ import torch
 from lightning_fabric import Fabric
 from tensordict import TensorDict
 
-from tests.agents._envs import RandomWalkEnv
-from typedrl.agents import PPO, OnPolicyCollector, OnPolicyRollout, PPOAgent, PPOConfig
-from typedrl.agents._algorithm import UPDATE_METRICS
+from tests.ppo._envs import RandomWalkEnv
 from typedrl.distributed import SingleProcess
 from typedrl.errors import ConfigError, StateError
 from typedrl.normalization import RewardNormalizer
+from typedrl.ppo import PPO, OnPolicyCollector, OnPolicyRollout, PPOAgent, PPOConfig
+from typedrl.ppo._algorithm import UPDATE_METRICS
 from typedrl.training import (
     GeneratorState,
     GradientStep,

@@ -1,4 +1,4 @@
-"""Tests for typedrl.agents._config: PPOConfig validation, round trip and minibatch count."""
+"""Tests for typedrl.ppo._config: PPOConfig validation, round trip and minibatch count."""
 
 import math
 from typing import Any
@@ -6,8 +6,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from typedrl.agents import PPOConfig
 from typedrl.errors import ConfigError
+from typedrl.ppo import PPOConfig
 
 
 def test_numpy_scalar_in_extra_is_refused_at_construction() -> None:

@@ -7,7 +7,6 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl.agents._config import PPOConfig
 from typedrl.envs._spaces import new_tensordict
 from typedrl.metrics import (
     LOSS_ENTROPY,
@@ -17,6 +16,7 @@ from typedrl.metrics import (
     TRAIN_APPROX_KL,
     TRAIN_CLIP_FRACTION,
 )
+from typedrl.ppo._config import PPOConfig
 
 __all__ = ["LOSS_STATISTICS", "EpochData", "Evaluate", "masked_mean", "ppo_loss"]
 

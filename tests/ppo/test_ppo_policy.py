@@ -9,12 +9,12 @@ from tensordict import TensorDict
 
 from tests.multiprocess import run_two_ranks
 from tests.training.test_fabric import launch_two_rank_fabric
-from typedrl.agents import PPOAgent, PPOConfig
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import load_checkpoint
 from typedrl.envs import make
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic, PolicyFactory
+from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.protocols import VecEnv
 from typedrl.restore import restore_policy
 from typedrl.testing import TinyActorCritic

@@ -1,4 +1,4 @@
-"""Tests for typedrl.agents._ppo: PPOAgent end to end, on tiny runs."""
+"""Tests for typedrl.ppo._ppo: PPOAgent end to end, on tiny runs."""
 
 import math
 import os
@@ -14,16 +14,16 @@ from lightning_fabric.plugins.precision import MixedPrecision
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from tests.agents._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
 from tests.loggers import RecordingLogger
 from tests.multiprocess import run_in_fresh_process, run_two_ranks
+from tests.ppo._envs import NaNRewardEnv, RandomWalkEnv, StepCounter
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl._results import EvaluationResult, StepResult
-from typedrl.agents import OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.checkpoint import load_checkpoint, save_checkpoint
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
 from typedrl.normalization import RunningMeanStd
+from typedrl.ppo import OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.protocols import VecEnv
 from typedrl.testing import CountingVecEnv, RandomEndsVectorEnv
 from typedrl.training import RunOptions
@@ -1096,7 +1096,7 @@ def test_ddp_resume_is_bit_exact(tmp_path: Path) -> None:
 
 def test_compile_is_single_process_only() -> None:
     """compile with several ranks is refused up front, in one line; update_path says it."""
-    from typedrl.agents._ppo import _require_single_process_compile
+    from typedrl.ppo._ppo import _require_single_process_compile
 
     config = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile=True)
     _require_single_process_compile(config, 1)

@@ -1,4 +1,4 @@
-"""Configuration of the on-policy agents: frozen, keyword-only, validated on construction."""
+"""Configuration of PPO: frozen, keyword-only, validated on construction."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,7 +32,7 @@ _WIDTHS = check(sequence_of(positive_int, expected="a sequence of positive ints"
 @_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PPOConfig:
-    """Hyper-parameters of :class:`~typedrl.agents.PPOAgent`.
+    """Hyper-parameters of :class:`~typedrl.ppo.PPOAgent`.
 
     The defaults are Stable-Baselines3's PPO defaults (per rank). Every field
     is validated on construction; an invalid value raises
