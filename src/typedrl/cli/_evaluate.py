@@ -18,7 +18,7 @@ from typedrl.errors import ConfigError
 if TYPE_CHECKING:
     from typedrl.restore import CheckpointLocation, RestoredPolicy, TrainedEnv
 
-__all__ = ["add_evaluate_parser", "rows_for", "run_evaluate"]
+__all__ = ["EVAL_ROWS", "add_evaluate_parser", "rows_for", "run_evaluate"]
 
 
 def add_evaluate_parser(commands: Commands) -> None:
@@ -57,6 +57,11 @@ def add_evaluate_parser(commands: Commands) -> None:
     evaluate.add_argument(
         "--video-episodes", type=int, default=1, help="episodes in the video (default 1)"
     )
+
+
+EVAL_ROWS = 8
+"""At most this many rows in the evaluation env of a training run (``typedrl train``), which
+``typedrl evaluate`` rebuilds to replay what training recorded."""
 
 
 def rows_for(episodes: int, num_envs: int) -> int:
@@ -138,7 +143,6 @@ def _training_record(location: "CheckpointLocation") -> str | None:
     ``rows_for(eval_episodes, min(num_envs, 8))`` rows and the run seed's
     ``"eval_env"`` stream of rank 0.
     """
-    from typedrl.cli._train import EVAL_ROWS  # noqa: PLC0415
     from typedrl.runs import CONFIG_FILE, read_run_config  # noqa: PLC0415
     from typedrl.seeding import derive_seed  # noqa: PLC0415
     from typedrl.training import SUMMARY_FILE  # noqa: PLC0415

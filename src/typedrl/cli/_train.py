@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 CURVE_FILE = "curve.png"
 """The learning curve ``typedrl train`` draws into the run folder (with the plot extra)."""
 
-EVAL_ROWS = 8
-"""At most this many rows in the evaluation env."""
 
 __all__ = ["add_train_parser", "default_run_dir", "run_train"]
 
@@ -527,7 +525,7 @@ def _train_launched(
     progress: bool,
 ) -> int:
     """Train on this launched rank into ``run_dir``, which rank 0 got ready."""
-    from typedrl.cli._evaluate import rows_for  # noqa: PLC0415
+    from typedrl.cli._evaluate import EVAL_ROWS, rows_for  # noqa: PLC0415
     from typedrl.cli._memory import check_rollout_memory  # noqa: PLC0415
     from typedrl.envs._isaaclab import holds_one_simulation  # noqa: PLC0415
     from typedrl.logging import build_loggers  # noqa: PLC0415
