@@ -62,7 +62,7 @@ def test_compile_is_refused_for_the_differentiable_trainers() -> None:
 
 
 def test_a_run_of_an_older_release_resumes(tmp_path: Path) -> None:
-    """A run folder whose config.yaml and checkpoint hold compile_update resumes, eagerly."""
+    """A run folder whose config.yaml and checkpoint hold compile_update resumes and evaluates."""
     run_dir = tmp_path / "run"
     assert main(["train", *_RUN, "--run-dir", str(run_dir)]) == 0
     config_file = run_dir / "config.yaml"
@@ -75,6 +75,8 @@ def test_a_run_of_an_older_release_resumes(tmp_path: Path) -> None:
     del checkpoint["config"]["compile"]
     checkpoint["config"]["compile_update"] = "auto"
     torch.save(checkpoint, last)
+    # Evaluating it rebuilds the policy from the checkpoint's config, compile_update and all.
+    assert main(["evaluate", str(last), "--episodes", "2", "--num-envs", "2"]) == 0
     assert main(["train", "--resume", str(run_dir), "--total-timesteps", "48"]) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     assert (summary["global_step"], summary["update"]) == (48, "eager")
