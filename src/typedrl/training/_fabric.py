@@ -284,7 +284,13 @@ def _join_this_attempt(fabric: Fabric, launch: Launch) -> None:
     of its own.
     """
     from torch import distributed as torch_dist  # noqa: PLC0415 - keep the module import light
-    from torch._C._distributed_c10d import PrefixStore, TCPStore  # noqa: PLC0415
+
+    # Documented as torch.distributed.TCPStore and PrefixStore; the package does not mark
+    # them re-exported for type checkers.
+    from torch.distributed import (  # type: ignore[attr-defined]  # noqa: PLC0415
+        PrefixStore,
+        TCPStore,
+    )
 
     from typedrl.distributed import collective_timeout  # noqa: PLC0415
 
