@@ -149,8 +149,8 @@ class RunningMeanStd(nn.Module):
     # ------------------------------------------------------------------ state
 
     def _tensor(self, name: str) -> Tensor:
-        # Every buffer is registered at construction, never None.
-        return cast("Tensor", self._buffers[name])
+        # Every buffer is registered at construction (a module attribute), never None.
+        return cast("Tensor", getattr(self, name))
 
     @property
     def device(self) -> torch.device:
@@ -321,7 +321,7 @@ class RunningMeanStd(nn.Module):
         """
         if self.check_finite:
             self._raise_if_non_finite(x, "RunningMeanStd.normalize input")
-        mean, var = cast("Tensor", self._buffers[_MEAN]), cast("Tensor", self._buffers[_VAR])
+        mean, var = self._tensor(_MEAN), self._tensor(_VAR)
         out = (x.to(torch.float64) - mean) * torch.rsqrt(var + self.epsilon)
         if self.clip is not None:
             out = out.clamp(-self.clip, self.clip)
