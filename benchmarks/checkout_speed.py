@@ -9,6 +9,12 @@ alike, and reports each family's median time per iteration of B relative to A.
     python benchmarks/checkout_speed.py --baseline ../old-checkout --repeats 5
 
 A ratio above 1 means the second checkout (this one, by default) is faster.
+
+``--families ppo-4096`` times PPO on 4,096 envs of the built-in continuous
+cart-pole with rsl_rl's cart-pole settings (``benchmarks/ppo_vs_rsl_rl.py``),
+whose minibatches are large enough for the host allocator to matter;
+``--candidate-env NAME=VALUE`` sets a variable for the candidate's processes
+only (for example glibc's ``MALLOC_MMAP_THRESHOLD_``).
 """
 
 import argparse
@@ -48,6 +54,29 @@ elif family == "apg":
         ),
         options=options,
     )
+elif family == "ppo-4096":
+    # rsl_rl's cart-pole settings, as benchmarks/ppo_vs_rsl_rl.py runs them.
+    trainer = PPOAgent(
+        env=make("typedrl/CartPoleContinuous-v0", num_envs=4096, seed=0),
+        config=PPOConfig(
+            total_timesteps=4096 * 16 * 8,
+            num_steps=16,
+            num_mini_epochs=5,
+            batch_size=4096 * 16 // 4,
+            learning_rate=1e-3,
+            learning_rate_schedule="adaptive",
+            desired_kl=0.01,
+            clip_value_loss=True,
+            value_loss_coef=1.0,
+            entropy_coef=0.005,
+            max_grad_norm=1.0,
+            actor_hidden=(32, 32),
+            critic_hidden=(32, 32),
+            activation="elu",
+            seed=0,
+        ),
+        options=options,
+    )
 else:
     trainer = DifferentiableTrainer(
         env=make("typedrl/CartPoleSwingUp-v0", num_envs=64, seed=0),
@@ -63,8 +92,13 @@ print(json.dumps({"seconds_per_iteration": (time.perf_counter() - started) / res
 """
 
 
-def _time(checkout: Path, family: str) -> float:
-    env = {**os.environ, "PYTHONPATH": str(checkout / "src"), "OMP_NUM_THREADS": "1"}
+def _time(checkout: Path, family: str, extra_env: dict[str, str]) -> float:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(checkout / "src"),
+        "OMP_NUM_THREADS": "1",
+        **extra_env,
+    }
     completed = subprocess.run(
         [sys.executable, "-c", _RUN, family],
         env=env,
@@ -82,15 +116,23 @@ def main() -> None:
     parser.add_argument("--candidate", type=Path, default=HERE, help="checkout B (default: this)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--families", nargs="+", default=["ppo", "apg", "shac"])
+    parser.add_argument(
+        "--candidate-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for the candidate's processes only (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    candidate_env = dict(item.split("=", 1) for item in args.candidate_env)
     results: dict[str, dict[str, float]] = {}
     started = time.perf_counter()
     for family in args.families:
         times: dict[str, list[float]] = {"baseline": [], "candidate": []}
         for _ in range(args.repeats):
-            times["baseline"].append(_time(args.baseline, family))
-            times["candidate"].append(_time(args.candidate, family))
+            times["baseline"].append(_time(args.baseline, family, {}))
+            times["candidate"].append(_time(args.candidate, family, candidate_env))
         baseline = statistics.median(times["baseline"])
         candidate = statistics.median(times["candidate"])
         results[family] = {
@@ -100,7 +142,7 @@ def main() -> None:
         }
         if not args.json:
             print(
-                f"{family:5s} baseline {baseline * 1e3:8.1f} ms/iteration, candidate "
+                f"{family:8s} baseline {baseline * 1e3:8.1f} ms/iteration, candidate "
                 f"{candidate * 1e3:8.1f} ms/iteration: {baseline / candidate:.3f}x",
                 flush=True,
             )

@@ -13,13 +13,13 @@ round) so that machine load affects both alike; the reported figure is the
 ratio of env steps per second (typedrl / rsl_rl).
 
 By default every run is a fresh process (``--side``), so that neither side
-inherits the other's heap: typedrl's ``fit`` tunes glibc's malloc for the
-process (``RunOptions.tune_allocator``), which would otherwise speed up an
-rsl_rl run that follows it in the same process. typedrl runs as shipped
-(eager); ``--compile`` runs it with ``PPOConfig(compile=True)``, whose first
-minibatch compiles inside the timed run (on torch's compile cache as this
+inherits the other's heap. Both sides' processes inherit the shell's
+environment: glibc's ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_``
+set there tune malloc for both alike (docs: Performance tips). typedrl runs as
+shipped (eager); ``--compile`` runs it with ``PPOConfig(compile=True)``, whose
+first minibatch compiles inside the timed run (on torch's compile cache as this
 machine holds it). ``--interleave`` and ``--profile`` run both sides in one
-process, which shares that tuning.
+process.
 
 Needs rsl_rl in the benchmark's environment (not in the test environment: it
 pulls in tensorboard):
@@ -28,7 +28,6 @@ pulls in tensorboard):
     python benchmarks/ppo_vs_rsl_rl.py --interleave --iterations 30  # paired, per iteration
     python benchmarks/ppo_vs_rsl_rl.py --profile --iterations 5   # cProfile both
     python benchmarks/ppo_vs_rsl_rl.py --interleave --compile     # PPOConfig(compile=True)
-    python benchmarks/ppo_vs_rsl_rl.py --no-tune-allocator        # typedrl with malloc as is
 """
 
 import argparse
@@ -52,7 +51,7 @@ from torch import Tensor
 from typedrl.envs import make
 from typedrl.envs.builtin import CartPole
 from typedrl.ppo import PPOAgent, PPOConfig
-from typedrl.training import RunOptions, retain_freed_memory
+from typedrl.training import RunOptions
 
 ENV_ID = "typedrl/CartPoleContinuous-v0"
 NUM_STEPS = 16
@@ -194,12 +193,10 @@ def _typedrl_agent(
     seed: int,
     *,
     compile: bool,
-    tune_allocator: bool = True,
 ) -> PPOAgent:
     env = _continuous_cartpole(num_envs, seed)
     config = typedrl_config(num_envs, iterations, seed, compile=compile)
-    options = RunOptions(progress=False, tune_allocator=tune_allocator)
-    agent = PPOAgent(env=env, config=config, options=options)
+    agent = PPOAgent(env=env, config=config, options=RunOptions(progress=False))
     agent.setup()
     agent._prepare()  # the first reset, as fit() does
     return agent
@@ -220,12 +217,9 @@ def typedrl_rate(
     seed: int,
     *,
     compile: bool = False,
-    tune_allocator: bool = True,
 ) -> float:
     """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling is not)."""
-    agent = _typedrl_agent(
-        num_envs, iterations, seed, compile=compile, tune_allocator=tune_allocator
-    )
+    agent = _typedrl_agent()
     start = time.perf_counter()
     result = agent.fit()
     elapsed = time.perf_counter() - start
@@ -298,11 +292,9 @@ def _print_profile(
     print(out.getvalue())
 
 
-def profile(num_envs: int, iterations: int, top: int, *, tune_allocator: bool = True) -> None:
+def profile(num_envs: int, iterations: int, top: int) -> None:
     """cProfile both trainers for ``iterations`` iterations; print the split and hot functions."""
-    agent = _typedrl_agent(
-        num_envs, iterations, seed=0, compile=False, tune_allocator=tune_allocator
-    )
+    agent = _typedrl_agent()
     profiler = cProfile.Profile()
     profiler.runcall(agent.fit)
     marks = {
@@ -330,7 +322,6 @@ def _report_interleaved(args: argparse.Namespace) -> None:
     result = {
         "mode": "interleaved",
         "compile": args.compile,
-        "tune_allocator": not args.no_tune_allocator,
         "num_envs": args.num_envs,
         "iterations": args.iterations,
         "threads": args.threads,
@@ -368,7 +359,6 @@ def _fresh_process_rate(side: str, args: argparse.Namespace, seed: int) -> float
     ]
     if args.compile:
         command.append("--compile")
-    if args.no_tune_allocator:
         command.append("--no-tune-allocator")
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return float(done.stdout.strip().splitlines()[-1])
@@ -381,7 +371,6 @@ def _run_side(args: argparse.Namespace) -> None:
             args.iterations,
             args.seed,
             compile=args.compile,
-            tune_allocator=not args.no_tune_allocator,
         )
     else:
         rate = rsl_rl_rate(args.num_envs, args.iterations, args.seed)
@@ -403,11 +392,6 @@ def main() -> None:
     parser.add_argument(
         "--compile", action="store_true", help="PPOConfig(compile=True) for typedrl"
     )
-    parser.add_argument(
-        "--no-tune-allocator",
-        action="store_true",
-        help="RunOptions(tune_allocator=False) for typedrl: glibc's malloc left as it is",
-    )
     parser.add_argument("--profile", action="store_true", help="cProfile both and exit")
     parser.add_argument("--side", choices=("typedrl", "rsl_rl"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -415,11 +399,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     _import_rsl_rl()  # fail before any measurement
-    if (args.profile or args.interleave) and not args.no_tune_allocator:
-        # One process for both sides: both run with the tuning typedrl's fit applies.
-        retain_freed_memory()
     if args.profile:
-        profile(args.num_envs, args.iterations, args.top, tune_allocator=not args.no_tune_allocator)
+        profile(args.num_envs, args.iterations, args.top)
         return
     if args.side is not None:
         _run_side(args)
@@ -435,7 +416,6 @@ def main() -> None:
         "env_steps_per_run": args.iterations * NUM_STEPS * args.num_envs,
         "threads": args.threads,
         "compile": args.compile,
-        "tune_allocator": not args.no_tune_allocator,
         "fresh_processes": True,
         "rsl_rl_version": importlib.metadata.version("rsl-rl-lib"),
         "rounds": rounds,

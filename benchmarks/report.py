@@ -43,8 +43,11 @@ BENCHMARKS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCHMARKS_DIR.parent
 DEFAULT_OUTPUT = REPO_ROOT / "docs" / "benchmark_report.rst"
 DEFAULT_IMAGES = REPO_ROOT / "docs" / "_static" / "benchmarks"
-REFACTORING_CHECKS = frozenset({"pinned_weights.py", "checkout_speed.py", "iteration_walk.py"})
-"""Scripts here that check a refactor (two checkouts compared, the files an iteration walks),
+REFACTORING_CHECKS = frozenset(
+    {"pinned_weights.py", "checkout_speed.py", "iteration_walk.py", "public_api_overhead.py"}
+)
+"""Scripts here that check a refactor (two checkouts compared, the files an iteration walks,
+public APIs against the private ones they replaced),
 not benchmarks of the package: the report does not run them."""
 NEEDS_OWN_ENV = frozenset({"newton_throughput.py", "newton_gait.py"})
 """Benchmarks of an optional backend that the benchmark environment does not install (Newton:

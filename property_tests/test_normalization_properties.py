@@ -58,7 +58,7 @@ def test_any_split_in_any_order_equals_concatenated(
     data, cuts = case
     chunks = _chunks(data, cuts)
     order.shuffle(chunks)
-    rms = RunningMeanStd()
+    rms = RunningMeanStd(data.shape[1:])
     for chunk in chunks:
         rms.update(chunk, dist=DIST)
     _assert_matches(rms, data)
@@ -72,7 +72,7 @@ def test_masked_update_equals_update_of_kept_rows(
     data, _ = case
     mask = torch.tensor(keep[: data.shape[0]])
     poisoned = torch.where(mask[:, None], data, torch.nan)
-    rms = RunningMeanStd()
+    rms = RunningMeanStd(data.shape[1:])
     rms.update(poisoned, dist=DIST, mask=mask)
     kept = data[mask]
     if kept.shape[0] == 0:
@@ -85,7 +85,7 @@ def test_masked_update_equals_update_of_kept_rows(
 def test_normalize_then_denormalize_is_identity(case: tuple[torch.Tensor, list[int]]) -> None:
     """Without clamping, denormalize inverts normalize."""
     data, _ = case
-    rms = RunningMeanStd()
+    rms = RunningMeanStd(data.shape[1:])
     rms.update(data, dist=DIST)
     torch.testing.assert_close(rms.denormalize(rms.normalize(data)), data, rtol=1e-9, atol=1e-9)
 
@@ -98,7 +98,6 @@ class _Job:
     """One example for the rank pair: per-rank batches for a fresh normaliser."""
 
     kind: str  # "rms" or "reward"
-    momentum: float | None
     width: int  # feature width of "rms" jobs
     batches: list[list[list[list[float]]]]  # [rank][update] -> rows (or steps) of values
     masks: list[list[list[bool]]]  # [rank][update] -> per-row (or per-step-env) flags
@@ -110,7 +109,7 @@ class _Job:
 
 
 def _run_rms(job: _Job, rank: int, dist: Any) -> dict[str, Any]:
-    rms = RunningMeanStd(momentum=job.momentum)
+    rms = RunningMeanStd((job.width,))
     for batch, mask in zip(job.batches[rank], job.masks[rank], strict=True):
         data = torch.tensor(batch, dtype=torch.float64).reshape(-1, job.width)
         rms.update(data, dist=dist, mask=torch.tensor(mask, dtype=torch.bool))
@@ -136,7 +135,6 @@ def _run_reward(job: _Job, rank: int, dist: Any) -> dict[str, Any]:
 def sharded_jobs(draw: st.DrawFn) -> _Job:
     """Per-rank sequences of batches (rows may differ per rank, some masked out)."""
     kind = draw(st.sampled_from(["rms", "rms", "reward"]))
-    momentum = draw(st.sampled_from([None, 0.3])) if kind == "rms" else None
     width = draw(st.integers(1, 3))
     num_updates = draw(st.integers(1, 3))
     num_envs = draw(st.integers(1, 3))
@@ -160,9 +158,7 @@ def sharded_jobs(draw: st.DrawFn) -> _Job:
                 )
             masks[rank].append(draw(st.lists(st.booleans(), min_size=size, max_size=size)))
             dones[rank].append(draw(st.lists(st.booleans(), min_size=size, max_size=size)))
-    return _Job(
-        kind=kind, momentum=momentum, width=width, batches=batches, masks=masks, dones=dones
-    )
+    return _Job(kind=kind, width=width, batches=batches, masks=masks, dones=dones)
 
 
 def _hand_returns(job: _Job, rank: int) -> tuple[list[float], list[float]]:
@@ -186,7 +182,7 @@ def _hand_returns(job: _Job, rank: int) -> tuple[list[float], list[float]]:
 
 def _pooled_rms(job: _Job) -> RunningMeanStd:
     """One process, each update pooling both ranks' batches in rank order."""
-    rms = RunningMeanStd(momentum=job.momentum)
+    rms = RunningMeanStd((job.width,))
     for update in range(len(job.batches[0])):
         parts = [
             torch.tensor(job.batches[rank][update], dtype=torch.float64).reshape(-1, job.width)

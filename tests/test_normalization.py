@@ -1,4 +1,4 @@
-"""Tests for typedrl.normalization: RunningMeanStd (exact and EMA) and RewardNormalizer."""
+"""Tests for typedrl.normalization: RunningMeanStd and RewardNormalizer."""
 
 import io
 import math
@@ -39,7 +39,7 @@ def test_updates_match_statistics_of_concatenated_data() -> None:
     """Several batches of a multi-axis feature give the pooled mean and population variance."""
     generator = torch.Generator().manual_seed(0)
     batches = [torch.randn(n, 2, 3, generator=generator) * 5 + 3 for n in (7, 1, 20, 4)]
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((2, 3))
     for batch in batches:
         rms.update(batch, dist=DIST)
     mean, var = _pop_stats(torch.cat(batches))
@@ -55,7 +55,7 @@ def test_updates_match_statistics_of_concatenated_data() -> None:
 def test_statistics_are_float64_for_float32_data() -> None:
     """A large offset that float32 accumulation would blur is tracked in float64."""
     data = torch.tensor([[1e6 + 0.5], [1e6 - 0.5]] * 50, dtype=torch.float32)
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((1,))
     for chunk in torch.split(data, 7):
         rms.update(chunk, dist=DIST)
     assert rms.mean.item() == 1e6
@@ -72,7 +72,7 @@ def test_empty_normaliser_defaults() -> None:
 
 def test_empty_batch_changes_nothing() -> None:
     """A batch of zero rows (or fully masked) leaves the statistics as they are."""
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((1,))
     rms.update(torch.tensor([[1.0], [2.0]]), dist=DIST)
     before = {k: v.clone() for k, v in rms.state_dict().items()}
     rms.update(torch.zeros(0, 1), dist=DIST)
@@ -88,7 +88,7 @@ def test_mask_ignores_rows_even_non_finite() -> None:
     """Rows masked out do not count, even when they hold NaN or infinity."""
     data = torch.tensor([[1.0, 2.0], [math.nan, math.inf], [3.0, 6.0], [100.0, -100.0]])
     mask = torch.tensor([True, False, True, False])
-    rms = RunningMeanStd(check_finite=True)
+    rms = RunningMeanStd((2,), check_finite=True)
     rms.update(data, dist=DIST, mask=mask)
     mean, var = _pop_stats(data[mask])
     assert rms.count.item() == 2
@@ -98,7 +98,7 @@ def test_mask_ignores_rows_even_non_finite() -> None:
 
 def test_mask_shape_is_checked() -> None:
     """A mask that does not match the batch is rejected (by the runtime checker or by us)."""
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((2,))
     with pytest.raises((SpecError, TypeCheckError)):
         rms.update(torch.zeros(3, 2), dist=DIST, mask=torch.ones(2, dtype=torch.bool))
 
@@ -108,7 +108,7 @@ def test_mask_shape_is_checked() -> None:
 
 def test_normalize_formula_dtype_and_leading_axes() -> None:
     """(x - mean) / sqrt(var + eps) in x's dtype, for any leading axes."""
-    rms = RunningMeanStd(epsilon=1e-2)
+    rms = RunningMeanStd((2,), epsilon=1e-2)
     rms.update(torch.tensor([[0.0, 10.0], [2.0, 14.0]]), dist=DIST)
     x = torch.tensor([[[1.0, 12.0], [3.0, 16.0]]])  # [1, 2, 2]: leading axes [1, 2]
     out = rms.normalize(x)
@@ -124,7 +124,7 @@ def test_normalize_formula_dtype_and_leading_axes() -> None:
 
 def test_normalize_clamps() -> None:
     """With clip, normalised values stay in [-clip, clip]."""
-    rms = RunningMeanStd(clip=1.5, epsilon=0.0)
+    rms = RunningMeanStd((1,), clip=1.5, epsilon=0.0)
     rms.update(torch.tensor([[-1.0], [1.0]]), dist=DIST)
     out = rms.normalize(torch.tensor([[-10.0], [0.5], [10.0]]))
     assert out.squeeze(-1).tolist() == [-1.5, 0.5, 1.5]
@@ -132,7 +132,7 @@ def test_normalize_clamps() -> None:
 
 def test_normalize_keeps_the_graph() -> None:
     """Gradients flow through normalisation (differentiable rollouts need it)."""
-    rms = RunningMeanStd(epsilon=0.0)
+    rms = RunningMeanStd((1,), epsilon=0.0)
     rms.update(torch.tensor([[0.0], [4.0]]), dist=DIST)
     x = torch.tensor([[1.0]], requires_grad=True)
     torch.autograd.backward(rms.normalize(x).sum())
@@ -142,29 +142,21 @@ def test_normalize_keeps_the_graph() -> None:
 
 def test_update_does_not_track_gradients() -> None:
     """Updating from a tensor with a graph stores plain statistics."""
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((1,))
     x = torch.ones(2, 1, requires_grad=True)
     rms.update(x * 2, dist=DIST)
     assert not rms.mean.requires_grad
 
 
-# ---------------------------------------------------------------- lazy shape, device, dtype
+# ---------------------------------------------------------------- shape, device, dtype
 
 
-def test_lazy_shape_from_normalize() -> None:
-    """A setup forward fixes the shape without counting a sample or changing values much."""
-    rms = RunningMeanStd(epsilon=0.0)
-    shape_before = rms.shape
+def test_forward_neither_counts_nor_changes_values_before_a_sample() -> None:
+    """A setup forward counts no sample; before any, it normalises with mean 0, variance 1."""
+    rms = RunningMeanStd((2,), epsilon=0.0)
     x = torch.tensor([[1.0, -2.0]])
     assert torch.equal(rms(x), x)
-    assert (shape_before, rms.shape) == (None, (2,))
     assert rms.count.item() == 0
-
-
-def test_statistics_before_shape_raise() -> None:
-    """Reading the statistics of a lazy normaliser says how the shape gets fixed."""
-    with pytest.raises(SpecError, match="first batch"):
-        _ = RunningMeanStd().mean
 
 
 @pytest.mark.parametrize(
@@ -189,7 +181,7 @@ def test_normalize_shape_mismatch_message() -> None:
 def test_integer_input_rejected() -> None:
     """Integer data is refused (by the runtime checker or by us)."""
     with pytest.raises((SpecError, TypeCheckError)):
-        RunningMeanStd().update(torch.zeros(2, 1, dtype=torch.int64), dist=DIST)
+        RunningMeanStd((1,)).update(torch.zeros(2, 1, dtype=torch.int64), dist=DIST)
 
 
 def test_device_mismatch() -> None:
@@ -218,7 +210,7 @@ def test_module_casts_keep_float64_and_moves_follow() -> None:
 
 def test_frozen_update_is_a_no_op() -> None:
     """While frozen, update changes nothing; unfreezing resumes."""
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((1,))
     rms.update(torch.ones(2, 1), dist=DIST)
     rms.frozen = True
     rms.update(torch.full((5, 1), 9.0), dist=DIST)
@@ -232,7 +224,7 @@ def test_frozen_update_is_a_no_op() -> None:
 
 def test_check_finite_update_leaves_statistics_unchanged() -> None:
     """With check_finite, a NaN raises before anything changes."""
-    rms = RunningMeanStd(check_finite=True)
+    rms = RunningMeanStd((1,), check_finite=True)
     rms.update(torch.ones(2, 1), dist=DIST)
     with pytest.raises(NonFiniteError, match=r"rank\(s\) \[0\]"):
         rms.update(torch.tensor([[1.0], [math.nan]]), dist=DIST)
@@ -244,52 +236,9 @@ def test_check_finite_update_leaves_statistics_unchanged() -> None:
 
 def test_without_check_finite_nan_is_not_checked() -> None:
     """The default pays for no check: NaN reaches the statistics."""
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((1,))
     rms.update(torch.tensor([[math.nan]]), dist=DIST)
     assert math.isnan(rms.mean.item())
-
-
-# ---------------------------------------------------------------- EMA
-
-
-def test_ema_first_update_takes_batch_statistics() -> None:
-    """The first non-empty update replaces the initial mean 0 / variance 1."""
-    rms = RunningMeanStd(momentum=0.1)
-    rms.update(torch.tensor([[2.0], [4.0]]), dist=DIST)
-    assert rms.mean.item() == 3.0
-    assert rms.var.item() == 1.0
-    assert rms.count.item() == 2
-
-
-def test_ema_update_is_a_mixture() -> None:
-    """Later updates mix old and batch statistics as a (1 - m, m) mixture of distributions."""
-    m = 0.25
-    rms = RunningMeanStd(momentum=m)
-    rms.update(torch.tensor([[0.0], [2.0]]), dist=DIST)  # mean 1, var 1
-    rms.update(torch.tensor([[10.0], [14.0]]), dist=DIST)  # batch mean 12, var 4
-    mean = (1 - m) * 1.0 + m * 12.0
-    var = (1 - m) * 1.0 + m * 4.0 + m * (1 - m) * (12.0 - 1.0) ** 2
-    assert rms.mean.item() == pytest.approx(mean, rel=1e-12)
-    assert rms.var.item() == pytest.approx(var, rel=1e-12)
-    assert rms.count.item() == 4
-
-
-def test_ema_tracks_a_shift_faster_than_exact() -> None:
-    """After a shift of the data, the EMA mean moves to it while the exact mean lags."""
-    exact, ema = RunningMeanStd(), RunningMeanStd(momentum=0.5)
-    for value in [0.0] * 10 + [10.0] * 10:
-        for rms in (exact, ema):
-            rms.update(torch.full((4, 1), value), dist=DIST)
-    assert exact.mean.item() == pytest.approx(5.0)
-    assert ema.mean.item() == pytest.approx(10.0, abs=0.01)
-
-
-def test_ema_ignores_empty_updates() -> None:
-    """A fully masked batch does not decay the statistics."""
-    rms = RunningMeanStd(momentum=0.5)
-    rms.update(torch.tensor([[1.0], [3.0]]), dist=DIST)
-    rms.update(torch.zeros(2, 1), dist=DIST, mask=torch.zeros(2, dtype=torch.bool))
-    assert (rms.mean.item(), rms.var.item()) == (2.0, 1.0)
 
 
 # ---------------------------------------------------------------- config errors
@@ -301,28 +250,26 @@ def test_ema_ignores_empty_updates() -> None:
         ({"epsilon": -1.0}, "epsilon must be >= 0"),
         ({"clip": 0.0}, r"clip must be > 0 or None"),
         ({"clip": math.inf}, "clip must be a finite float"),
-        ({"momentum": 1.5}, r"momentum must be in \(0, 1\]"),
-        ({"momentum": 0.0}, "momentum must be > 0"),
         ({"shape": (2, -1)}, r"shape\[1\] must be a non-negative int"),
     ],
 )
 def test_running_mean_std_config_errors(kwargs: dict[str, Any], message: str) -> None:
     """Invalid options raise ConfigError naming the option and the value."""
     with pytest.raises(ConfigError, match=message):
-        RunningMeanStd(**kwargs)
+        RunningMeanStd(**{"shape": (1,), **kwargs})
 
 
 # ---------------------------------------------------------------- state dicts
 
 
 def test_state_dict_round_trip_exact() -> None:
-    """A saved state restores bit-exact statistics into a lazy normaliser."""
-    rms = RunningMeanStd(momentum=0.3)
+    """A saved state restores bit-exact statistics into a fresh normaliser."""
+    rms = RunningMeanStd((4,))
     for seed in range(3):
         rms.update(torch.randn(5, 4, generator=torch.Generator().manual_seed(seed)), dist=DIST)
     state = _roundtrip(rms.state_dict())
     assert set(state) == {"running_count", "running_mean", "running_var"}
-    restored = RunningMeanStd(momentum=0.3)
+    restored = RunningMeanStd((4,))
     restored.load_state_dict(state)
     assert isinstance(restored, SupportsStateDict)
     for key, value in rms.state_dict().items():
@@ -332,24 +279,9 @@ def test_state_dict_round_trip_exact() -> None:
     assert torch.equal(restored.normalize(x), rms.normalize(x))
 
 
-def test_state_dict_of_a_lazy_normaliser() -> None:
-    """Before the shape is known, the state is just a zero count and loads anywhere."""
-    state = RunningMeanStd().state_dict()
-    assert set(state) == {"running_count"}
-    lazy = RunningMeanStd()
-    lazy.load_state_dict(state)
-    assert lazy.shape is None
-    shaped = RunningMeanStd((2,))
-    shaped.update(torch.ones(3, 2), dist=DIST)
-    shaped.load_state_dict(state)
-    assert shaped.count.item() == 0
-    assert shaped.mean.tolist() == [0.0, 0.0]
-    assert shaped.var.tolist() == [1.0, 1.0]
-
-
 def test_state_dict_inside_a_model() -> None:
-    """As a submodule the keys carry the prefix and the lazy submodule materialises on load."""
-    rms, fresh_rms = RunningMeanStd(), RunningMeanStd()
+    """As a submodule the keys carry the prefix."""
+    rms, fresh_rms = RunningMeanStd((3,)), RunningMeanStd((3,))
     model = nn.Sequential(rms, nn.Linear(3, 1))
     rms.update(torch.randn(6, 3), dist=DIST)
     state = model.state_dict()
@@ -359,7 +291,7 @@ def test_state_dict_inside_a_model() -> None:
 
 
 def _good_state() -> dict[str, Any]:
-    rms = RunningMeanStd()
+    rms = RunningMeanStd((2,))
     rms.update(torch.randn(4, 2), dist=DIST)
     return rms.state_dict()
 
@@ -374,7 +306,6 @@ def _good_state() -> dict[str, Any]:
         ({"running_var": torch.tensor([1.0, -1.0])}, "negative entries"),
         ({"running_var": torch.tensor([1.0, math.nan])}, "NaN or infinity"),
         ({"running_mean": torch.zeros(2, dtype=torch.int64)}, "floating-point tensor"),
-        ({"running_mean": None}, "must both be present or both absent"),
         ({"extra": torch.zeros(1)}, r"unknown keys \['extra'\]"),
     ],
 )
@@ -390,18 +321,22 @@ def test_load_state_dict_errors(change: dict[str, Any], message: str) -> None:
     assert rms.mean.tolist() == [1.0, 1.0]
 
 
-def test_load_state_dict_missing_count_and_statistics() -> None:
-    """A missing count, or a nonzero count without statistics, is refused."""
-    with pytest.raises(CheckpointError, match=r"misses keys \['running_count'\]"):
-        RunningMeanStd().load_state_dict({})
-    with pytest.raises(CheckpointError, match="running_count is 3 but"):
-        RunningMeanStd().load_state_dict({"running_count": torch.tensor(3)})
+def test_load_state_dict_missing_entries() -> None:
+    """A state without its count or its statistics is refused, naming what is missing."""
+    with pytest.raises(
+        CheckpointError, match=r"misses keys \['running_count', 'running_mean', 'running_var'\]"
+    ):
+        RunningMeanStd((2,)).load_state_dict({})
+    with pytest.raises(CheckpointError, match=r"misses keys \['running_mean', 'running_var'\]"):
+        RunningMeanStd((2,)).load_state_dict({"running_count": torch.tensor(3)})
 
 
 def test_load_state_dict_non_strict_skips_missing() -> None:
-    """With strict=False a missing entry is reported, not raised."""
-    result = RunningMeanStd().load_state_dict({}, strict=False)
-    assert result.missing_keys == ["running_count"]
+    """With strict=False missing entries are reported, not raised, and nothing changes."""
+    rms = RunningMeanStd((2,))
+    result = rms.load_state_dict({"running_count": torch.tensor(3)}, strict=False)
+    assert result.missing_keys == ["running_mean", "running_var"]
+    assert rms.count.item() == 0
 
 
 # ---------------------------------------------------------------- RewardNormalizer

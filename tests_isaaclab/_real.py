@@ -9,8 +9,8 @@ two metres above it and never touches it.
 """
 
 import importlib.util
+import json
 import os
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -24,7 +24,7 @@ __all__ = [
     "cartpole_usd",
     "kitless_overrides",
     "make_real",
-    "overrides_variable",
+    "overrides_flag",
 ]
 
 MANAGER_TASK: Final = "Isaac-Cartpole"
@@ -69,9 +69,9 @@ def kitless_overrides(env_id: str) -> list[str]:
     ]
 
 
-def overrides_variable(env_id: str) -> str:
-    """The overrides as the value of ``TYPEDRL_ISAACLAB_OVERRIDES`` (for ``typedrl train``)."""
-    return shlex.join(kitless_overrides(env_id))
+def overrides_flag(env_id: str) -> list[str]:
+    """The overrides as ``typedrl train``'s ``--env-kwargs`` flag."""
+    return ["--env-kwargs", json.dumps({"overrides": kitless_overrides(env_id)})]
 
 
 def make_real(

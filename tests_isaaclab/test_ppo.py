@@ -11,7 +11,6 @@ networks), on 64 envs instead of 4096 and with a constant learning rate.
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +18,7 @@ from typing import Any, Final
 
 from lightning_fabric import Fabric
 
-from tests_isaaclab._real import MANAGER_TASK, make_real, overrides_variable
-from typedrl.envs._isaaclab import ISAACLAB_OVERRIDES_ENV_VAR
+from tests_isaaclab._real import MANAGER_TASK, make_real, overrides_flag
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.training import RunOptions
@@ -111,10 +109,10 @@ def test_typedrl_train_solves_cartpole(tmp_path: Path) -> None:
         "--run-dir",
         str(run_dir),
         "--no-progress",
+        *overrides_flag(MANAGER_TASK),
         *_set_flags(),
     ]
-    env = {**os.environ, ISAACLAB_OVERRIDES_ENV_VAR: overrides_variable(MANAGER_TASK)}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     waits = [line for line in lines if line.startswith("evaluation      at the end: ")]

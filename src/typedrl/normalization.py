@@ -1,7 +1,7 @@
 """Running statistics for observation and reward normalisation, rank-synchronised.
 
-- :class:`RunningMeanStd` tracks the mean and variance of a stream of batches
-  (exactly, or as an exponential moving average) and normalises with them.
+- :class:`RunningMeanStd` tracks the exact mean and variance of a stream of
+  batches and normalises with them.
 - :class:`RewardNormalizer` scales rewards by the standard deviation of the
   discounted return, without centring them.
 
@@ -79,7 +79,10 @@ class RunningMeanStd(nn.Module):
     ``running_var`` float64 of ``shape``) that follow the module across devices
     but stay float64 when the module is cast to another dtype (``.half()``,
     Fabric's ``"bf16-true"``). The variance is the population variance
-    (``ddof=0``). Before the first sample, mean is 0 and variance 1.
+    (``ddof=0``). Before the first sample, mean is 0 and variance 1. The
+    statistics are exact over every sample seen: merging is Chan et al.'s
+    parallel algorithm, so updates in any split give the statistics of the
+    concatenated data (up to float64 rounding).
 
     Normalisation computes ``(x - mean) / sqrt(var + epsilon)`` in float64,
     clamps it to ``[-clip, clip]`` when ``clip`` is set and returns ``x``'s
@@ -87,34 +90,17 @@ class RunningMeanStd(nn.Module):
     never updates, so a setup forward neither changes the statistics nor runs
     a collective.
 
-    The shape is lazy when not given: the first batch passed to :meth:`update`
-    or :meth:`normalize` (read as ``[batch, *shape]``) or a loaded state dict
-    fixes it. The device is the module's (``device=`` or :meth:`~torch.nn.Module.to`);
-    inputs must be on it. Materialise a lazy normaliser before
-    ``fabric.setup``, as every lazy module.
-
-    Two modes:
-
-    - ``momentum=None`` (default): exact statistics of every sample seen.
-      Merging is Chan et al.'s parallel algorithm, so updates in any split
-      give the statistics of the concatenated data (up to float64 rounding).
-    - ``momentum=m``: an exponential moving average for non-stationary data.
-      Each update pools all ranks' batches, then ``mean <- (1 - m) * mean + m *
-      batch_mean`` and ``var <- (1 - m) * var + m * batch_var + m * (1 - m) *
-      (batch_mean - mean)^2`` (the variance of the mixture). The first non-empty
-      update takes the batch statistics as they are. ``running_count`` still
-      counts samples.
+    The device is the module's (``device=`` or :meth:`~torch.nn.Module.to`);
+    inputs must be on it.
 
     Freezing: while :attr:`frozen` is ``True``, :meth:`update` returns at once,
     without a collective. Every rank must freeze and unfreeze together.
 
     Args:
-        shape: Feature shape of one sample; ``None`` for a lazy shape.
+        shape: Feature shape of one sample (``()`` for scalars).
         epsilon: Added to the variance before the square root in
             :meth:`normalize` and :meth:`denormalize`.
         clip: Clamp normalised values to ``[-clip, clip]``; ``None`` disables.
-        momentum: Weight of each update's pooled batch in ``(0, 1]``; ``None``
-            for exact running statistics.
         check_finite: Raise :class:`~typedrl.errors.NonFiniteError` when an
             input holds NaN or infinity. Costs a host synchronisation per call
             (the flag rides on the update's all-gather, so every rank raises
@@ -128,7 +114,7 @@ class RunningMeanStd(nn.Module):
     Example:
         >>> import torch
         >>> from typedrl.distributed import SingleProcess
-        >>> rms = RunningMeanStd(epsilon=0.0)
+        >>> rms = RunningMeanStd((1,), epsilon=0.0)
         >>> rms.update(torch.tensor([[1.0], [3.0]]), dist=SingleProcess())
         >>> rms.update(torch.tensor([[5.0]]), dist=SingleProcess())
         >>> rms.count.item(), rms.mean.tolist(), round(rms.var.item(), 4)
@@ -139,61 +125,42 @@ class RunningMeanStd(nn.Module):
 
     def __init__(
         self,
-        shape: Sequence[int] | None = None,
+        shape: Sequence[int],
         *,
         epsilon: float = 1e-8,
         clip: float | None = None,
-        momentum: float | None = None,
         check_finite: bool = False,
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         owner = "RunningMeanStd"
+        for index, size in enumerate(shape):
+            _validation.non_negative_int(owner, f"shape[{index}]", size)
         self.epsilon = _validation.non_negative_float(owner, "epsilon", epsilon)
         self.clip = _optional_positive(owner, "clip", clip)
-        self.momentum = _optional_positive(owner, "momentum", momentum)
-        if self.momentum is not None and self.momentum > 1.0:
-            raise ConfigError(f"{owner}.momentum must be in (0, 1], got {describe(momentum)}")
         self.check_finite = check_finite
         self._frozen = False
         # Whether the ranks have confirmed that they share this shape (once per process).
         self._shape_agreed = False
         self.register_buffer(_COUNT, torch.zeros((), dtype=torch.int64, device=device))
-        self.register_buffer(_MEAN, None)
-        self.register_buffer(_VAR, None)
-        if shape is not None:
-            for index, size in enumerate(shape):
-                _validation.non_negative_int(owner, f"shape[{index}]", size)
-            self._materialize(tuple(shape))
+        self.register_buffer(_MEAN, torch.zeros(tuple(shape), dtype=torch.float64, device=device))
+        self.register_buffer(_VAR, torch.ones(tuple(shape), dtype=torch.float64, device=device))
 
     # ------------------------------------------------------------------ state
 
     def _tensor(self, name: str) -> Tensor:
-        tensor = self._buffers[name]
-        if tensor is None:
-            raise SpecError(
-                "RunningMeanStd has no statistics yet: its shape is fixed by the first "
-                "batch, a loaded state dict, or the shape= argument"
-            )
-        return tensor
-
-    def _materialize(self, shape: tuple[int, ...]) -> None:
-        device = self._tensor(_COUNT).device
-        self.register_buffer(_MEAN, torch.zeros(shape, dtype=torch.float64, device=device))
-        self.register_buffer(_VAR, torch.ones(shape, dtype=torch.float64, device=device))
-        self._shape_agreed = False
+        # Every buffer is registered at construction (a module attribute), never None.
+        return cast("Tensor", getattr(self, name))
 
     @property
     def device(self) -> torch.device:
         """Device of the statistics."""
-        # running_count is registered at construction, never None.
-        return cast("Tensor", self._buffers[_COUNT]).device
+        return self._tensor(_COUNT).device
 
     @property
-    def shape(self) -> tuple[int, ...] | None:
-        """Feature shape of one sample; ``None`` until it is known."""
-        mean = self._buffers[_MEAN]
-        return None if mean is None else tuple(mean.shape)
+    def shape(self) -> tuple[int, ...]:
+        """Feature shape of one sample."""
+        return tuple(self._tensor(_MEAN).shape)
 
     @property
     def count(self) -> Tensor:
@@ -227,10 +194,9 @@ class RunningMeanStd(nn.Module):
     # ------------------------------------------------------------------ checks
 
     def _check_input(self, x: Tensor, where: str, *, batch_dims: int | None) -> Tensor:
-        """Check dtype, device and trailing shape; fix a lazy shape from ``x``.
+        """Check dtype, device and trailing shape.
 
-        ``batch_dims`` is the exact number of leading sample axes, or ``None``
-        for "any" (then a lazy shape reads ``x`` as ``[batch, *shape]``).
+        ``batch_dims`` is the exact number of leading sample axes, or ``None`` for "any".
         """
         tensor = _check_floating(x, where)
         device = self.device
@@ -240,11 +206,6 @@ class RunningMeanStd(nn.Module):
                 "move the normaliser with .to(device) or pass device= at construction"
             )
         shape = self.shape
-        if shape is None:
-            if tensor.ndim < 1:
-                raise SpecError(f"{where} must have a leading batch axis, got shape []")
-            self._materialize(tuple(tensor.shape[1:]))
-            return tensor
         lead = tensor.ndim - len(shape)
         if lead < 0 or tuple(tensor.shape[lead:]) != shape or (batch_dims not in (None, lead)):
             expected = "[batch, " if batch_dims == 1 else "[..., "
@@ -279,7 +240,7 @@ class RunningMeanStd(nn.Module):
         if self._frozen:
             return
         data = self._check_input(batch, "RunningMeanStd.update batch", batch_dims=1).detach()
-        shape = self.shape or ()
+        shape = self.shape
         if dist.world_size > 1 and not self._shape_agreed:
             agree_on("RunningMeanStd feature shape", shape, dist)
         self._shape_agreed = True
@@ -327,25 +288,11 @@ class RunningMeanStd(nn.Module):
         pooled = (counts[0], means[0], variances[0])
         for rank in range(1, gathered.shape[0]):
             pooled = _merge(pooled, (counts[rank], means[rank], variances[rank]))
-        pooled_count, pooled_mean, pooled_var = pooled
         running_count = self._tensor(_COUNT)
         old_count = running_count.to(torch.float64)
-        old_mean = self.mean.reshape(-1)
-        old_var = self.var.reshape(-1)
-        if self.momentum is None:
-            _, new_mean, new_var = _merge((old_count, old_mean, old_var), pooled)
-        else:
-            m = self.momentum
-            delta = pooled_mean - old_mean
-            ema_mean = old_mean + m * delta
-            ema_var = (1.0 - m) * old_var + m * pooled_var + m * (1.0 - m) * delta.square()
-            first = old_count == 0
-            new_mean = torch.where(first, pooled_mean, ema_mean)
-            new_var = torch.where(first, pooled_var, ema_var)
-            skip = pooled_count == 0
-            new_mean = torch.where(skip, old_mean, new_mean)
-            new_var = torch.where(skip, old_var, new_var)
-        running_count.add_(pooled_count.round().to(torch.int64))
+        old = (old_count, self.mean.reshape(-1), self.var.reshape(-1))
+        _, new_mean, new_var = _merge(old, pooled)
+        running_count.add_(pooled[0].round().to(torch.int64))
         self.mean.copy_(new_mean.reshape(shape))
         self.var.copy_(new_var.reshape(shape))
 
@@ -355,7 +302,7 @@ class RunningMeanStd(nn.Module):
         """Return ``(x - mean) / sqrt(var + epsilon)``, clamped, in ``x``'s dtype.
 
         Args:
-            x: ``[..., *shape]``; a lazy normaliser reads it as ``[batch, *shape]``.
+            x: ``[..., *shape]``.
 
         Raises:
             SpecError: On a wrong dtype, trailing shape or device.
@@ -369,12 +316,12 @@ class RunningMeanStd(nn.Module):
         """:meth:`normalize` without its input checks, for the package's own callers.
 
         ``x`` must be floating point, on the statistics' device and of shape
-        ``[..., *shape]`` with the shape known (the callers' own checks or
-        construction ensure it); only ``check_finite`` is honoured.
+        ``[..., *shape]`` (the callers' own checks or construction ensure it);
+        only ``check_finite`` is honoured.
         """
         if self.check_finite:
             self._raise_if_non_finite(x, "RunningMeanStd.normalize input")
-        mean, var = cast("Tensor", self._buffers[_MEAN]), cast("Tensor", self._buffers[_VAR])
+        mean, var = self._tensor(_MEAN), self._tensor(_VAR)
         out = (x.to(torch.float64) - mean) * torch.rsqrt(var + self.epsilon)
         if self.clip is not None:
             out = out.clamp(-self.clip, self.clip)
@@ -398,7 +345,7 @@ class RunningMeanStd(nn.Module):
         """Shape and options, for ``repr``."""
         return (
             f"shape={self.shape}, epsilon={self.epsilon}, clip={self.clip}, "
-            f"momentum={self.momentum}, check_finite={self.check_finite}"
+            f"check_finite={self.check_finite}"
         )
 
     # ------------------------------------------------------------------ module hooks
@@ -408,8 +355,6 @@ class RunningMeanStd(nn.Module):
     ) -> _IncompatibleKeys:
         """Load a ``state_dict()``; any problem raises :class:`~typedrl.errors.CheckpointError`.
 
-        Loading fixes a lazy shape. A state saved before the first sample (a
-        zero count, no statistics) resets a shaped normaliser to its empty state.
         ``assign`` is accepted for compatibility; the statistics are always copied.
 
         Raises:
@@ -420,11 +365,11 @@ class RunningMeanStd(nn.Module):
             # Key problems first: torch would report them only after copying.
             names = {_COUNT, _MEAN, _VAR}
             unknown = sorted(set(state_dict) - names)
-            missing = sorted({_COUNT} - set(state_dict))
+            missing = sorted(names - set(state_dict))
             if unknown or missing:
                 raise CheckpointError(
                     f"normaliser state has unknown keys {unknown} and misses keys {missing}; "
-                    f"expected {_COUNT!r} and, once the shape is known, {_MEAN!r} and {_VAR!r}"
+                    f"expected {_COUNT!r}, {_MEAN!r} and {_VAR!r}"
                 )
         result: _IncompatibleKeys = super().load_state_dict(
             state_dict, strict=strict, assign=assign
@@ -453,7 +398,7 @@ class RunningMeanStd(nn.Module):
         unexpected_keys: list[str],
         error_msgs: list[str],
     ) -> None:
-        """Validate the whole state first, then materialise and copy it.
+        """Validate the whole state first, then copy it.
 
         torch always calls this hook with ``strict=True`` and decides itself
         whether missing or unexpected keys are errors; malformed entries raise
@@ -467,25 +412,15 @@ class RunningMeanStd(nn.Module):
             and "." not in key[len(prefix) :]
             and key[len(prefix) :] not in names
         )
-        count = state_dict.get(prefix + _COUNT)
-        mean = state_dict.get(prefix + _MEAN)
-        var = state_dict.get(prefix + _VAR)
-        if count is None:
-            missing_keys.append(prefix + _COUNT)
+        absent = [prefix + name for name in names if prefix + name not in state_dict]
+        if absent:
+            missing_keys.extend(absent)
             return
-        checked = _validate_state(prefix, count, mean, var, self.shape)
-        if checked is None:
-            # Saved before its first sample: an empty state of any shape.
-            if self.shape is not None:
-                self.mean.zero_()
-                self.var.fill_(1.0)
-        else:
-            if self.shape is None:
-                self._materialize(tuple(checked[0].shape))
-            with torch.no_grad():
-                self.mean.copy_(checked[0])
-                self.var.copy_(checked[1])
+        count, mean, var = (state_dict[prefix + name] for name in names)
+        mean, var = _validate_state(prefix, count, mean, var, self.shape)
         with torch.no_grad():
+            self.mean.copy_(mean)
+            self.var.copy_(var)
             self._tensor(_COUNT).copy_(count)
 
 
@@ -494,9 +429,9 @@ def _validate_state(
     count: object,
     mean: object,
     var: object,
-    shape: tuple[int, ...] | None,
-) -> tuple[Tensor, Tensor] | None:
-    """Check a loaded (count, mean, var); return (mean, var), or ``None`` for an empty state."""
+    shape: tuple[int, ...],
+) -> tuple[Tensor, Tensor]:
+    """Check a loaded (count, mean, var); return (mean, var)."""
     where = f"normaliser state {prefix!r}"
     if (
         not isinstance(count, Tensor)
@@ -510,20 +445,12 @@ def _validate_state(
         )
     if int(count) < 0:
         raise CheckpointError(f"{where}: {_COUNT} must be >= 0, got {int(count)}")
-    if mean is None and var is None:
-        if int(count) != 0:
-            raise CheckpointError(
-                f"{where}: {_COUNT} is {int(count)} but {_MEAN} and {_VAR} are missing"
-            )
-        return None
-    if mean is None or var is None:
-        raise CheckpointError(f"{where}: {_MEAN} and {_VAR} must both be present or both absent")
     for name, value in ((_MEAN, mean), (_VAR, var)):
         if not isinstance(value, Tensor) or not value.is_floating_point():
             raise CheckpointError(
                 f"{where}: {name} must be a floating-point tensor, got {describe(value)}"
             )
-        if shape is not None and tuple(value.shape) != shape:
+        if tuple(value.shape) != shape:
             raise CheckpointError(
                 f"{where}: {name} has shape {list(value.shape)}, expected {list(shape)} "
                 "(the normaliser's feature shape)"
@@ -532,10 +459,6 @@ def _validate_state(
             raise CheckpointError(f"{where}: {name} holds NaN or infinity")
     if not isinstance(mean, Tensor) or not isinstance(var, Tensor):  # narrowing only
         raise CheckpointError(f"{where}: {_MEAN} and {_VAR} must be tensors")
-    if mean.shape != var.shape:
-        raise CheckpointError(
-            f"{where}: {_MEAN} shape {list(mean.shape)} differs from {_VAR} shape {list(var.shape)}"
-        )
     if bool((var < 0).any()):
         raise CheckpointError(f"{where}: {_VAR} has negative entries")
     return mean, var

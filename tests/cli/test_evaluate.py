@@ -3,6 +3,7 @@
 import importlib
 import importlib.util
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,9 @@ def test_evaluate_records_a_video(
 
     video = tmp_path / "videos" / "cartpole.mp4"
     argv = ["evaluate", str(trained_runs["ppo_discrete"]), "--episodes", "1", "--num-envs", "1"]
+    environ = dict(os.environ)
     assert main([*argv, "--json", str(tmp_path / "eval.json"), "--video", str(video)]) == 0
+    assert dict(os.environ) == environ  # SDL's headless driver was set for the recording only
     out = capsys.readouterr().out
     length = _report(tmp_path / "eval.json")["length_mean"]
     # The same seed and one row: the video plays the scored episode, frame by frame.

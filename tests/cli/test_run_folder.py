@@ -14,7 +14,7 @@ import yaml
 import typedrl.envs
 from tests.cli.factories import SMALL_RUN
 from typedrl.checkpoint import load_checkpoint
-from typedrl.cli import main
+from typedrl.cli import _train, main
 from typedrl.cli._config import parse_env_kwargs
 from typedrl.cli._run_folder import LOCK_FILE, lock_run_dir, unlock_run_dir
 from typedrl.errors import ConfigError
@@ -228,7 +228,7 @@ def test_resume_needs_a_run_folder_or_checkpoint(tmp_path: Path) -> None:
 def test_default_run_folder_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --run-dir the run goes to runs/<algo>-<env>-<YYYYmmdd-HHMMSS>."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("TYPEDRL_RUN_STAMP", "20260101-120000")
+    monkeypatch.setattr(_train, "_run_stamp", lambda: "20260101-120000")
     assert main(["train", "CartPole-v1", "--total-timesteps", "32", *_SMALL]) == 0
     run_dir = tmp_path / "runs" / "ppo-CartPole-v1-20260101-120000"
     assert (run_dir / "config.yaml").is_file()

@@ -121,7 +121,7 @@ def two_node_torchrun(folder: Path, argv: Sequence[str]) -> list[tuple[int, str,
 
 
 def _devices_two(folder: Path, argv: Sequence[str]) -> list[tuple[int, str, str]]:
-    """``typedrl train argv --devices 2``: Fabric starts the second process itself."""
+    """``typedrl train argv --devices 2``: the command starts the second process itself."""
     env = _environment(folder / "weights")
     return _launch(
         [[sys.executable, _SCRIPT, "train", *argv, "--devices", "2"]], cwd=folder, envs=[env]

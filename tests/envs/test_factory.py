@@ -113,3 +113,13 @@ def test_async_workers_ignore_group_signals_but_not_their_parent() -> None:
     raw.close(terminate=True)
     assert all(not process.is_alive() for process in raw.processes)
     assert [process.exitcode for process in raw.processes] == [128 + signal.SIGTERM] * 2
+
+
+def test_async_envs_leave_this_process_signals_alone() -> None:
+    """Gymnasium builds one env in the main process too: its handlers and mask stay as they were."""
+    handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    env = make("CartPole-v1", num_envs=2, seed=0, vectorization="async")
+    env.close()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from typedrl.envs import make
-from typedrl.envs._isaaclab import ISAACLAB_OVERRIDES_ENV_VAR, make_isaaclab
+from typedrl.envs import _isaaclab, make
+from typedrl.envs._isaaclab import make_isaaclab
 from typedrl.errors import ConfigError, MissingDependencyError
 
 
@@ -59,8 +59,8 @@ def test_bad_num_envs() -> None:
         make_isaaclab("Isaac-Cartpole", num_envs=0)
 
 
-def test_bad_overrides_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An unparseable override variable is a ConfigError naming the variable."""
-    monkeypatch.setenv(ISAACLAB_OVERRIDES_ENV_VAR, "env.scene.ground='null")
-    with pytest.raises(ConfigError, match=ISAACLAB_OVERRIDES_ENV_VAR):
-        make_isaaclab("Isaac-Cartpole", num_envs=2)
+def test_overrides_come_from_env_kwargs_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment is not read: a variable of the old name changes nothing."""
+    monkeypatch.setenv("TYPEDRL_ISAACLAB_OVERRIDES", "env.scene.ground='null")
+    assert _isaaclab._overrides({}, "make_isaaclab") == []
+    assert _isaaclab._overrides({"overrides": ["a=b"]}, "make_isaaclab") == ["a=b"]

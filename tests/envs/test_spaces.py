@@ -148,21 +148,20 @@ def test_wrong_leaves_name_the_caller_step_and_key() -> None:
         converter.batch_with_rows(np.zeros(2, np.int64), [1], [np.zeros(2, np.int64)])
 
 
-def test_new_tensordict_matches_the_unchecked_constructor() -> None:
-    """The direct construction builds the same TensorDict as tensordict's own."""
+def test_new_tensordict_holds_the_leaves_themselves() -> None:
+    """The TensorDict is an ordinary one (unlocked, unnamed) around the very leaves given."""
     leaf = torch.arange(6.0).reshape(3, 2)
     size = torch.Size((3,))
-    built = new_tensordict({"obs": leaf}, size, CPU)
-    reference = TensorDict._new_unsafe({"obs": leaf}, batch_size=size, device=CPU, nested=False)
+    group = new_tensordict({"x": torch.zeros(3, 1)}, size, CPU)
+    built = new_tensordict({"obs": leaf, "group": group}, size, CPU)
     assert type(built) is TensorDict
-    assert vars(built).keys() == vars(reference).keys()
     assert built.batch_size == size
     assert built.device == CPU
     assert built["obs"] is leaf
+    assert built["group"] is group
     assert not built.is_locked
     assert built.names == [None]
-    assert (built + 1)["obs"].tolist() == (reference + 1)["obs"].tolist()
+    assert (built + 1)["obs"].tolist() == (leaf + 1).tolist()
     assert built.expand(2, 3).batch_size == torch.Size((2, 3))
     built["extra"] = torch.zeros(3)
-    assert set(built.keys()) == {"obs", "extra"}
-    assert set(reference.keys()) == {"obs"}
+    assert set(built.keys()) == {"obs", "group", "extra"}

@@ -311,11 +311,10 @@ class SHAC(DifferentiableAlgorithm):
         self.critic_scheduler.step()
         # theta' <- alpha * theta' + (1 - alpha) * theta
         with torch.no_grad():
-            torch._foreach_lerp_(
-                list(self.target_critic.parameters()),
-                list(self.critic.parameters()),
-                1.0 - config.target_alpha,
-            )
+            for target, source in zip(
+                self.target_critic.parameters(), self.critic.parameters(), strict=True
+            ):
+                target.lerp_(source, 1.0 - config.target_alpha)
         sums = dict(zip(_WINDOW_SUMS, pooled, strict=True))
         entries = max(sums["entries"], 1.0)
         valid_entries = max(sums["valid_entries"], 1.0)

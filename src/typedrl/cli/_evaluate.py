@@ -1,9 +1,11 @@
 """``typedrl evaluate``: score a checkpoint's deterministic policy on an env."""
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -256,20 +258,36 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _headless_sdl() -> Iterator[None]:
+    """``SDL_VIDEODRIVER=dummy`` unless set, for the recording only; restored afterwards.
+
+    rgb_array frames need no window; without it SDL (pygame's renders) complains about
+    the display.
+    """
+    if "SDL_VIDEODRIVER" in os.environ:
+        yield
+        return
+    os.environ["SDL_VIDEODRIVER"] = "dummy"
+    try:
+        yield
+    finally:
+        os.environ.pop("SDL_VIDEODRIVER", None)
+
+
 def _record_video(model: "RestoredPolicy", spec: "TrainedEnv", args: argparse.Namespace) -> None:
     """Record ``--video-episodes`` deterministic episodes of ``model`` to ``--video``."""
     from typedrl.recording import record_video  # noqa: PLC0415 - keep `typedrl --help` fast
 
-    # rgb_array frames need no window; without this SDL complains about the display.
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    video = record_video(
-        model,
-        spec.env_id,
-        path=args.video,
-        episodes=args.video_episodes,
-        seed=args.seed,
-        env_kwargs=spec.env_kwargs,
-        wrappers=spec.wrappers,
-        clip_actions=spec.clip_actions,
-    )
+    with _headless_sdl():
+        video = record_video(
+            model,
+            spec.env_id,
+            path=args.video,
+            episodes=args.video_episodes,
+            seed=args.seed,
+            env_kwargs=spec.env_kwargs,
+            wrappers=spec.wrappers,
+            clip_actions=spec.clip_actions,
+        )
     print(f"wrote       {video.path} ({video.frames} frames, {video.seconds:.1f} s)")

@@ -158,9 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     args.command_line = ["typedrl", *arguments]  # recorded in a run folder's config.yaml
     # As `python -m` does: modules in the current folder can be named (my_envs:make_env),
-    # by train and by every command that rebuilds a run's env.
+    # by train and by every command that rebuilds a run's env; for this command only.
     here = str(Path.cwd())
-    if here not in sys.path and "" not in sys.path:
+    added = here not in sys.path and "" not in sys.path
+    if added:
         sys.path.insert(0, here)
     try:
         status: int = args.handler(args)
@@ -182,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("RANK", "0") == "0":
             print(f"typedrl {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return _INTERRUPTED
+    finally:
+        if added and here in sys.path:
+            sys.path.remove(here)
     return status
 
 

@@ -5,9 +5,6 @@ import dataclasses
 import importlib.util
 import json
 import math
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +31,7 @@ if TYPE_CHECKING:
     import torch
     from lightning_fabric import Fabric
 
+    from typedrl.cli._local_ranks import LocalRanks
     from typedrl.cli._run_folder import RunStart
     from typedrl.protocols import VecEnv
     from typedrl.training import AbstractTrainer, RunOptions, RunSummary
@@ -43,9 +41,6 @@ CURVE_FILE = "curve.png"
 
 
 __all__ = ["add_train_parser", "default_run_dir", "run_train"]
-
-_RUN_STAMP_VARIABLE = "TYPEDRL_RUN_STAMP"
-"""Carries rank 0's run-folder timestamp to the processes Fabric launches for DDP."""
 
 
 def add_train_parser(commands: Commands) -> None:
@@ -331,29 +326,28 @@ def run_train(args: argparse.Namespace) -> int:
 
         # Checked by every process before any starts, so that all of them stop.
         require_wandb("--wandb-project")
-    # Fixed before Fabric launches the other ranks, which inherit it: one folder for all.
-    stamped = _RUN_STAMP_VARIABLE in os.environ
-    stamp = os.environ.setdefault(_RUN_STAMP_VARIABLE, time.strftime("%Y%m%d-%H%M%S"))
-    try:
-        run_dir = (
-            resumed_dir or args.run_dir or default_run_dir(resolved.algo, resolved.env_id, stamp)
-        )
-        start = _run_start(
-            args,
-            resolved,
-            run_dir=run_dir,
-            checkpoint=checkpoint,
-            note=note,
-            in_folder=resumed_dir is not None,
-            overwrite=overwrite,
-        )
-        if start is None:
-            return 0
-        return _train_with_threads(args, resolved, start=start, checkpoint=checkpoint)
-    finally:
-        if not stamped:
-            # The process may run the command again (tests, notebooks): a new folder then.
-            del os.environ[_RUN_STAMP_VARIABLE]
+    # Each rank stamps its own default folder; every rank then takes rank 0's
+    # (_agree_on_start), so a DDP run has one folder whenever its ranks started.
+    run_dir = (
+        resumed_dir or args.run_dir or default_run_dir(resolved.algo, resolved.env_id, _run_stamp())
+    )
+    start = _run_start(
+        args,
+        resolved,
+        run_dir=run_dir,
+        checkpoint=checkpoint,
+        note=note,
+        in_folder=resumed_dir is not None,
+        overwrite=overwrite,
+    )
+    if start is None:
+        return 0
+    return _train_with_threads(args, resolved, start=start, checkpoint=checkpoint)
+
+
+def _run_stamp() -> str:
+    """The default run folder's time stamp: this process's local time, to the second."""
+    return time.strftime("%Y%m%d-%H%M%S")
 
 
 def _train_with_threads(
@@ -448,6 +442,42 @@ def _train(
     progress: bool,
     threads: int | None,
 ) -> int:
+    from typedrl.cli._local_ranks import LocalRanks  # noqa: PLC0415
+    from typedrl.training._fabric import check_accelerator, read_launch  # noqa: PLC0415
+
+    run = resolved.run
+    launch = read_launch()
+    # Unset, both are the launch's; config.yaml records what the run ran with.
+    devices = run.devices if run.devices is not None else launch.processes_per_node
+    num_nodes = run.num_nodes if run.num_nodes is not None else launch.num_nodes
+    check_accelerator(run.accelerator, devices)
+    # Without a launcher, rank 0 starts the other ranks itself and keeps them.
+    with LocalRanks.start(devices, launcher=launch.launcher, num_nodes=num_nodes) as ranks:
+        status = _train_on_ranks(
+            resolved,
+            ranks,
+            devices=devices,
+            num_nodes=num_nodes,
+            start=start,
+            checkpoint=checkpoint,
+            progress=progress,
+            threads=threads,
+        )
+        # Rank 0 waits for the ranks it started; a failure after the run makes the status 1.
+        return max(status, ranks.wait())
+
+
+def _train_on_ranks(
+    resolved: ResolvedRun,
+    ranks: "LocalRanks",
+    *,
+    devices: int,
+    num_nodes: int,
+    start: "RunStart",
+    checkpoint: Path | None,
+    progress: bool,
+    threads: int | None,
+) -> int:
     import torch  # noqa: PLC0415 - keep `typedrl --help` fast
 
     from typedrl.cli._run_folder import (  # noqa: PLC0415
@@ -455,15 +485,14 @@ def _train(
         remove_failed_start,
         unlock_run_dir,
     )
-    from typedrl.training._fabric import fabric_from_environment, read_launch  # noqa: PLC0415
+    from typedrl.training._fabric import fabric_from_environment  # noqa: PLC0415
 
     run = resolved.run
-    launch = read_launch()
-    # Unset, both are the launch's; config.yaml records what the run ran with.
-    devices = run.devices if run.devices is not None else launch.processes_per_node
-    num_nodes = run.num_nodes if run.num_nodes is not None else launch.num_nodes
     fabric = fabric_from_environment(
-        accelerator=run.accelerator, devices=devices, num_nodes=num_nodes
+        accelerator=run.accelerator,
+        devices=devices,
+        num_nodes=num_nodes,
+        cluster_environment=ranks.environment,
     )
     if threads is not None:
         # Lightning's DDP launch sets cpu_count // processes per node threads when
@@ -598,7 +627,7 @@ def _train_launched(
         _print_summary(run_dir, summary)
         _plot_curve(run_dir)
     leave_process_group(fabric)
-    return _wait_for_launched_ranks(fabric) if fabric.is_global_zero else 0
+    return 0
 
 
 _UPDATE_LINES: Final = {"eager": "eager", "compiled": "torch.compile"}
@@ -648,49 +677,6 @@ def _build_trainer(
         options=options,
         **extra,
     )
-
-
-LAUNCHED_RANKS_EXIT_S = 60.0
-"""How long rank 0 waits for the processes it launched to exit after a finished run."""
-
-
-def _wait_for_launched_ranks(fabric: "Fabric", timeout_s: float = LAUNCHED_RANKS_EXIT_S) -> int:
-    """Rank 0 of a ``--devices N`` run without a launcher waits for the ranks it started.
-
-    Fabric starts ranks 1..N-1 as child processes of rank 0 and does not wait
-    for them, so a rank that failed after a finished run would not show in
-    the command's exit status. Each is waited for (``timeout_s`` in all); one
-    that exits with another status than 0, or does not exit in time (it is
-    then killed), is named on stderr and makes the status 1. (Lightning's
-    watcher of the children may SIGKILL this process first when one fails:
-    a nonzero status either way.) Under torchrun or srun the launcher itself
-    watches every rank, and there is nothing to wait for here.
-    """
-    launcher = getattr(fabric.strategy, "launcher", None)
-    children: list[subprocess.Popen[bytes]] = list(getattr(launcher, "procs", None) or [])
-    deadline = time.monotonic() + timeout_s
-    status = 0
-    for local_rank, child in enumerate(children, start=1):
-        try:
-            code = child.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-            print(
-                f"typedrl train: rank {local_rank} (process {child.pid}) had not exited "
-                f"{timeout_s:g} s after the run ended; stopped it",
-                file=sys.stderr,
-            )
-            status = 1
-            continue
-        if code != 0:
-            print(
-                f"typedrl train: rank {local_rank} (process {child.pid}) exited with status "
-                f"{code} after the run ended",
-                file=sys.stderr,
-            )
-            status = 1
-    return status
 
 
 def _build_env(

@@ -31,17 +31,18 @@ import gymnasium as gym
 import numpy as np
 import torch
 import typing_extensions
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from typedrl._validation import describe
 from typedrl.envs._gymnasium import GymnasiumVecEnv
-from typedrl.envs._workers import signal_safe_worker
+from typedrl.envs._workers import signal_safe_async_env
 from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
 
 __all__ = [
     "WrapperFactory",
     "accepts",
+    "build_single_env",
     "make_from_factory",
     "resolve_env_factory",
     "resolve_wrapper",
@@ -250,14 +251,10 @@ def make_from_factory(
             f"got {describe(probe)}{hint}"
         )
     probe.close()
-    env_fn = functools.partial(_build_single, factory, kwargs, tuple(wrappers))
+    env_fn = functools.partial(build_single_env, factory, kwargs, tuple(wrappers))
     raw: VectorEnv[Any, Any, Any]
     if vectorization == "async":
-        raw = AsyncVectorEnv(
-            [env_fn] * num_envs,
-            autoreset_mode=AutoresetMode.SAME_STEP,
-            worker=signal_safe_worker,
-        )
+        raw = signal_safe_async_env(env_fn, num_envs)
     else:
         raw = SyncVectorEnv([env_fn] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
     return GymnasiumVecEnv(
@@ -299,9 +296,10 @@ def _call(spec: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> 
         ) from None
 
 
-def _build_single(
+def build_single_env(
     factory: Callable[..., Any], kwargs: Mapping[str, Any], wrappers: Sequence[WrapperFactory]
 ) -> gym.Env[Any, Any]:
+    """``factory(**kwargs)``, wrapped by each of ``wrappers`` in turn."""
     env: gym.Env[Any, Any] = factory(**kwargs)
     for wrapper in wrappers:
         env = wrapper(env)

@@ -8,8 +8,6 @@ machines without Isaac Lab.
 
 import importlib
 import math
-import os
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, final, runtime_checkable
 
@@ -28,7 +26,6 @@ from typedrl.types import Action, Done, Obs
 
 __all__ = [
     "ISAACLAB_INSTALL_HINT",
-    "ISAACLAB_OVERRIDES_ENV_VAR",
     "IsaacLabEnvCfgLike",
     "IsaacLabEnvLike",
     "IsaacLabObs",
@@ -45,9 +42,6 @@ ISAACLAB_INSTALL_HINT = (
 )
 """How to install what :func:`make_isaaclab` imports."""
 
-ISAACLAB_OVERRIDES_ENV_VAR = "TYPEDRL_ISAACLAB_OVERRIDES"
-"""Environment variable with Hydra-style overrides (shell-quoted, space-separated) applied to
-every task config :func:`make_isaaclab` builds, before ``env_kwargs["overrides"]``."""
 
 _MAKE_OPTIONS = frozenset(
     {"overrides", "cfg_hook", "compute_final_obs", "is_finite_horizon", "final_obs"}
@@ -644,14 +638,7 @@ def _simulation_is_open() -> bool:
 
 
 def _overrides(options: Mapping[str, Any], where: str) -> list[str]:
-    """The Hydra overrides: the environment variable's, then ``env_kwargs["overrides"]``."""
-    try:
-        overrides = shlex.split(os.environ.get(ISAACLAB_OVERRIDES_ENV_VAR, ""))
-    except ValueError as err:
-        raise ConfigError(
-            f"{where}: {ISAACLAB_OVERRIDES_ENV_VAR} must be shell-quoted 'key=value' overrides, "
-            f"got {os.environ.get(ISAACLAB_OVERRIDES_ENV_VAR)!r} ({err})"
-        ) from err
+    """The Hydra overrides of ``env_kwargs["overrides"]``."""
     extra = options.get("overrides", ())
     if isinstance(extra, str) or not (
         isinstance(extra, Sequence) and all(isinstance(item, str) for item in extra)
@@ -660,7 +647,7 @@ def _overrides(options: Mapping[str, Any], where: str) -> list[str]:
             f"{where}: env_kwargs['overrides'] must be a list of 'key=value' strings "
             f"(for example ['env.scene.ground=null']), got {describe(extra)}"
         )
-    return [*overrides, *extra]
+    return list(extra)
 
 
 def make_isaaclab(
@@ -677,7 +664,7 @@ def make_isaaclab(
     Isaac Lab is imported here, lazily; kit-less Isaac Lab 3 runs on its Newton
     physics backend, and its cartpole tasks run on a CPU. The task's registered
     config is parsed with Isaac Lab's ``parse_env_cfg`` (Hydra-style overrides
-    from :data:`ISAACLAB_OVERRIDES_ENV_VAR`, then ``env_kwargs["overrides"]``),
+    from ``env_kwargs["overrides"]``; ``typedrl train --env-kwargs`` passes them),
     given ``num_envs``, ``device`` and ``seed``, and ``compute_final_obs`` is
     switched on unless ``env_kwargs`` says otherwise, so that truncations are
     bootstrapped exactly. Isaac Lab holds one simulation per process: a second

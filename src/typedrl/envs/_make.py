@@ -1,6 +1,7 @@
 """``typedrl.envs.make``: build and wrap a vector env in one call."""
 
 import difflib
+import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -12,12 +13,13 @@ from gymnasium.vector import AutoresetMode
 from typedrl._validation import describe, positive_int
 from typedrl.envs._factory import (
     WrapperFactory,
+    build_single_env,
     make_from_factory,
     resolve_env_factory,
     resolve_wrapper,
 )
 from typedrl.envs._gymnasium import GymnasiumVecEnv
-from typedrl.envs._workers import signal_safe_worker
+from typedrl.envs._workers import signal_safe_async_env
 from typedrl.envs.builtin import make_builtin
 from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
@@ -151,15 +153,19 @@ def make(
         raw = gym.make_vec(
             env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
         )
+    elif vectorization == "async":
+        # gym.make_vec's own single-env function (gym.make, then the wrappers), built here so
+        # that each worker builds it through SignalSafeEnvFn.
+        env_fn = functools.partial(
+            build_single_env, functools.partial(gym.make, env_id), kwargs, tuple(resolved)
+        )
+        raw = signal_safe_async_env(env_fn, num_envs)
     else:
-        vector_kwargs: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}
-        if vectorization == "async":
-            vector_kwargs["worker"] = signal_safe_worker
         raw = gym.make_vec(
             env_id,
             num_envs=num_envs,
             vectorization_mode=vectorization,
-            vector_kwargs=vector_kwargs,
+            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
             wrappers=resolved or None,
             **kwargs,
         )

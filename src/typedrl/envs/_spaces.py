@@ -21,8 +21,6 @@ an integer dtype for integer leaves, ``bool`` for a boolean ``Box``). The
 checks read array metadata only, never values.
 """
 
-import inspect
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, final
@@ -185,79 +183,13 @@ def _leaf_tree(
     )
 
 
-# TensorDict's constructor re-validates every leaf; the leaves built here have the
-# right batch size and device by construction, so the unchecked constructor is
-# used where the installed tensordict provides it.
-# Nested levels are built bottom-up as TensorDicts, so the constructor never has
-# to look for plain dicts among the values (``nested=False``) when it can skip it.
-# The keyword is passed directly, not through a functools.partial (one call less).
-_NEW_UNSAFE: Any = getattr(TensorDict, "_new_unsafe", None)
-_NOT_NESTED = _NEW_UNSAFE is not None and "nested" in inspect.signature(_NEW_UNSAFE).parameters
-
-
-def _direct_construction_works() -> bool:
-    """Whether writing a TensorDict's ``__dict__`` builds what ``_new_unsafe`` builds.
-
-    With the installed tensordict, ``_new_unsafe`` (not compiling, no lock, names
-    or flags) builds an instance whose ``__dict__`` holds just the device, the
-    plain dict of leaves, the batch size and ``None`` dim names; writing that
-    ``__dict__`` directly builds the same instance in about half the time, which
-    counts on a per-step path. Any other layout (another tensordict), or
-    tensordict's debugging mode (which checks every new instance), keeps
-    ``_new_unsafe``.
-    """
-    if (
-        not _NOT_NESTED
-        or getattr(TensorDict, "__new__", None) is not object.__new__
-        or getattr(sys.modules.get(TensorDict.__module__), "_CHECK_INVARIANTS", True)
-    ):
-        return False
-    leaf = torch.zeros(2)
-    size, device = torch.Size((2,)), torch.device("cpu")
-    built = _NEW_UNSAFE({"obs": leaf}, batch_size=size, device=device, nested=False)
-    state = getattr(built, "__dict__", None)
-    expected = {"_device": device, "_tensordict": None, "_batch_size": size, "_td_dim_names": None}
-    if not (
-        type(built) is TensorDict
-        and type(state) is dict
-        and list(state) == list(expected)
-        and all(state[key] is value for key, value in expected.items() if value is not None)
-        and state["_td_dim_names"] is None
-        and type(state["_tensordict"]) is dict
-        and list(state["_tensordict"].items()) == [("obs", leaf)]
-    ):
-        return False
-    direct = object.__new__(TensorDict)
-    direct.__dict__ = {**expected, "_tensordict": {"obs": leaf}}
-    return bool(direct.batch_size == size and direct.device == device and direct["obs"] is leaf)
-
-
-_DIRECT = _direct_construction_works()
-_new_object = object.__new__
-
-
 def new_tensordict(leaves: dict[str, Any], batch_size: torch.Size, device: torch.device) -> Obs:
     """A TensorDict of ``leaves``, which must already have ``batch_size`` and ``device``.
 
-    ``leaves`` becomes the TensorDict's own dict: the caller must not keep it.
-    ``batch_size`` must be a ``torch.Size`` and ``device`` a ``torch.device``.
+    TensorDict's public constructor; ``non_blocking=False`` because the leaves are on
+    ``device`` already: nothing is copied, and no transfer is recorded or waited for.
     """
-    if _DIRECT:
-        direct: Obs = _new_object(TensorDict)
-        direct.__dict__ = {
-            "_device": device,
-            "_tensordict": leaves,
-            "_batch_size": batch_size,
-            "_td_dim_names": None,
-        }
-        return direct
-    if _NOT_NESTED:
-        fast: Obs = _NEW_UNSAFE(leaves, batch_size=batch_size, device=device, nested=False)
-        return fast
-    if _NEW_UNSAFE is not None:
-        unchecked: Obs = _NEW_UNSAFE(leaves, batch_size=batch_size, device=device)
-        return unchecked
-    return TensorDict(leaves, batch_size=batch_size, device=device)
+    return TensorDict(leaves, batch_size=batch_size, device=device, non_blocking=False)
 
 
 # Where a batch comes from, for messages: (caller, step or None, what the batch is).

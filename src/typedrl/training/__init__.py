@@ -7,7 +7,6 @@ evaluation on schedule, the checkpoint schedule (``last.ckpt`` rolling,
 the progress display; it knows no algorithm. A trainer supplies its modules,
 one training iteration (:class:`IterationResult`) and its checkpointable
 :class:`TrainerState`. :class:`RunOptions` holds what every run shares.
-:func:`retain_freed_memory` keeps freed host memory for the next minibatch.
 :func:`fabric_from_environment` builds the Fabric of a run launched by
 ``torchrun`` or ``srun`` (or of one on this machine). Every algorithm's update
 returns an :class:`UpdateOutcome` and steps its optimizers through the one update
@@ -15,8 +14,6 @@ kernel, :class:`GradientStep` (optimizers from :func:`build_optimizer`, schedule
 from :func:`build_scheduler`).
 """
 
-from typedrl.training._allocator import AllocatorTuning as AllocatorTuning
-from typedrl.training._allocator import retain_freed_memory as retain_freed_memory
 from typedrl.training._fabric import Launch as Launch
 from typedrl.training._fabric import default_fabric as default_fabric
 from typedrl.training._fabric import fabric_from_environment as fabric_from_environment
@@ -46,7 +43,6 @@ from typedrl.training._update import build_scheduler as build_scheduler
 __all__ = [
     "SUMMARY_FILE",
     "AbstractTrainer",
-    "AllocatorTuning",
     "Budget",
     "Counters",
     "FitResult",
@@ -69,6 +65,5 @@ __all__ = [
     "fabric_from_environment",
     "leave_process_group",
     "read_launch",
-    "retain_freed_memory",
     "setup_module_and_optimizer",
 ]

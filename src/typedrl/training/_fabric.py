@@ -20,6 +20,7 @@ from typing import Literal, TypeVar, cast, final
 
 from lightning_fabric import Fabric
 from lightning_fabric.loggers.logger import Logger
+from lightning_fabric.plugins.environments.cluster_environment import ClusterEnvironment
 from torch import nn
 from torch.optim import Optimizer
 
@@ -219,6 +220,7 @@ def fabric_from_environment(
     accelerator: Accelerator = "cpu",
     devices: int | None = None,
     num_nodes: int | None = None,
+    cluster_environment: ClusterEnvironment | None = None,
 ) -> Fabric:
     """A launched Fabric that joins the world this process was started in.
 
@@ -234,6 +236,10 @@ def fabric_from_environment(
         accelerator: ``"cpu"``, ``"cuda"`` or ``"auto"``.
         devices: Processes (one device each) per node; ``None``: as launched.
         num_nodes: Nodes; ``None``: as launched.
+        cluster_environment: Lightning's cluster environment for a DDP run
+            (``None``: the one Lightning detects). ``typedrl train --devices N``
+            passes one whose ``creates_processes_externally`` is true, having
+            started the other ranks itself.
 
     Raises:
         ConfigError: ``devices`` or ``num_nodes`` contradicts the launch, is
@@ -260,7 +266,11 @@ def fabric_from_environment(
         devices=per_node,
         num_nodes=nodes,
         # A lost rank ends every rank after at most the collective timeout.
-        strategy=DDPStrategy(timeout=collective_timeout()) if per_node * nodes > 1 else "auto",
+        strategy=(
+            DDPStrategy(cluster_environment=cluster_environment, timeout=collective_timeout())
+            if per_node * nodes > 1
+            else "auto"
+        ),
     )
     if launch.launcher == "torchrun" and launch.world_size > 1:
         _join_this_attempt(fabric, launch)
@@ -284,7 +294,13 @@ def _join_this_attempt(fabric: Fabric, launch: Launch) -> None:
     of its own.
     """
     from torch import distributed as torch_dist  # noqa: PLC0415 - keep the module import light
-    from torch._C._distributed_c10d import PrefixStore, TCPStore  # noqa: PLC0415
+
+    # Documented as torch.distributed.TCPStore and PrefixStore; the package does not mark
+    # them re-exported for type checkers.
+    from torch.distributed import (  # type: ignore[attr-defined]  # noqa: PLC0415
+        PrefixStore,
+        TCPStore,
+    )
 
     from typedrl.distributed import collective_timeout  # noqa: PLC0415
 

@@ -119,10 +119,6 @@ class RunOptions:
     best_mode: Literal["max", "min"] = "max"
     """Whether a larger (``"max"``) or smaller (``"min"``) :attr:`best_metric` is better; a
     checkpoint is written on a strictly better finite value."""
-    tune_allocator: bool = True
-    """Keep freed host memory for reuse (:func:`~typedrl.training.retain_freed_memory`,
-    glibc only) when :meth:`~typedrl.training.AbstractTrainer.fit` starts; process-wide.
-    ``False`` leaves malloc as the process has it."""
 
     def __post_init__(self) -> None:
         _config_fields.validate(self)

@@ -58,7 +58,6 @@ from typedrl.metrics import (
 from typedrl.policies import PolicyFactory
 from typedrl.protocols import Evaluator, Policy, SupportsStateDict, VecEnv
 from typedrl.seeding import derive_seed
-from typedrl.training._allocator import retain_freed_memory
 from typedrl.training._fabric import default_fabric, require_fabric
 from typedrl.training._options import RunOptions
 from typedrl.training._signals import StopRequest
@@ -399,8 +398,6 @@ class AbstractTrainer(ABC):
                 it can be known).
         """
         status = "failed"
-        if self.options.tune_allocator:
-            retain_freed_memory()
         try:
             self.setup()
             result = self._fit()

@@ -179,7 +179,7 @@ class GradientStep:
         grads = [p.grad for p in self.parameters if p.grad is not None]
         # ||g|| = sqrt(sum_i ||g_i||^2) over every parameter's gradient g_i
         norm = (
-            torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+            torch.nn.utils.get_total_norm(grads)
             if grads
             else torch.zeros((), dtype=first.dtype, device=first.device)
         )
@@ -188,11 +188,10 @@ class GradientStep:
     def apply(self, reduced: ReducedGradient) -> None:
         """Steps 4-5: clip to ``max_grad_norm``, write the gradient back, step the optimizer."""
         if self.in_place:
-            grads = [p.grad for p in self.parameters if p.grad is not None]
-            if self.max_grad_norm is not None and grads:
+            if self.max_grad_norm is not None:
                 # g <- g * min(1, max_norm / (||g|| + 1e-6)), in place
-                torch._foreach_mul_(
-                    grads, (self.max_grad_norm / (reduced.norm + 1e-6)).clamp(max=1.0)
+                torch.nn.utils.clip_grads_with_norm_(
+                    self.parameters, self.max_grad_norm, reduced.norm
                 )
             self.optimizer.step()
             self.clear()
