@@ -258,7 +258,9 @@ def _uncompiled(agent: PPOAgent, monkeypatch: pytest.MonkeyPatch) -> CompiledUpd
 def _first_epoch(agent: PPOAgent) -> EpochData:
     """The agent's first epoch of experience, flat, with its advantages and returns."""
     agent._prepare()
-    rollout = agent.collector.collect(agent.model_unwrapped, num_steps=agent.config.num_steps)
+    policy = agent.model_unwrapped
+    assert isinstance(policy, MLPActorCritic)
+    rollout = agent.collector.collect(policy, num_steps=agent.config.num_steps)
     advantages, returns = agent.algorithm._advantages(rollout)
     flat = rollout.data.reshape(-1)
     return EpochData(
