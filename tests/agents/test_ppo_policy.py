@@ -87,6 +87,18 @@ def test_a_policy_without_factory_trains_but_cannot_be_rebuilt(tmp_path: Path) -
     assert "\n" not in str(err.value)
 
 
+def test_a_factory_builds_the_same_weights_from_the_same_seed() -> None:
+    """The factory's policy draws from the run's "init" stream; the caller's generator is kept."""
+    env = _env()
+    state = torch.get_rng_state()
+    first = PPOAgent(env=env, config=_config(), policy_factory=TINY)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(123)  # the global stream a script left behind does not matter
+    second = PPOAgent(env=_env(), config=_config(), policy_factory=TINY)
+    for name, value in first._given_policy.state_dict().items():  # type: ignore[union-attr]
+        assert torch.equal(value, second._given_policy.state_dict()[name])  # type: ignore[union-attr]
+
+
 def test_a_user_policy_trains_eagerly() -> None:
     """compile_update is the built-in MLP's: "auto" stays eager, True is refused."""
     config = PPOConfig(total_timesteps=64, num_steps=16, batch_size=32, compile_update="auto")
