@@ -358,8 +358,12 @@ def find_algorithm(*, kind: str, config: Mapping[str, Any]) -> AlgorithmSpec:
         ConfigError: No registered algorithm writes ``kind``, or none of those
             that do accepts ``config`` (the reasons are given).
     """
-    _entry_points()
+    _builtins()
     candidates = [spec for spec in _registry.values() if spec.kind == kind]
+    if not candidates:
+        # Installed packages are asked only for a kind nobody registered yet.
+        _entry_points()
+        candidates = [spec for spec in _registry.values() if spec.kind == kind]
     if not candidates:
         kinds = sorted({spec.kind for spec in _registry.values()})
         raise ConfigError(

@@ -12,6 +12,7 @@ from tests.ppo._envs import RandomWalkEnv
 from typedrl.distributed import SingleProcess
 from typedrl.errors import ConfigError, StateError
 from typedrl.normalization import RewardNormalizer
+from typedrl.policies import MLPActorCritic
 from typedrl.ppo import PPO, OnPolicyCollector, OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.ppo._algorithm import UPDATE_METRICS
 from typedrl.training import (
@@ -57,8 +58,15 @@ def _ppo(config: PPOConfig, *, num_envs: int = 2) -> tuple[PPO, OnPolicyCollecto
     return ppo, collector
 
 
+def _mlp(ppo: PPO) -> MLPActorCritic:
+    """The PPO's policy: the config's MLP here."""
+    policy = ppo.policy
+    assert isinstance(policy, MLPActorCritic)
+    return policy
+
+
 def _collect(ppo: PPO, collector: OnPolicyCollector, num_steps: int) -> OnPolicyRollout:
-    return collector.collect(ppo.policy, num_steps=num_steps)
+    return collector.collect(_mlp(ppo), num_steps=num_steps)
 
 
 def _weights(ppo: PPO) -> dict[str, torch.Tensor]:
@@ -168,9 +176,9 @@ def test_update_refuses_a_rollout_of_another_size() -> None:
     ppo, _ = _ppo(config)
     shorter = OnPolicyCollector(RandomWalkEnv(num_envs=2), num_steps=4, dist=SingleProcess())
     shorter.reset(seed=0)
-    shorter.register(ppo.policy)
+    shorter.register(_mlp(ppo))
     with pytest.raises(StateError, match=r"into 2 minibatches of 4, expected the 4"):
-        ppo.update(shorter.collect(ppo.policy, num_steps=4), env_steps=0, iteration=3)
+        ppo.update(shorter.collect(_mlp(ppo), num_steps=4), env_steps=0, iteration=3)
 
 
 def test_state_names_the_checkpointed_objects() -> None:
@@ -194,7 +202,7 @@ def test_observation_normaliser_updates_after_the_minibatches() -> None:
         num_steps=8, batch_size=8, num_mini_epochs=1, normalize_observations=True, **SMALL
     )
     ppo, collector = _ppo(config)
-    normalizers = ppo.policy.obs_normalizers
+    normalizers = _mlp(ppo).obs_normalizers
     assert normalizers is not None
     normalizer = normalizers["obs"]
     counts: list[float] = []

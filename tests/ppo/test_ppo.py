@@ -23,6 +23,7 @@ from typedrl.checkpoint import load_checkpoint, save_checkpoint
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import CheckpointError, ConfigError, NonFiniteError
 from typedrl.normalization import RunningMeanStd
+from typedrl.policies import MLPActorCritic
 from typedrl.ppo import OnPolicyRollout, PPOAgent, PPOConfig
 from typedrl.protocols import VecEnv
 from typedrl.testing import CountingVecEnv, RandomEndsVectorEnv
@@ -31,9 +32,16 @@ from typedrl.training import RunOptions
 SMALL: dict[str, Any] = {"actor_hidden": (8,), "critic_hidden": (8,)}
 
 
+def _mlp(agent: PPOAgent) -> MLPActorCritic:
+    """The agent's policy: the config's MLP here."""
+    policy = agent.model_unwrapped
+    assert isinstance(policy, MLPActorCritic)
+    return policy
+
+
 def _obs_normalizer(agent: PPOAgent) -> RunningMeanStd:
     """The observation normaliser inside the agent's model (normalize_observations=True)."""
-    normalizers = agent.model_unwrapped.obs_normalizers
+    normalizers = _mlp(agent).obs_normalizers
     assert normalizers is not None
     normalizer = normalizers["obs"]
     assert isinstance(normalizer, RunningMeanStd)
@@ -299,7 +307,7 @@ def test_truncations_bootstrap_from_the_final_observation(exact: bool) -> None:
     )
     agent.setup()
     # The critic itself computes the formula, so every path to V (collection, value()) uses it.
-    agent.model_unwrapped.critic = _Formula(value)  # type: ignore[assignment]
+    _mlp(agent).critic = _Formula(value)  # type: ignore[assignment]
     computed: list[tuple[Tensor, Tensor]] = []
     advantages_of = agent.algorithm._advantages
 
@@ -429,7 +437,7 @@ def nan_value_during_updates(agent: PPOAgent) -> None:
         del module, inputs
         return output * float("nan") if torch.is_grad_enabled() else None
 
-    agent.model_unwrapped.critic.register_forward_hook(hook)
+    _mlp(agent).critic.register_forward_hook(hook)
 
 
 def test_nonfinite_gradients_are_skipped() -> None:
@@ -639,7 +647,7 @@ def test_evaluation_normalizes_observations_like_training() -> None:
     agent.fit()
     assert int(_obs_normalizer(agent).count) == 16
     seen: list[Tensor] = []
-    agent.model_unwrapped.actor.register_forward_pre_hook(
+    _mlp(agent).actor.register_forward_pre_hook(
         lambda module, inputs: seen.append(inputs[0].clone())
     )
     obs, _ = RandomWalkEnv(num_envs=2, seed=5).reset(seed=agent.evaluator.seed)  # type: ignore[union-attr]

@@ -95,6 +95,18 @@ def test_a_user_policy_follows_the_config_compile_flag() -> None:
     assert PPOAgent(env=_env(), config=compiled, policy_factory=TINY).update_path == "compiled"
 
 
+def test_a_factory_builds_the_same_weights_from_the_same_seed() -> None:
+    """The factory's policy draws from the run's "init" stream; the caller's generator is kept."""
+    env = _env()
+    state = torch.get_rng_state()
+    first = PPOAgent(env=env, config=_config(), policy_factory=TINY)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(123)  # the global stream a script left behind does not matter
+    second = PPOAgent(env=_env(), config=_config(), policy_factory=TINY)
+    for name, value in first._given_policy.state_dict().items():  # type: ignore[union-attr]
+        assert torch.equal(value, second._given_policy.state_dict()[name])  # type: ignore[union-attr]
+
+
 def test_the_default_policy_records_the_builtin_factory(tmp_path: Path) -> None:
     """Without policy=, the checkpoint names typedrl's MLP with the config's network fields."""
     agent = _agent(tmp_path)

@@ -161,7 +161,12 @@ class DifferentiableTrainer(AbstractTrainer):
             )
         else:
             try:
-                self._policy_factory, policy = given_policy(policy, policy_factory, env)
+                self._policy_factory, policy = given_policy(
+                    policy,
+                    policy_factory,
+                    env,
+                    init_seed=derive_seed(config.seed, "init", rank=self.dist.rank),
+                )
             except ConfigError as failure:
                 error = failure
             else:

@@ -144,7 +144,12 @@ class PPOAgent(AbstractTrainer):
         self._given_policy: nn.Module | None = None
         error: ConfigError | None = None
         try:
-            self._policy_factory, self._given_policy = given_policy(policy, policy_factory, env)
+            self._policy_factory, self._given_policy = given_policy(
+                policy,
+                policy_factory,
+                env,
+                init_seed=derive_seed(config.seed, "init", rank=self.dist.rank),
+            )
         except ConfigError as failure:
             error = failure
         if self._given_policy is not None:

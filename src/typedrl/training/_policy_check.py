@@ -56,12 +56,15 @@ def _zero_leaves(
 # Validates its own arguments: a wrong one is a ConfigError naming it, not a type-check error.
 @no_type_check
 def given_policy(
-    policy: nn.Module | None, factory: PolicyFactory | None, env: VecEnv
+    policy: nn.Module | None, factory: PolicyFactory | None, env: VecEnv, *, init_seed: int
 ) -> tuple[PolicyFactory | None, nn.Module | None]:
     """What a trainer's ``policy=`` and ``policy_factory=`` mean: the factory to record, the policy.
 
-    A factory alone builds the policy from the env's spaces; ``(None, None)``
-    means the trainer's own default policy.
+    A factory alone builds the policy from the env's spaces, with torch's
+    global generator seeded from ``init_seed`` (the run's ``"init"`` stream,
+    from which the default policy's weights come too) and restored afterwards,
+    so that the same seed builds the same weights. ``(None, None)`` means the
+    trainer's own default policy.
 
     Raises:
         ConfigError: ``policy_factory`` is not a :class:`~typedrl.policies.PolicyFactory`,
@@ -70,7 +73,9 @@ def given_policy(
     if factory is not None and not isinstance(factory, PolicyFactory):
         raise ConfigError(f"policy_factory must be a PolicyFactory, got {describe(factory)}")
     if policy is None and factory is not None:
-        policy = factory.build(env.single_observation_space, env.single_action_space)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(init_seed)
+            policy = factory.build(env.single_observation_space, env.single_action_space)
     return factory, policy
 
 
@@ -142,7 +147,8 @@ def policy_fit_error(
             f"{where}: the policy is on {foreign[0]}, the run on {run_device}; build it on the "
             f"CPU or move it with policy.to({str(run_device)!r})"
         )
-    probe = nn.Linear(1, 1)
+    # A module on the meta device: converting it draws no random numbers, allocates nothing.
+    probe = nn.Linear(1, 1, device="meta")
     fabric.strategy.precision.convert_module(probe)
     allowed = {_dtype(torch.float32), _dtype(probe.weight.dtype)}
     wrong = sorted(
