@@ -149,7 +149,7 @@ class PPOConfig:
         """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError.
 
         A saved config of an older release may hold ``compile_update``; it is read as
-        :attr:`compile` (:func:`upgrade_fields`).
+        :attr:`compile` (``upgrade_fields``).
         """
         return _config_fields.from_dict(cls, upgrade_fields(data))
 
