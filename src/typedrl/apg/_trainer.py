@@ -46,7 +46,7 @@ from typedrl.training import (
     TrainerState,
     UpdateCounts,
 )
-from typedrl.training._policy_check import given_policy, policy_fit_error
+from typedrl.training._policy_check import check_given_policy
 
 __all__ = ["DifferentiableTrainer"]
 
@@ -160,28 +160,16 @@ class DifferentiableTrainer(AbstractTrainer):
                 f"{type(self.fabric.strategy.precision).__name__}"
             )
         else:
-            try:
-                self._policy_factory, policy = given_policy(
-                    policy,
-                    policy_factory,
-                    env,
-                    init_seed=derive_seed(config.seed, "init", rank=self.dist.rank),
-                )
-            except ConfigError as failure:
-                error = failure
-            else:
-                error = (
-                    policy_fit_error(
-                        policy,
-                        env,
-                        protocol=DifferentiablePolicy,
-                        outputs=(),
-                        fabric=self.fabric,
-                        owner="DifferentiableTrainer",
-                    )
-                    if policy is not None
-                    else None
-                )
+            self._policy_factory, policy, error = check_given_policy(
+                policy,
+                policy_factory,
+                env,
+                init_seed=derive_seed(config.seed, "init", rank=self.dist.rank),
+                protocol=DifferentiablePolicy,
+                outputs=(),
+                fabric=self.fabric,
+                owner="DifferentiableTrainer",
+            )
         # A rank that refuses stops every rank, before any other collective.
         raise_together(error, "the differentiable trainer's checks", self.dist)
         self.scheduled = isinstance(env, ScheduledDifferentiableVecEnv)

@@ -31,7 +31,7 @@ from typedrl.training import (
     build_optimizer,
     setup_module_and_optimizer,
 )
-from typedrl.training._policy_check import given_policy, policy_fit_error
+from typedrl.training._policy_check import check_given_policy
 
 __all__ = ["PPOAgent"]
 
@@ -140,27 +140,18 @@ class PPOAgent(AbstractTrainer):
             seed=config.seed,
         )
         self.config = config
-        self._policy_factory: PolicyFactory | None = None
-        self._given_policy: nn.Module | None = None
-        error: ConfigError | None = None
-        try:
-            self._policy_factory, self._given_policy = given_policy(
-                policy,
-                policy_factory,
-                env,
-                init_seed=derive_seed(config.seed, "init", rank=self.dist.rank),
-            )
-        except ConfigError as failure:
-            error = failure
-        if self._given_policy is not None:
-            error = policy_fit_error(
-                self._given_policy,
-                env,
-                protocol=ActorCritic,
-                outputs=("log_prob", "value"),
-                fabric=self.fabric,
-                owner="PPOAgent",
-            )
+        self._policy_factory: PolicyFactory | None
+        self._given_policy: nn.Module | None
+        self._policy_factory, self._given_policy, error = check_given_policy(
+            policy,
+            policy_factory,
+            env,
+            init_seed=derive_seed(config.seed, "init", rank=self.dist.rank),
+            protocol=ActorCritic,
+            outputs=("log_prob", "value"),
+            fabric=self.fabric,
+            owner="PPOAgent",
+        )
         # A rank that refuses stops every rank, before any other collective.
         raise_together(error, "the policy check", self.dist)
         _require_single_process_compile(config, self.dist.world_size)

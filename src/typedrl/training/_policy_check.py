@@ -16,7 +16,7 @@ from typedrl.policies import PolicyFactory
 from typedrl.protocols import VecEnv
 from typedrl.types import Obs
 
-__all__ = ["given_policy", "policy_fit_error", "zero_observation"]
+__all__ = ["check_given_policy", "given_policy", "policy_fit_error", "zero_observation"]
 
 _ROWS = 2
 
@@ -77,6 +77,35 @@ def given_policy(
             torch.manual_seed(init_seed)
             policy = factory.build(env.single_observation_space, env.single_action_space)
     return factory, policy
+
+
+@no_type_check  # policy= and policy_factory= come from the user: checked here, in words
+def check_given_policy(
+    policy: nn.Module | None,
+    factory: PolicyFactory | None,
+    env: VecEnv,
+    *,
+    init_seed: int,
+    protocol: type,
+    outputs: tuple[str, ...],
+    fabric: Fabric,
+    owner: str,
+) -> tuple[PolicyFactory | None, nn.Module | None, ConfigError | None]:
+    """A trainer's ``policy=`` and ``policy_factory=``, built and checked on one rank.
+
+    :func:`given_policy`, then :func:`policy_fit_error` on the policy it gives.
+    The error is returned, not raised, so that every rank can refuse together.
+    """
+    try:
+        factory, policy = given_policy(policy, factory, env, init_seed=init_seed)
+    except ConfigError as failure:
+        return None, None, failure
+    if policy is None:
+        return factory, None, None
+    error = policy_fit_error(
+        policy, env, protocol=protocol, outputs=outputs, fabric=fabric, owner=owner
+    )
+    return factory, policy, error
 
 
 def _space(space: gym.Space[Any]) -> str:
