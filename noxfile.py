@@ -21,6 +21,8 @@ nox.options.sessions = ["lint", "typecheck", "tests", "property_tests", "docs"]
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
+PARALLEL = ("-n", "auto", "--dist", "worksteal")
+"""pytest-xdist: one worker per core, idle workers taking queued tests from busy ones."""
 
 
 def _install(session: nox.Session, *groups: str, package: bool = True) -> None:
@@ -36,7 +38,7 @@ def _install(session: nox.Session, *groups: str, package: bool = True) -> None:
 def tests(session: nox.Session) -> None:
     """Unit, integration and doc tests with jaxtyping + beartype shape checks on."""
     _install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *PARALLEL, *session.posargs)
 
 
 @nox.session
@@ -47,6 +49,7 @@ def property_tests(session: nox.Session) -> None:
     session.run(
         "pytest",
         "property_tests",
+        *PARALLEL,
         *session.posargs,
         env={"HYPOTHESIS_PROFILE": profile},
     )
