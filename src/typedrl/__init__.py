@@ -14,6 +14,7 @@ The public API is re-exported here explicitly. Submodules:
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
+from typedrl._gymnasium_registration import register_when_gymnasium_loads
 from typedrl._lazy import lazy_exports
 from typedrl.errors import CheckpointError as CheckpointError
 from typedrl.errors import ConfigError as ConfigError
@@ -69,6 +70,10 @@ else:
             "VecEnv": "typedrl.protocols",
         },
     )
+
+# gymnasium.make("typedrl/<Name>-v0") works once typedrl is imported, before or after
+# Gymnasium, and neither Gymnasium nor torch is imported here.
+register_when_gymnasium_loads()
 
 try:
     __version__ = version("typedrl")
