@@ -13,7 +13,7 @@ also passes the registered ``max_episode_steps``).
 from collections.abc import Mapping
 from typing import Any, Literal, final
 
-from typedrl._validation import describe
+from typedrl._validation import describe, no_type_check
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._cartpole import CartPole as _CartPole
 from typedrl.envs.builtin._cartpole_swingup import CartPoleSwingUp as _CartPoleSwingUp
@@ -87,6 +87,7 @@ class EnvCreator:
             return {"render_modes": []}
         return {"render_modes": ["rgb_array"], "render_fps": view.fps}
 
+    @no_type_check  # the keywords of gymnasium.make come from the user: checked here, in words
     def __call__(self, *, render_mode: str | None = None, **kwargs: Any) -> GymnasiumEnvView:
         if "array_type" in kwargs:
             raise ConfigError(
@@ -114,6 +115,7 @@ class VectorEnvCreator:
     def __init__(self, name: str) -> None:
         self._name = name
 
+    @no_type_check  # the keywords of gymnasium.make_vec come from the user: checked here, in words
     def __call__(
         self,
         *,

@@ -7,7 +7,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from typedrl._validation import describe
+from typedrl._validation import describe, no_type_check
 from typedrl.envs.builtin._base import BaseTorchVecEnv
 from typedrl.envs.builtin._render import Frame
 from typedrl.errors import ConfigError, EnvContractError, SpecError
@@ -111,6 +111,7 @@ class GymnasiumEnvView(gym.Env[npt.NDArray[np.floating[Any]], SingleAction]):
         self._final_obs = None
         return self._to_numpy(obs), {}
 
+    @no_type_check  # the action comes from the user: checked here, in words
     def step(
         self, action: SingleAction
     ) -> tuple[npt.NDArray[np.floating[Any]], float, bool, bool, dict[str, Any]]:
@@ -160,7 +161,7 @@ class GymnasiumEnvView(gym.Env[npt.NDArray[np.floating[Any]], SingleAction]):
         row: npt.NDArray[np.floating[Any]] = obs["obs"][0].detach().cpu().numpy().copy()
         return row
 
-    def _to_torch(self, action: SingleAction) -> torch.Tensor:
+    def _to_torch(self, action: object) -> torch.Tensor:
         """The action as a ``[1, *action_shape]`` tensor, checked against the action space."""
         space = self.action_space
         array = np.array(action, copy=True)
