@@ -9,6 +9,10 @@ The public API is re-exported here explicitly. Submodules:
 - :mod:`typedrl.ppo`: PPO and the on-policy collector;
 - :mod:`typedrl.seeding`: the one derivation of every random stream's seed;
 - :mod:`typedrl.testing`: small exact implementations of every protocol.
+
+Importing typedrl registers the built-in envs with Gymnasium as
+``typedrl/<Name>-v0`` (``gymnasium.make`` and ``gymnasium.make_vec`` build them),
+without importing Gymnasium or torch.
 """
 
 from importlib.metadata import PackageNotFoundError, version
