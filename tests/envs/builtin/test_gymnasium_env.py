@@ -1,6 +1,7 @@
 """The one-row gymnasium.Env that gymnasium.make builds for a built-in id."""
 
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -26,16 +27,32 @@ _LIGHT_IDS = (
 _ADVICE = ("infinity. This is probably too", "recommend using a symmetric and normalized space")
 
 
+def _env_checker_complaints(env: gym.Env[Any, Any]) -> list[str]:
+    """What Gymnasium's check_env warns about, less the advice in _ADVICE."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped)
+    messages = [str(warning.message) for warning in caught]
+    return [m for m in messages if not any(advice in m for advice in _ADVICE)]
+
+
 @pytest.mark.parametrize("render_mode", [None, "rgb_array"])
 @pytest.mark.parametrize("env_id", _LIGHT_IDS)
 def test_passes_gymnasiums_env_checker(env_id: str, render_mode: str | None) -> None:
     """check_env passes every light built-in env, rendering or not, with advice alone."""
     env = gym.make(env_id, render_mode=render_mode)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped)
-    messages = [str(warning.message) for warning in caught]
-    assert [m for m in messages if not any(advice in m for advice in _ADVICE)] == []
+    assert _env_checker_complaints(env) == []
+    env.close()
+
+
+@pytest.mark.slow  # building and stepping a MuJoCo model takes seconds
+@pytest.mark.parametrize(
+    "env_id", ["typedrl/MujocoCartPoleSwingUp-v0", "typedrl/MujocoHalfCheetah-v0"]
+)
+def test_mujoco_envs_pass_gymnasiums_env_checker(env_id: str) -> None:
+    """check_env passes the MuJoCo built-ins (which do not render) with advice alone."""
+    env = gym.make(env_id)
+    assert _env_checker_complaints(env) == []
     env.close()
 
 

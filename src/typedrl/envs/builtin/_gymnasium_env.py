@@ -45,13 +45,13 @@ class GymnasiumEnvView(gym.Env[npt.NDArray[np.floating[Any]], SingleAction]):
       episode at :meth:`reset`.
     - ``reset(seed=s)`` reseeds the torch env's stream, so the same seed gives
       the same episode; ``reset()`` continues it. It also seeds
-      :attr:`np_random`, as Gymnasium expects of every env, though the physics
+      ``np_random``, as Gymnasium expects of every env, though the physics
       draws from the torch env's own stream.
 
     Args:
         env: The torch env, with ``num_envs == 1``; the view closes it on
             :meth:`close`. Registered ids build it with a time limit no episode
-            reaches (:data:`NO_TIME_LIMIT`), so that Gymnasium's ``TimeLimit``
+            reaches (``NO_TIME_LIMIT``, ``2**62`` steps), so that Gymnasium's ``TimeLimit``
             alone truncates.
         render_mode: ``None`` or ``"rgb_array"`` (frames of the torch env's
             :meth:`~BaseTorchVecEnv.render`); ``gymnasium.make`` also serves
