@@ -2,10 +2,11 @@
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
@@ -43,6 +44,45 @@ def test_cleanrl_style_sync_vector_env_reports_episodes() -> None:
             returns.extend(episode["r"][ended].tolist())
     assert len(returns) >= 4
     assert obs.shape == (2, 4)
+    envs.close()
+
+
+def _clip_observation(obs: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    return np.clip(obs, -10.0, 10.0)
+
+
+def _clip_reward(reward: SupportsFloat) -> float:
+    return min(max(float(reward), -10.0), 10.0)
+
+
+def _make_continuous_env(env_id: str, gamma: float) -> Callable[[], gym.Env[Any, Any]]:
+    # CleanRL's ppo_continuous_action make_env: its stack of single-env wrappers.
+    def thunk() -> gym.Env[Any, Any]:
+        env: gym.Env[Any, Any] = gym.make(env_id)
+        env = gym.wrappers.FlattenObservation(env)
+        env = gym.wrappers.RecordEpisodeStatistics(env)
+        env = gym.wrappers.ClipAction(env)
+        env = gym.wrappers.NormalizeObservation(env)
+        env = gym.wrappers.TransformObservation(env, _clip_observation, env.observation_space)
+        env = gym.wrappers.NormalizeReward(env, gamma=gamma)
+        return gym.wrappers.TransformReward(env, _clip_reward)
+
+    return thunk
+
+
+def test_cleanrl_continuous_wrapper_stack() -> None:
+    """CleanRL's continuous-control wrappers run on Pendulum; episodes last the 200-step limit."""
+    envs = gym.vector.SyncVectorEnv([_make_continuous_env("typedrl/Pendulum-v0", 0.99)] * 2)
+    obs, _ = envs.reset(seed=0)
+    lengths = []
+    for _ in range(200):
+        obs, _, _, truncated, info = envs.step(envs.action_space.sample())
+        if "episode" in info:
+            assert truncated.all()
+            lengths.append(info["episode"]["l"].tolist())
+    assert lengths == [[200, 200]]
+    assert obs.dtype == np.float32
+    assert np.abs(obs).max() <= 10
     envs.close()
 
 
