@@ -199,7 +199,8 @@ def docs(session: nox.Session) -> None:
 
 BENCHMARK_PEERS = ("stable-baselines3", "rsl-rl-lib", "matplotlib", "gymnasium[mujoco]")
 """The reference implementations and tools the benchmarks compare against or plot with;
-installed in this session's env only, never in the package's dependencies or groups."""
+installed in this session's env, never in the package's dependencies (stable-baselines3
+is in the test group too: the tests train it on the built-in envs' Gymnasium ids)."""
 
 
 @nox.session(default=False)

@@ -23,7 +23,11 @@ RUN: dict[str, tuple[tuple[str, str], ...]] = {
     "docs/testing.rst": (),
     "docs/guides/buffers.rst": (),
     "docs/guides/normalization.rst": (),
-    "docs/guides/gymnasium.rst": (('device="cuda"', 'device="cpu"'),),
+    "docs/guides/gymnasium.rst": (
+        ('device="cuda"', 'device="cpu"'),
+        ('"typedrl/CartPole-v0", seed=0)', '"typedrl/CartPole-v0", n_steps=64, seed=0)'),
+        ("total_timesteps=50_000", "total_timesteps=64"),
+    ),
     "docs/guides/differentiable_envs.rst": (),
     "docs/guides/scheduled_envs.rst": (("total_updates=32", "total_updates=2"),),
     "docs/guides/apg_rollouts.rst": (
@@ -72,6 +76,10 @@ SKIPPED: dict[str, str] = {
         "the arguments every trainer takes: env, config, fabric and eval_env are the reader's"
     ),
     "docs/guides/trainer_core.rst: agent = PPOAgent(": "resumes the reader's earlier PPO run",
+    "docs/guides/gymnasium.rst: from gymnasium.utils.env_checker import check_env": (
+        "check_env's advice is a warning, an error under pytest; "
+        "tests/envs/builtin/test_gymnasium_env.py runs it on every light env"
+    ),
 }
 """Blocks of the pages in RUN that are fragments (``page: first line``), and why."""
 

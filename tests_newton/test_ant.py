@@ -212,7 +212,7 @@ def test_registered_id_builds_the_env() -> None:
     env = make("typedrl/NewtonAnt-v0", num_envs=2, seed=0)
     assert isinstance(env, NewtonVecEnv)
     assert env.max_episode_steps == 1000
-    view = gym.make_vec("typedrl/NewtonAnt-v0", num_envs=2, vectorization_mode="vector_entry_point")
+    view = gym.make_vec("typedrl/NewtonAnt-v0", num_envs=2, array_type="torch")
     assert isinstance(view, GymnasiumVectorView)
     obs, _ = view.reset(seed=0)
     assert obs.shape == (2, 37)

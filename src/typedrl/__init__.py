@@ -9,11 +9,16 @@ The public API is re-exported here explicitly. Submodules:
 - :mod:`typedrl.ppo`: PPO and the on-policy collector;
 - :mod:`typedrl.seeding`: the one derivation of every random stream's seed;
 - :mod:`typedrl.testing`: small exact implementations of every protocol.
+
+Importing typedrl registers the built-in envs with Gymnasium as
+``typedrl/<Name>-v0`` (``gymnasium.make`` and ``gymnasium.make_vec`` build them),
+without importing Gymnasium or torch.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
+from typedrl._gymnasium_registration import register_when_gymnasium_loads
 from typedrl._lazy import lazy_exports
 from typedrl.errors import CheckpointError as CheckpointError
 from typedrl.errors import ConfigError as ConfigError
@@ -69,6 +74,10 @@ else:
             "VecEnv": "typedrl.protocols",
         },
     )
+
+# gymnasium.make("typedrl/<Name>-v0") works once typedrl is imported, before or after
+# Gymnasium, and neither Gymnasium nor torch is imported here.
+register_when_gymnasium_loads()
 
 try:
     __version__ = version("typedrl")

@@ -33,7 +33,9 @@ from typedrl.envs.builtin import CartPole as CartPole
 from typedrl.envs.builtin import CartPoleSwingUp as CartPoleSwingUp
 from typedrl.envs.builtin import EnvLayout as EnvLayout
 from typedrl.envs.builtin import EnvOptions as EnvOptions
+from typedrl.envs.builtin import GymnasiumEnvView as GymnasiumEnvView
 from typedrl.envs.builtin import GymnasiumVectorView as GymnasiumVectorView
+from typedrl.envs.builtin import NumpyVectorView as NumpyVectorView
 from typedrl.envs.builtin import Pendulum as Pendulum
 from typedrl.envs.builtin import PointMass as PointMass
 from typedrl.envs.builtin import Reacher as Reacher
@@ -50,12 +52,14 @@ __all__ = [
     "DifferentiableVecEnvWrapper",
     "EnvLayout",
     "EnvOptions",
+    "GymnasiumEnvView",
     "GymnasiumVecEnv",
     "GymnasiumVectorView",
     "IsaacLabEnvCfgLike",
     "IsaacLabEnvLike",
     "IsaacLabObs",
     "IsaacLabVecEnv",
+    "NumpyVectorView",
     "Pendulum",
     "PointMass",
     "Reacher",

@@ -32,7 +32,7 @@ def test_view_returns_torch_tensors_and_same_step_final_obs() -> None:
 
 def test_discrete_numpy_actions_are_converted() -> None:
     """NumPy integer actions from action_space.sample() drive a discrete env."""
-    envs = gym.make_vec("typedrl/CartPole-v0", num_envs=4, vectorization_mode="vector_entry_point")
+    envs = gym.make_vec("typedrl/CartPole-v0", num_envs=4, array_type="torch")
     envs.reset(seed=0)
     _, reward, _, _, _ = envs.step(np.array([0, 1, 0, 1]))
     assert torch.equal(reward, torch.ones(4))

@@ -19,8 +19,10 @@ from typedrl.errors import ConfigError
 
 @pytest.mark.parametrize("env_id", BUILTIN_ENV_IDS)
 def test_make_vec_builds_every_builtin(env_id: str) -> None:
-    """make_vec with the vector entry point returns a torch view with the spec's time limit."""
-    envs = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", seed=1)
+    """make_vec with array_type="torch" returns a torch view with the spec's time limit."""
+    envs = gym.make_vec(
+        env_id, num_envs=3, vectorization_mode="vector_entry_point", seed=1, array_type="torch"
+    )
     assert isinstance(envs, GymnasiumVectorView)
     assert envs.spec is not None
     assert envs.spec.id == env_id

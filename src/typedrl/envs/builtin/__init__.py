@@ -11,9 +11,11 @@ under the key ``"obs"``, same-step autoreset with exact ``final_obs``) built on
 - :class:`PointMass`: a damped 2-D point mass driven to a random goal;
 - :class:`Reacher`: a two-link planar arm reaching a random target.
 
-Importing this package registers them with Gymnasium as ``typedrl/<Name>-v0``
-(see :func:`register_builtin_envs`); :class:`GymnasiumVectorView` is the
-``gymnasium.vector.VectorEnv`` that ``gymnasium.make_vec`` returns for them.
+``import typedrl`` registers them with Gymnasium as ``typedrl/<Name>-v0`` (see
+:func:`register_builtin_envs`): ``gymnasium.make`` builds a one-row
+:class:`GymnasiumEnvView` (NumPy arrays), ``gymnasium.make_vec`` a
+:class:`NumpyVectorView`, or with ``array_type="torch"`` a
+:class:`GymnasiumVectorView` (torch tensors).
 """
 
 from typedrl.envs.builtin._base import BaseTorchVecEnv as BaseTorchVecEnv
@@ -21,7 +23,9 @@ from typedrl.envs.builtin._base import EnvLayout as EnvLayout
 from typedrl.envs.builtin._base import EnvOptions as EnvOptions
 from typedrl.envs.builtin._cartpole import CartPole as CartPole
 from typedrl.envs.builtin._cartpole_swingup import CartPoleSwingUp as CartPoleSwingUp
+from typedrl.envs.builtin._gymnasium_env import GymnasiumEnvView as GymnasiumEnvView
 from typedrl.envs.builtin._gymnasium_view import GymnasiumVectorView as GymnasiumVectorView
+from typedrl.envs.builtin._gymnasium_view import NumpyVectorView as NumpyVectorView
 from typedrl.envs.builtin._pendulum import Pendulum as Pendulum
 from typedrl.envs.builtin._point_mass import PointMass as PointMass
 from typedrl.envs.builtin._reacher import Reacher as Reacher
@@ -36,12 +40,12 @@ __all__ = [
     "CartPoleSwingUp",
     "EnvLayout",
     "EnvOptions",
+    "GymnasiumEnvView",
     "GymnasiumVectorView",
+    "NumpyVectorView",
     "Pendulum",
     "PointMass",
     "Reacher",
     "make_builtin",
     "register_builtin_envs",
 ]
-
-register_builtin_envs()
