@@ -1,4 +1,4 @@
-"""Registration of the typedrl/ ids on ``import typedrl``, before or after Gymnasium's import."""
+"""Registration of the typedrl/ ids on ``import typedrl``."""
 
 import json
 import subprocess
@@ -11,7 +11,7 @@ import typedrl
 from typedrl._gymnasium_registration import (
     BUILTIN_ENV_IDS,
     ENTRY_POINTS_MODULE,
-    register_when_gymnasium_loads,
+    register_builtin_envs,
 )
 
 
@@ -23,21 +23,16 @@ def _run(code: str) -> object:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_ids_registered_when_gymnasium_comes_after_typedrl() -> None:
-    """import typedrl loads no Gymnasium; importing Gymnasium later registers every id once."""
+def test_import_typedrl_registers_every_id_without_torch() -> None:
+    """``import typedrl`` alone registers the ids; torch loads only when an env is built."""
     code = (
         "import json, sys\n"
         "import typedrl\n"
-        "from typedrl._gymnasium_registration import register_when_gymnasium_loads\n"
-        "register_when_gymnasium_loads()\n"
-        "loaded = [m for m in ('gymnasium', 'torch') if m in sys.modules]\n"
-        "finders = sum(type(f).__name__ == '_RegisterAfterGymnasium' for f in sys.meta_path)\n"
         "import gymnasium as gym\n"
-        "left = sum(type(f).__name__ == '_RegisterAfterGymnasium' for f in sys.meta_path)\n"
         "spec = gym.spec('typedrl/Pendulum-v0')\n"
-        "print(json.dumps([loaded, finders, left, spec.entry_point, 'torch' in sys.modules]))"
+        "print(json.dumps([spec.entry_point, 'torch' in sys.modules]))"
     )
-    assert _run(code) == [[], 1, 0, f"{ENTRY_POINTS_MODULE}:Pendulum", False]
+    assert _run(code) == [f"{ENTRY_POINTS_MODULE}:Pendulum", False]
 
 
 def test_ids_registered_when_gymnasium_comes_first() -> None:
@@ -68,6 +63,6 @@ def test_gymnasium_alone_builds_with_the_module_prefix() -> None:
 def test_registration_in_this_process() -> None:
     """Here typedrl is imported: every id is registered; asking again changes nothing."""
     specs = {env_id: gym.spec(env_id) for env_id in BUILTIN_ENV_IDS}
-    register_when_gymnasium_loads()
+    register_builtin_envs()
     assert all(gym.spec(env_id) is specs[env_id] for env_id in BUILTIN_ENV_IDS)
     assert typedrl.__version__

@@ -13,7 +13,8 @@ import torch
 import typedrl
 
 _LAZY_PACKAGES = ("typedrl", "typedrl.ppo", "typedrl.apg", "typedrl.policies")
-_HEAVY = ("torch", "tensordict", "lightning", "lightning_fabric", "gymnasium")
+# Gymnasium is light: import typedrl imports it to register the built-in envs.
+_HEAVY = ("torch", "tensordict", "lightning", "lightning_fabric")
 
 
 def test_all_names_resolve() -> None:

@@ -11,14 +11,14 @@ The public API is re-exported here explicitly. Submodules:
 - :mod:`typedrl.testing`: small exact implementations of every protocol.
 
 Importing typedrl registers the built-in envs with Gymnasium as
-``typedrl/<Name>-v0`` (``gymnasium.make`` and ``gymnasium.make_vec`` build them),
-without importing Gymnasium or torch.
+``typedrl/<Name>-v0`` (``gymnasium.make`` and ``gymnasium.make_vec`` build them);
+it imports Gymnasium, not torch.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from typedrl._gymnasium_registration import register_when_gymnasium_loads
+from typedrl._gymnasium_registration import register_builtin_envs
 from typedrl._lazy import lazy_exports
 from typedrl.errors import CheckpointError as CheckpointError
 from typedrl.errors import ConfigError as ConfigError
@@ -75,9 +75,9 @@ else:
         },
     )
 
-# gymnasium.make("typedrl/<Name>-v0") works once typedrl is imported, before or after
-# Gymnasium, and neither Gymnasium nor torch is imported here.
-register_when_gymnasium_loads()
+# gymnasium.make("typedrl/<Name>-v0") works once typedrl is imported (torch loads only
+# when an env is built).
+register_builtin_envs()
 
 try:
     __version__ = version("typedrl")

@@ -1,4 +1,4 @@
-"""Gymnasium registration of the built-in envs, light enough to run on ``import typedrl``.
+"""Gymnasium registration of the built-in envs, run by ``import typedrl``.
 
 Every built-in env is registered as ``typedrl/<Name>-v0`` with two string entry
 points into :mod:`typedrl.envs.builtin`, imported only when an env is built:
@@ -10,20 +10,13 @@ points into :mod:`typedrl.envs.builtin`, imported only when an env is built:
   for ``gymnasium.make_vec`` (NumPy arrays, or torch tensors with
   ``array_type="torch"``).
 
-``import typedrl`` registers the ids at once when Gymnasium is already imported,
-and otherwise right after Gymnasium's own import finishes (a finder on
-:data:`sys.meta_path` that removes itself on first use), so that ``import typedrl``
-imports neither Gymnasium nor torch. Registering again is a no-op. This module
-imports only the standard library and :mod:`typedrl.errors` at import time.
+Registering imports Gymnasium (not torch); registering again is a no-op.
 """
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import sys
-from collections.abc import Mapping, Sequence
-from types import ModuleType
-from typing import Final, final
+from collections.abc import Mapping
+from typing import Final
+
+import gymnasium as gym
 
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
@@ -35,7 +28,6 @@ __all__ = [
     "NEWTON_ENV_IDS",
     "builtin_name",
     "register_builtin_envs",
-    "register_when_gymnasium_loads",
 ]
 
 _NAMESPACE: Final = "typedrl"
@@ -102,8 +94,8 @@ def register_builtin_envs() -> None:
     """Register every built-in env with Gymnasium as ``typedrl/<Name>-v0``.
 
     Idempotent: ids already in :data:`gymnasium.registry` are left as they are.
-    ``import typedrl`` calls it (see the module docstring); call it yourself only
-    after replacing Gymnasium's registry.
+    ``import typedrl`` calls it; call it yourself only after replacing
+    Gymnasium's registry.
 
     Example:
         >>> import gymnasium as gym
@@ -112,8 +104,6 @@ def register_builtin_envs() -> None:
         >>> spec.entry_point, spec.max_episode_steps
         ('typedrl.envs.builtin._gymnasium_entry_points:Pendulum', 200)
     """
-    import gymnasium as gym  # noqa: PLC0415 - only once Gymnasium is wanted
-
     for name, max_episode_steps in MAX_EPISODE_STEPS.items():
         env_id = _env_id(name)
         if env_id in gym.registry:
@@ -124,54 +114,3 @@ def register_builtin_envs() -> None:
             vector_entry_point=f"{ENTRY_POINTS_MODULE}:{name}Vector",
             max_episode_steps=max_episode_steps,
         )
-
-
-def register_when_gymnasium_loads() -> None:
-    """Register the built-in envs now if Gymnasium is imported, else right after it is.
-
-    Called by ``import typedrl``. Calling it again installs no second finder.
-    """
-    if "gymnasium" in sys.modules:
-        register_builtin_envs()
-    elif not any(isinstance(finder, _RegisterAfterGymnasium) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterAfterGymnasium())
-
-
-@final
-class _RegisterAfterGymnasium(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: hands Gymnasium's import to a loader that registers afterwards."""
-
-    def find_spec(
-        self,
-        fullname: str,
-        path: Sequence[str] | None,
-        target: ModuleType | None = None,
-    ) -> importlib.machinery.ModuleSpec | None:
-        del path, target
-        if fullname != "gymnasium":
-            return None
-        # One use only: the other finders locate Gymnasium as they would without this one.
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _RegisteringLoader(spec.loader)
-        return spec
-
-
-@final
-class _RegisteringLoader(importlib.abc.Loader):
-    """Gymnasium's own loader, followed by :func:`register_builtin_envs`."""
-
-    def __init__(self, loader: importlib.abc.Loader) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        register_builtin_envs()
-
-    def __getattr__(self, name: str) -> object:
-        # Resource readers and source lookups of the package go to its own loader.
-        return getattr(self._loader, name)
