@@ -83,3 +83,12 @@ class ImportsAbsentModule(gym.Wrapper[Any, Any, Any, Any]):
 
     def __init__(self, env: gym.Env[Any, Any], *, scale: float = 1.0) -> None:
         raise ModuleNotFoundError("No module named 'absent_pkg.core'", name="absent_pkg.core")
+
+
+class _PoolOfOne(gym.vector.SyncVectorEnv, gym.Env[Any, Any]):  # type: ignore[misc]
+    """A vector env that also claims to be a single env, as EnvPool's envs do."""
+
+
+def pool_without_num_envs(size: int = 1) -> gym.vector.VectorEnv[Any, Any, Any]:
+    """A vector factory that takes no num_envs (EnvPool's make_gymnasium's signature)."""
+    return _PoolOfOne([lambda: gym.make("CartPole-v1")] * size)

@@ -336,7 +336,9 @@ def make_from_factory(
 
     Raises:
         ConfigError: The factory raised, returned something else than what its
-            kind must return, or options that cannot apply to it were given.
+            kind must return (a vector env from a factory without ``num_envs``,
+            as EnvPool's ``make_gymnasium`` is), or options that cannot apply to
+            it were given.
     """
     kwargs = dict(env_kwargs)
     if accepts(factory, "num_envs"):
@@ -384,18 +386,7 @@ def make_from_factory(
         raise ConfigError(
             f"env {spec!r} returns single envs: vectorization must be 'sync' or 'async'"
         )
-    probe = _call(spec, factory, kwargs)
-    if not isinstance(probe, gym.Env):
-        hint = (
-            "; a factory of vector envs must take a num_envs parameter"
-            if isinstance(probe, VecEnv | VectorEnv)
-            else ""
-        )
-        raise ConfigError(
-            f"env {spec!r} must return a gymnasium.Env (it takes no num_envs), "
-            f"got {describe(probe)}{hint}"
-        )
-    probe.close()
+    _probe_single_env(spec, factory, kwargs)
     env_fn = functools.partial(build_single_env, factory, kwargs, tuple(wrappers))
     raw: VectorEnv[Any, Any, Any]
     if vectorization == "async":
@@ -405,6 +396,30 @@ def make_from_factory(
     return GymnasiumVecEnv(
         raw, device=device, float_dtype=float_dtype, clip_actions=clip_actions, default_seed=seed
     )
+
+
+def _probe_single_env(spec: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
+    """Build one env with a factory that takes no ``num_envs`` and check that it is one env.
+
+    Raises:
+        ConfigError: It returned a vector env or something else than a gymnasium.Env.
+    """
+    probe = _call(spec, factory, kwargs)
+    if isinstance(probe, VectorEnv | VecEnv):
+        # EnvPool's envs are both a gymnasium.Env and a VectorEnv: a batch, never one row.
+        if isinstance(probe, VectorEnv):
+            probe.close()
+        raise ConfigError(
+            f"env {spec!r} returned a vector env ({type(probe).__name__}) from a factory "
+            "without a num_envs parameter, which builds single envs; name a factory that "
+            "takes num_envs and returns the vector env (def make(num_envs): ...)"
+        )
+    if not isinstance(probe, gym.Env):
+        raise ConfigError(
+            f"env {spec!r} must return a gymnasium.Env (it takes no num_envs), "
+            f"got {describe(probe)}"
+        )
+    probe.close()
 
 
 def _float_dtypes(space: gym.Space[Any]) -> set[str]:
