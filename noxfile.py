@@ -75,6 +75,7 @@ THIRDPARTY_ENVS = (
     "gymnasium-robotics",
     "highway-env",
     "shimmy[dm-control]",
+    "envpool",
 )
 """The env packages of the third-party matrix (docs/guides/gymnasium.rst); opencv for
 Gymnasium's AtariPreprocessing. Never part of the ``test`` group."""

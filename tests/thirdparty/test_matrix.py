@@ -7,6 +7,7 @@ or the command refuses in one line that names the fix. ``nox -s thirdparty``
 installs the packages; elsewhere the marker deselects these tests.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 
 pytestmark = pytest.mark.thirdparty
 
-_HERE = Path(__file__).resolve().parent
+_ROOT = Path(__file__).resolve().parents[2]
 
 _TRAIN: Final = (
     "--num-envs",
@@ -86,6 +87,16 @@ ROWS: Final = (
         "minigrid-image",
         ("minigrid:MiniGrid-Empty-5x5-v0", "--wrapper", "FilterObservation(filter_keys=['image'])"),
     ),
+    Row(
+        "minigrid-direction-image",
+        (
+            "minigrid:MiniGrid-Empty-5x5-v0",
+            "--wrapper",
+            "FilterObservation(filter_keys=['direction', 'image'])",
+        ),
+        train=r"'direction' must be a Box space.*keep the Box keys with --wrapper "
+        r"'FilterObservation\(filter_keys=\[\"image\"\]\)'",
+    ),
     Row("frozenlake", ("FrozenLake-v1",), train=_NOT_A_BOX),
     Row("frozenlake-flat", ("FrozenLake-v1", "--wrapper", "FlattenObservation")),
     Row("taxi", ("Taxi-v4",), train=_NOT_A_BOX),
@@ -112,6 +123,19 @@ ROWS: Final = (
         train_fails="a run's derived reset seeds exceed the 32-bit range dm_control's "
         "RandomState takes (ValueError from shimmy's reset)",
     ),
+    Row(
+        "envpool-make-gymnasium",
+        ("envpool:make_gymnasium", "--env-kwargs", "task_id=CartPole-v1"),
+        check=r"returned a vector env \(.*\) from a factory without a num_envs parameter",
+        train=r"returned a vector env \(.*\) from a factory without a num_envs parameter",
+    ),
+    Row(
+        "envpool-factory",
+        ("tests.thirdparty.envpool_factory:cartpole",),
+        # EnvPool seeds at creation and ignores reset(seed=...): the checker says so.
+        check=r"\[seeding\] .*did not reproduce rollout",
+        train_fails="a run's derived seeds exceed the int32 range EnvPool asserts at creation",
+    ),
 )
 
 
@@ -131,9 +155,12 @@ def _params(command: str) -> list[object]:
 
 def _typedrl(*argv: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
     """``python -m typedrl ARGV`` in ``cwd``, as a user runs it."""
+    # The repository root on the path: tests.thirdparty's factories import from any folder.
+    path = os.pathsep.join(filter(None, (str(_ROOT), os.environ.get("PYTHONPATH"))))
     return subprocess.run(
         [sys.executable, "-m", "typedrl", *argv],
         cwd=cwd,
+        env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,
         timeout=900,
