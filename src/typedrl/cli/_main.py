@@ -130,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_parser(commands)
     check = add_command(commands, "check-env", handler=_run_check_env)
     check.add_argument(
-        "env_id", help='a Gymnasium id or a built-in id such as "typedrl/Pendulum-v0"'
+        "env_id",
+        help="a Gymnasium id (module:EnvId for one a package registers, e.g. "
+        '"ale_py:ALE/Pong-v5"), a built-in id such as "typedrl/Pendulum-v0", or module:callable',
     )
     add_env_arguments(check)
     check.add_argument("--num-envs", type=int, default=4)
