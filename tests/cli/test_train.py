@@ -15,8 +15,6 @@ from typedrl.cli._config import parse_override
 from typedrl.cli._train import _threads
 from typedrl.errors import ConfigError, MissingDependencyError
 
-from .factories import SMALL_RUN
-
 
 def _evaluate(checkpoint: Path, report: Path, *, episodes: int) -> dict[str, Any]:
     """`typedrl evaluate` on a checkpoint; its JSON report."""
@@ -361,42 +359,3 @@ def test_a_checkpoint_saved_with_another_config_gets_advice_that_works(tmp_path:
     config.write_text(config.read_text().replace("num_steps: 8", "num_steps: 4"))
     with pytest.raises(ConfigError, match=r"config\.yaml disagrees with .*last\.ckpt, saved with"):
         main(["--debug", "train", "--resume", str(run_dir), "--total-timesteps", "64"])
-
-
-@pytest.mark.parametrize(
-    ("argv", "line"),
-    [
-        (
-            ["CartPole-v1", *SMALL_RUN, "--total-timesteps", "20"],
-            "budget          total_timesteps 20 rounded up to 32 "
-            "(2 iterations of 2 envs x 8 steps)",
-        ),
-        (["CartPole-v1", *SMALL_RUN, "--total-timesteps", "32"], None),
-        (
-            [
-                "typedrl/PointMass-v0",
-                "--algo",
-                "apg",
-                "--num-envs",
-                "4",
-                "--set",
-                "segment_length=16",
-                "--total-timesteps",
-                "50",
-                "--no-progress",
-            ],
-            "budget          total_timesteps 50 rounded up to 64 "
-            "(1 iteration of 4 envs x 16 steps)",
-        ),
-    ],
-)
-def test_a_budget_rounded_up_to_whole_iterations_is_said(
-    argv: list[str], line: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The console says when total_timesteps is not a whole number of iterations (PPO, APG)."""
-    assert main(["train", *argv, "--run-dir", str(tmp_path / "run")]) == 0
-    out = capsys.readouterr().out.splitlines()
-    budget = [text for text in out if text.startswith("budget ")]
-    assert budget == ([] if line is None else [line])
-    steps = int(next(text for text in out if text.startswith("env steps")).split()[-1])
-    assert steps == (32 if line is None else int(line.split("rounded up to ")[1].split()[0]))
