@@ -70,6 +70,35 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check")
 
 
+THIRDPARTY_ENVS = (
+    "ale-py",
+    "opencv-python-headless",
+    "minigrid",
+    "gymnasium[box2d]",
+    "gymnasium-robotics",
+    "highway-env",
+    "shimmy[dm-control]",
+    "envpool",
+)
+"""The env packages of the third-party matrix (docs/guides/gymnasium.rst); opencv for
+Gymnasium's AtariPreprocessing. Never part of the ``test`` group."""
+
+
+@nox.session(default=False)
+def thirdparty(session: nox.Session) -> None:
+    """The third-party env matrix: check-env and a short train per row (tests/thirdparty/).
+
+    Installs the package, the test group and the matrix's env packages in one
+    resolution under the constraints (the test group's MuJoCo pin then picks the
+    dm_control release built for it), and runs the tests marked ``thirdparty``.
+    """
+    requirements = nox.project.dependency_groups(PYPROJECT, "test")
+    session.install(*CONSTRAINTS, "-e", ".", *requirements, *THIRDPARTY_ENVS)
+    session.run(
+        "pytest", "tests/thirdparty", "-m", "thirdparty", "-p", "no:cacheprovider", *session.posargs
+    )
+
+
 ISAACLAB_RUNTIME = (
     "newton[sim]==1.6.1",
     "warp-lang==1.17.0",

@@ -47,6 +47,7 @@ from typedrl._validation import (
     seed_int,
     unit_interval,
 )
+from typedrl._wrapper_spec import wrapper_text
 from typedrl.errors import ConfigError
 
 
@@ -99,6 +100,7 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
     json_object: ([1, 2], {1: "a"}, {"shape": (1, 2)}, {"x": np.float64(1.0)}),
     boolean: (1, 0, "yes", None),
     text: (3, b"text", None),
+    wrapper_text: (3, None, "", "Frame(4)", "Frame(a=x)", {"name": "Frame"}),
 }
 """Values each check of typedrl._validation and _config_fields refuses (its boundaries)."""
 

@@ -219,7 +219,7 @@ def export_policy(
 
     Args:
         model: The module to export.
-        path: The file to write (its folder is created).
+        path: The file to write, in a folder that exists.
         export_format: ``"onnx"`` (input ``"obs"`` ``[batch, obs_dim]`` float32,
             output ``"action"``, dynamic batch) or ``"torchscript"`` (load it with
             :func:`torch.jit.load`).
@@ -229,8 +229,9 @@ def export_policy(
 
     Raises:
         MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
-        ConfigError: The exporter cannot trace the model (a policy of your own
-            whose ``act`` branches on tensor values, say).
+        ConfigError: The folder of ``path`` does not exist, or the exporter cannot
+            trace the model (a policy of your own whose ``act`` branches on tensor
+            values, say).
     """
     target = Path(path)
     example = torch.zeros(2, model.obs_dim)
@@ -240,7 +241,7 @@ def export_policy(
             raise MissingDependencyError(
                 f"ONNX export needs {' and '.join(missing)}: pip install 'typedrl[onnx]'"
             )
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _check_folder(target)
     # The ONNX exporter logs a warning for each torchvision operator it cannot register.
     registration = logging.getLogger("torch.onnx._internal.exporter._registration")
     level = registration.level
@@ -286,6 +287,20 @@ def export_policy(
     return target
 
 
+def _check_folder(target: Path) -> None:
+    """Refuse to write into a folder that does not exist (a typo is not a folder to create).
+
+    Raises:
+        ConfigError: ``target``'s folder is missing or is not a folder.
+    """
+    folder = target.parent
+    if not folder.is_dir():
+        raise ConfigError(
+            f"cannot write {target}: the folder {folder} does not exist; create it first "
+            f"(mkdir -p {folder}) or name a file in an existing folder"
+        )
+
+
 def export_checkpoint(
     checkpoint: StrPath,
     *,
@@ -314,7 +329,8 @@ def export_checkpoint(
 
     Raises:
         CheckpointError: No checkpoint at ``checkpoint``, or an unreadable one.
-        ConfigError: A checkpoint that records no env and no ``env_id``.
+        ConfigError: A checkpoint that records no env and no ``env_id``, or an
+            ``output`` in a folder that does not exist.
         MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
     """
     location = locate_checkpoint(checkpoint)
@@ -335,6 +351,7 @@ def export_checkpoint(
             else location.path.with_suffix(suffix)
         )
     )
+    _check_folder(target)
     env = spec.make(num_envs=1, seed=None)
     try:
         policy = restore_policy(saved, env, path=location.path)

@@ -35,8 +35,9 @@ import yaml
 
 from typedrl import _config_fields
 from typedrl._atomic import write_text_atomically
-from typedrl._config_fields import check, optional, sequence_of, text
+from typedrl._config_fields import check, optional, sequence_of
 from typedrl._validation import describe, positive_int
+from typedrl._wrapper_spec import wrapper_text
 from typedrl.errors import ConfigError
 
 __all__ = [
@@ -120,9 +121,14 @@ class RunSettings:
     env_kwargs: dict[str, Any] = field(default_factory=dict, metadata=check(_env_kwargs))
     """Keyword arguments of the env's constructor."""
     wrappers: tuple[str, ...] = field(
-        default=(), metadata=check(sequence_of(text, expected="a list of names"))
+        default=(), metadata=check(sequence_of(wrapper_text, expected="a list of wrapper specs"))
     )
-    """Gymnasium wrappers applied to each single env, by name, in order."""
+    """Gymnasium wrappers applied to each single env, in order: ``--wrapper``'s specs.
+
+    A name (``"RecordEpisodeStatistics"``, ``"gymnasium.wrappers.TimeAwareObservation"``,
+    ``"mypkg.mod:MyWrapper"``), optionally with keyword arguments of literal values
+    (``"FrameStackObservation(stack_size=4)"``); see :mod:`typedrl.envs`.
+    """
     clip_actions: bool | None = None
     """Clip ``Box`` actions to the action space's bounds before the env sees them.
 

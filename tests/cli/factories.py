@@ -66,3 +66,29 @@ class HalveReward(gym.RewardWrapper[Any, Any]):
     def reward(self, reward: Any) -> Any:
         """Half the reward."""
         return 0.5 * float(reward)
+
+
+class NeedsAbsentDependency(gym.Wrapper[Any, Any, Any, Any]):
+    """A wrapper whose constructor fails as Gymnasium's do without their extra package."""
+
+    def __init__(self, env: gym.Env[Any, Any]) -> None:
+        missing = ModuleNotFoundError("No module named 'fancy_vision'", name="fancy_vision")
+        raise gym.error.DependencyNotInstalled(
+            'fancy-vision is not installed, run `pip install "fancy-vision[gpu]"`'
+        ) from missing
+
+
+class ImportsAbsentModule(gym.Wrapper[Any, Any, Any, Any]):
+    """A wrapper whose constructor imports a package that is not installed."""
+
+    def __init__(self, env: gym.Env[Any, Any], *, scale: float = 1.0) -> None:
+        raise ModuleNotFoundError("No module named 'absent_pkg.core'", name="absent_pkg.core")
+
+
+class _PoolOfOne(gym.vector.SyncVectorEnv, gym.Env[Any, Any]):  # type: ignore[misc]
+    """A vector env that also claims to be a single env, as EnvPool's envs do."""
+
+
+def pool_without_num_envs(size: int = 1) -> gym.vector.VectorEnv[Any, Any, Any]:
+    """A vector factory that takes no num_envs (EnvPool's make_gymnasium's signature)."""
+    return _PoolOfOne([lambda: gym.make("CartPole-v1")] * size)

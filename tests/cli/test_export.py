@@ -77,6 +77,7 @@ def test_onnx_matches_the_checkpoint_policy(
 ) -> None:
     """The ONNX file alone, copied elsewhere, matches the checkpoint's policy (onnxruntime)."""
     policy, space = _policy_of(trained_runs[name])
+    (tmp_path / "export").mkdir()
     result = export_checkpoint(trained_runs[name], output=tmp_path / "export" / "policy.onnx")
     assert sorted(item.name for item in result.path.parent.iterdir()) == ["policy.onnx"]
     copied = tmp_path / "copied" / "policy.onnx"
@@ -192,6 +193,20 @@ def test_export_errors(
     assert "typedrl: CheckpointError:" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["export", str(trained_runs["apg"]), "--format", "tflite"])
+
+
+def test_export_refuses_a_folder_that_does_not_exist(
+    trained_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-o into a missing folder is one line naming it; nothing is created."""
+    target = tmp_path / "no" / "such" / "policy.onnx"
+    assert main(["export", str(trained_runs["apg"]), "-o", str(target)]) == 1
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line == (
+        f"typedrl: ConfigError: cannot write {target}: the folder {target.parent} does not "
+        f"exist; create it first (mkdir -p {target.parent}) or name a file in an existing folder"
+    )
+    assert not (tmp_path / "no").exists()
 
 
 def test_a_checkpoint_used_on_another_env_names_both_envs_spaces(

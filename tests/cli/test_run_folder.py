@@ -304,6 +304,11 @@ def test_clip_actions_reaches_the_env_and_the_run_folder(
     ("env", "extra", "message"),
     [
         ("tests.cli.factories:not_an_env", [], r"must return a gymnasium.Env .*got 7"),
+        (
+            "tests.cli.factories:pool_without_num_envs",
+            [],
+            r"returned a vector env \(_PoolOfOne\) from a factory without a num_envs parameter",
+        ),
         # The first build is the memory check's one-row probe: either build is refused.
         (
             "tests.cli.factories:wrong_rows",

@@ -58,6 +58,8 @@ def test_async_run_stopped_by_a_signal_to_its_process_group_saves_and_resumes(
     out, err = process.communicate(timeout=240)
     assert process.returncode == 0, err
     assert "Traceback" not in err
+    # Said at the signal, before the iteration ends: what happens, and what a second one does.
+    assert f"typedrl: {signum.name} received: stopping after the current iteration" in err
     assert f"stopped by a signal; resume with: typedrl train --resume {run_dir}" in out
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stopped_by_signal"] is True

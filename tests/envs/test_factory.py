@@ -17,16 +17,38 @@ from typedrl.errors import ConfigError
 
 def test_wrappers_by_name() -> None:
     """A Gymnasium wrapper's name or module:Class; anything else is one ConfigError."""
-    by_name: object = resolve_wrapper("TimeLimit")
-    by_path: object = resolve_wrapper("gymnasium.wrappers:ClipReward")
+    by_name: object = resolve_wrapper("TimeLimit(max_episode_steps=10)").wrapper
+    by_path: object = resolve_wrapper("gymnasium.wrappers:ClipReward").wrapper
+    dotted: object = resolve_wrapper("gymnasium.wrappers.TimeAwareObservation").wrapper
     assert by_name is gym.wrappers.TimeLimit
     assert by_path is gym.wrappers.ClipReward
+    assert dotted is gym.wrappers.TimeAwareObservation
     with pytest.raises(ConfigError, match=r"gymnasium\.wrappers has no 'Nope'"):
         resolve_wrapper("Nope")
     with pytest.raises(ConfigError, match="is not callable"):
         resolve_wrapper("tests.cli.factories:NOT_CALLABLE")
     with pytest.raises(ConfigError, match="cannot import module 'no_such_module_here'"):
         resolve_wrapper("no_such_module_here:Wrapper")
+
+
+def test_wrappers_with_arguments() -> None:
+    """A spec's keyword arguments reach the wrapper; the signature is checked before any env."""
+    frames = resolve_wrapper("FrameStackObservation(stack_size=3, padding_type='zero')")
+    assert frames.kwargs == {"stack_size": 3, "padding_type": "zero"}
+    env = make(
+        "CartPole-v1", num_envs=2, seed=0, wrappers=[frames.spec, "ClipReward(max_reward=0.5)"]
+    )
+    obs, _ = env.reset()
+    assert obs["obs"].shape == (2, 3, 4)
+    _, reward, _, _, _ = env.step(torch.zeros(2, dtype=torch.int64))
+    assert torch.all(reward == 0.5)
+    env.close()
+    with pytest.raises(ConfigError, match=r"missing a required argument: 'stack_size'"):
+        resolve_wrapper("FrameStackObservation")
+    with pytest.raises(
+        ConfigError, match=r"unexpected keyword argument 'size'.*takes \['stack_size'"
+    ):
+        resolve_wrapper("FrameStackObservation(size=3)")
 
 
 def test_gymnasiums_module_and_env_id_form_is_left_to_gymnasium() -> None:

@@ -108,6 +108,38 @@ def test_make_names_unknown_gymnasium_ids(env_id: str, hint: str) -> None:
         make(env_id, num_envs=1)
 
 
+@pytest.mark.parametrize(
+    ("env_id", "module"),
+    [
+        ("ALE/Pong-v5", "ale_py"),
+        ("dm_control/cartpole-swingup-v0", "shimmy"),
+        ("MiniGrid-Empty-5x5-v0", "minigrid"),
+        ("BabyAI-GoToRedBall-v0", "minigrid"),
+        ("FetchReach-v4", "gymnasium_robotics"),
+        ("HandManipulateBlock-v1", "gymnasium_robotics"),
+        ("highway-fast-v0", "highway_env"),
+    ],
+)
+def test_ids_a_package_registers_name_its_module(env_id: str, module: str) -> None:
+    """An id of a known package's namespace or name is one line with the module:EnvId form."""
+    with pytest.raises(ConfigError) as caught:
+        make(env_id, num_envs=1)
+    message = str(caught.value)
+    assert message.startswith(f"unknown env id {env_id!r}: {module} registers it when imported")
+    assert f"name it as {module}:{env_id} (Gymnasium's module:EnvId form" in message
+    assert "\n" not in message
+
+
+def test_an_unknown_namespace_gets_the_general_form() -> None:
+    """A namespace nobody registered: name the module that registers it, as module:NS/Name-vN."""
+    with pytest.raises(
+        ConfigError,
+        match=r"^unknown env id 'Acme/Robot-v2': no package registered the namespace 'Acme': "
+        r"name the module that registers it, as <module>:Acme/Robot-v2",
+    ):
+        make("Acme/Robot-v2", num_envs=1)
+
+
 def test_built_in_envs_take_their_dtype_from_env_kwargs() -> None:
     """env_kwargs={"dtype": "float64"} builds a float64 built-in; a contradiction is refused."""
     env = make("typedrl/Pendulum-v0", num_envs=2, env_kwargs={"dtype": "float64"})

@@ -1,5 +1,7 @@
 """Tests for typedrl.envs._spaces.ObservationConverter."""
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -165,3 +167,54 @@ def test_new_tensordict_holds_the_leaves_themselves() -> None:
     assert built.expand(2, 3).batch_size == torch.Size((2, 3))
     built["extra"] = torch.zeros(3)
     assert set(built.keys()) == {"obs", "group", "extra"}
+
+
+@pytest.mark.parametrize(
+    ("space", "expected"),
+    [
+        (
+            gym.spaces.Dict(
+                {
+                    "direction": gym.spaces.Discrete(4),
+                    "image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8),
+                    "mission": gym.spaces.Text(5),
+                }
+            ),
+            r"^observation space\['mission'\]: unsupported observation space Text\(.*\); "
+            r"expected .*: keep the other keys with --wrapper "
+            r"'FilterObservation\(filter_keys=\[\"direction\", \"image\"\]\)'$",
+        ),
+        (
+            gym.spaces.Tuple((gym.spaces.Discrete(32), gym.spaces.Discrete(11))),
+            r"^observation space: unsupported observation space Tuple\(Discrete\(32\), "
+            r"Discrete\(11\)\); .*: flatten the whole observation into one Box with --wrapper "
+            r"FlattenObservation$",
+        ),
+        (
+            gym.spaces.Dict(
+                {
+                    "a": gym.spaces.Tuple((gym.spaces.Discrete(2),)),
+                    "b": gym.spaces.Tuple((gym.spaces.Discrete(3),)),
+                    "c": gym.spaces.Box(-1, 1, (2,)),
+                }
+            ),
+            r"^observation keys \['a', 'b'\]: .*--wrapper 'FilterObservation\(filter_keys="
+            r"\[\"c\"\]\)' or flatten the whole observation into one Box with --wrapper "
+            r"FlattenObservation$",
+        ),
+        (
+            gym.spaces.Text(4),
+            r"^observation space: unsupported .*: encode it as arrays with a "
+            r"gymnasium.ObservationWrapper of your own \(--wrapper module:Class\)$",
+        ),
+    ],
+)
+def test_unsupported_spaces_name_the_wrapper_that_fixes_them(
+    space: gym.Space[Any], expected: str
+) -> None:
+    """One line naming the key(s) and the --wrapper that keeps or flattens the rest."""
+    with pytest.raises(SpecError, match=expected) as caught:
+        ObservationConverter(space, num_envs=1, device=CPU)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(SpecError, match=expected):
+        converted_space(space, torch.float32)

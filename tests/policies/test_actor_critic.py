@@ -105,8 +105,20 @@ def test_errors() -> None:
     """Unsupported spaces and missing keys raise typedrl errors."""
     with pytest.raises(ConfigError, match="Box and Discrete"):
         MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.MultiDiscrete([2, 2]))
-    with pytest.raises(ConfigError, match="must be a Box space"):
+    with pytest.raises(
+        ConfigError,
+        match=r"must be a Box space.*; --wrapper FlattenObservation makes it a one-hot",
+    ):
         MLPActorCritic(gym.spaces.Discrete(3), gym.spaces.Discrete(2))
+    grid = gym.spaces.Dict(
+        {"direction": gym.spaces.Discrete(4), "image": gym.spaces.Box(0, 255, (7, 7, 3))}
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"'direction' must be a Box space.*keep the Box keys with --wrapper "
+        r"'FilterObservation\(filter_keys=\[\"image\"\]\)' or flatten every key",
+    ):
+        MLPActorCritic(grid, gym.spaces.Discrete(2))
     model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2))
     with pytest.raises(SpecError, match=r"lacks keys \['obs'\]"):
         model.act(_obs(2, policy=3))

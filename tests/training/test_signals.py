@@ -59,3 +59,20 @@ def test_outside_the_main_thread_it_does_nothing() -> None:
     thread.join(10.0)
     assert seen == [False]
     assert signal.getsignal(signal.SIGINT) is previous
+
+
+def test_the_first_signal_says_what_happens_next(capfd: pytest.CaptureFixture[str]) -> None:
+    """With announce, the first signal prints at once that the iteration finishes first."""
+    previous = signal.getsignal(signal.SIGTERM)
+    with StopRequest(announce=True) as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.requested
+    assert signal.getsignal(signal.SIGTERM) is previous
+    assert capfd.readouterr().err == (
+        "\ntypedrl: SIGTERM received: stopping after the current iteration, then saving "
+        "last.ckpt; send SIGTERM or press Ctrl-C again to stop now without saving\n"
+    )
+    with StopRequest() as quiet:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert quiet.requested
+    assert capfd.readouterr().err == ""

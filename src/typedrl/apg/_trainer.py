@@ -238,6 +238,14 @@ class DifferentiableTrainer(AbstractTrainer):
         return Budget(timesteps=config.total_timesteps)
 
     @property
+    def iteration_shape(self) -> tuple[int, int] | None:
+        """Each update's steps per row on every row, unless a scheduled env chooses them."""
+        config = self.config
+        if self.scheduled and config.rollout_mode == "complete":
+            return None
+        return self.global_num_envs, config.steps_per_update
+
+    @property
     def planned_updates(self) -> int | None:
         """The updates the run plans (what decaying learning-rate schedules are bound to).
 

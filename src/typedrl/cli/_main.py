@@ -14,7 +14,7 @@ __all__ = ["build_parser", "main"]
 
 from typedrl.cli._evaluate import add_evaluate_parser
 from typedrl.cli._export import add_export_parser
-from typedrl.cli._parser import add_command, add_debug_flag
+from typedrl.cli._parser import add_command, add_debug_flag, add_env_arguments
 from typedrl.cli._plot import add_plot_parser
 from typedrl.cli._train import add_train_parser
 from typedrl.errors import TypedRLError
@@ -82,9 +82,11 @@ def _run_info(_: argparse.Namespace) -> int:
 def _run_check_env(args: argparse.Namespace) -> int:
     """Check an env against the vector-env contract (exit status 1 on violations).
 
-    Build the env by id, run the conformance checker (the gradient rules too for a
+    Build the env by id (with --env-kwargs and --wrapper as typedrl train takes them), run
+    the conformance checker (the gradient rules too for a
     differentiable env, unless --no-gradients) and print its report.
     """
+    from typedrl.cli._config import parse_env_kwargs  # noqa: PLC0415
     from typedrl.envs import (  # noqa: PLC0415 - keep `typedrl --help` fast
         check_differentiable_vec_env,
         check_vec_env,
@@ -98,6 +100,8 @@ def _run_check_env(args: argparse.Namespace) -> int:
         vectorization=args.vectorization,
         device=args.device,
         float_dtype=args.float_dtype,
+        env_kwargs=parse_env_kwargs(args.env_kwargs),
+        wrappers=args.wrapper,
     )
     try:
         differentiable = isinstance(env, DifferentiableVecEnv) and not args.no_gradients
@@ -126,8 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_parser(commands)
     check = add_command(commands, "check-env", handler=_run_check_env)
     check.add_argument(
-        "env_id", help='a Gymnasium id or a built-in id such as "typedrl/Pendulum-v0"'
+        "env_id",
+        help="a Gymnasium id (module:EnvId for one a package registers, e.g. "
+        '"ale_py:ALE/Pong-v5"), a built-in id such as "typedrl/Pendulum-v0", or module:callable',
     )
+    add_env_arguments(check)
     check.add_argument("--num-envs", type=int, default=4)
     check.add_argument(
         "--vectorization", choices=["sync", "async", "vector_entry_point"], default="sync"

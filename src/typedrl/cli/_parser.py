@@ -12,6 +12,7 @@ __all__ = [
     "add_checkpoint_argument",
     "add_command",
     "add_debug_flag",
+    "add_env_arguments",
     "add_env_kwargs_argument",
     "add_policy_arguments",
 ]
@@ -58,6 +59,23 @@ def add_env_kwargs_argument(parser: argparse.ArgumentParser, *, help: str) -> No
     """Add the repeatable ``--env-kwargs`` (parsed by :func:`.parse_env_kwargs`)."""
     parser.add_argument(
         "--env-kwargs", action="append", default=[], metavar="JSON|KEY=VALUE", help=help
+    )
+
+
+def add_env_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add what builds the env besides its id: ``--env-kwargs`` and the repeatable ``--wrapper``.
+
+    ``typedrl train`` and ``typedrl check-env`` take them with the same meaning.
+    """
+    add_env_kwargs_argument(parser, help="keyword arguments of the env's constructor (repeatable)")
+    parser.add_argument(
+        "--wrapper",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a Gymnasium wrapper for each single env, applied in order (repeatable): "
+        "gymnasium.wrappers.<Name>, a dotted path or module:Class, with keyword arguments of "
+        "literal values if it needs them, e.g. 'FrameStackObservation(stack_size=4)'",
     )
 
 

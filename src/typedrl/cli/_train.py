@@ -21,7 +21,7 @@ from typedrl.cli._parser import (
     Commands,
     add_command,
     add_debug_flag,
-    add_env_kwargs_argument,
+    add_env_arguments,
     add_policy_arguments,
 )
 from typedrl.errors import ConfigError
@@ -110,16 +110,8 @@ def add_train_parser(commands: Commands) -> None:
     train.add_argument(
         "--vectorization", choices=["sync", "async"], help="Gymnasium envs (default: sync)"
     )
-    add_env_kwargs_argument(train, help="keyword arguments of the env's constructor (repeatable)")
+    add_env_arguments(train)
     add_policy_arguments(train)
-    train.add_argument(
-        "--wrapper",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a Gymnasium wrapper for each single env: gymnasium.wrappers.<NAME> or "
-        "module:Class (repeatable, applied in order)",
-    )
     train.add_argument(
         "--clip-actions",
         action=argparse.BooleanOptionalAction,

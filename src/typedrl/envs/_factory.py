@@ -1,4 +1,4 @@
-"""Envs and wrappers named by import path: ``"package.module:factory"``, ``"TimeLimit"``.
+"""Envs and wrappers named by import path: ``"package.module:factory"``, ``"ClipReward"``.
 
 What a ``module:callable`` env spec may return, and how it is called:
 
@@ -23,9 +23,11 @@ import contextlib
 import functools
 import importlib
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, final
 
 import gymnasium as gym
 import numpy as np
@@ -34,16 +36,19 @@ import typing_extensions
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from typedrl._validation import describe
+from typedrl._wrapper_spec import parse_wrapper_spec
 from typedrl.envs._gymnasium import GymnasiumVecEnv
 from typedrl.envs._workers import signal_safe_async_env
-from typedrl.errors import ConfigError
+from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.protocols import VecEnv
 
 __all__ = [
+    "ConfiguredWrapper",
     "WrapperFactory",
     "accepts",
     "build_single_env",
     "make_from_factory",
+    "missing_dependency",
     "resolve_env_factory",
     "resolve_wrapper",
 ]
@@ -56,13 +61,22 @@ WrapperFactory = Callable[[gym.Env[Any, Any]], gym.Wrapper[Any, Any, Any, Any]]
 
 
 def _import_attribute(spec: str, what: str) -> tuple[Any, str, str] | None:
-    """``(attribute, module, name)`` for ``"module:name"``; ``None`` when the module lacks it."""
+    """``(attribute, module, name)`` for ``"module:name"``; ``None`` when the module lacks it.
+
+    Raises:
+        ConfigError: The spec is malformed or the module does not exist.
+        MissingDependencyError: The module exists but imports a package that is not
+            installed.
+    """
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ConfigError(f"{what} {spec!r}: expected 'module:name', e.g. 'my_envs:make_env'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
+        missing = error.name
+        if missing is not None and not _is_package_of(missing, module_name):
+            raise missing_dependency(f"{what} {spec!r}", error) from error
         raise ConfigError(
             f"{what} {spec!r}: cannot import module {module_name!r} ({error})"
         ) from None
@@ -72,6 +86,56 @@ def _import_attribute(spec: str, what: str) -> tuple[Any, str, str] | None:
             return None
         value = getattr(value, part)
     return value, module_name, attribute
+
+
+def _is_package_of(name: str, module: str) -> bool:
+    """Whether ``name`` is ``module`` or one of the packages it lies in."""
+    return module == name or module.startswith(f"{name}.")
+
+
+_DISTRIBUTIONS: Final = {
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "Box2D": "box2d",
+}
+"""Import names whose pip package has another name."""
+
+
+def missing_dependency(what: str, error: Exception) -> MissingDependencyError:
+    """The one-line error for ``what`` needing a package that is not installed.
+
+    ``error`` is an :class:`ImportError` or Gymnasium's
+    :class:`~gymnasium.error.DependencyNotInstalled` (whose cause, when it has one,
+    names the module). The message names the package and the pip command: the one
+    the package's own message gives, else ``pip install <package>``.
+
+    Example:
+        >>> print(missing_dependency("wrapper 'W'", ModuleNotFoundError(name="cv2")))
+        wrapper 'W' needs the package 'opencv-python' (module 'cv2'), which is not installed:
+        pip install opencv-python
+    """
+    cause = error if isinstance(error, ImportError) else error.__cause__
+    module = cause.name if isinstance(cause, ImportError) else None
+    said = " ".join(str(error).split())
+    suggested = re.search(r"pip install [^`\n]+?(?=`|$| to )", said)
+    package = (
+        None if module is None else _DISTRIBUTIONS.get(module.split(".")[0], module.split(".")[0])
+    )
+    if package is not None:
+        needs = f"the package {package!r} (module {module!r})"
+    else:
+        needs = f"a package that is not installed ({said})"
+    if suggested is not None:
+        command = suggested.group(0).strip()
+    elif package is not None:
+        command = f"pip install {package}"
+    else:
+        return MissingDependencyError(f"{what} needs {needs}; install the package it names")
+    if package is None:
+        return MissingDependencyError(f"{what} needs {needs}: {command}")
+    return MissingDependencyError(f"{what} needs {needs}, which is not installed: {command}")
 
 
 def resolve_env_factory(spec: str) -> Callable[..., Any] | None:
@@ -108,34 +172,115 @@ def resolve_env_factory(spec: str) -> Callable[..., Any] | None:
     return factory  # type: ignore[no-any-return]
 
 
-def resolve_wrapper(name: str) -> WrapperFactory:
-    """The Gymnasium wrapper ``name`` names: ``gymnasium.wrappers.<Name>`` or ``module:Class``.
-
-    Raises:
-        ConfigError: No such wrapper, or it is not callable.
+@final
+@dataclass(frozen=True, slots=True)
+class ConfiguredWrapper:
+    """A wrapper with the keyword arguments of its spec, called on each single env.
 
     Example:
-        >>> resolve_wrapper("RecordEpisodeStatistics").__name__
-        'RecordEpisodeStatistics'
+        >>> import gymnasium as gym
+        >>> frames = resolve_wrapper("FrameStackObservation(stack_size=4)")
+        >>> frames(gym.make("CartPole-v1")).observation_space.shape
+        (4, 4)
     """
-    if ":" in name:
-        found = _import_attribute(name, "wrapper")
-        if found is None:
-            module_name, _, attribute = name.partition(":")
+
+    spec: str
+    """The spec as given (``"FrameStackObservation(stack_size=4)"``), for messages."""
+    wrapper: Callable[..., gym.Wrapper[Any, Any, Any, Any]]
+    """The wrapper class (or any callable from env to wrapper)."""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Its keyword arguments after the env."""
+
+    def __call__(self, env: gym.Env[Any, Any]) -> gym.Wrapper[Any, Any, Any, Any]:
+        """``wrapper(env, **kwargs)``; its failures a user can fix as one-line errors.
+
+        Raises:
+            MissingDependencyError: The wrapper needs a package that is not installed.
+            ConfigError: The wrapper refused its arguments or the env (a ``TypeError``
+                or ``ValueError`` of its constructor).
+        """
+        try:
+            return self.wrapper(env, **self.kwargs)
+        except (gym.error.DependencyNotInstalled, ImportError) as error:
+            raise missing_dependency(f"wrapper {self.spec!r}", error) from error
+        except (TypeError, ValueError) as error:
+            given = ", ".join(f"{key}={value!r}" for key, value in self.kwargs.items())
+            said = " ".join(str(error).split())
             raise ConfigError(
-                f"wrapper {name!r}: module {module_name!r} has no attribute {attribute!r}"
+                f"wrapper {self.spec!r} could not wrap the env with "
+                f"{f'arguments {given}' if given else 'no arguments'}: {type(error).__name__}: "
+                f"{said}; check its arguments against its documentation"
+            ) from error
+
+
+def resolve_wrapper(spec: str) -> ConfiguredWrapper:
+    """The wrapper a spec names, with its arguments: see :mod:`typedrl._wrapper_spec`.
+
+    ``"Name"`` is ``gymnasium.wrappers.Name``; ``"a.b.Name"`` and ``"a.b:Name"``
+    are imported; ``"Name(key=value, ...)"`` adds keyword arguments of literal
+    values, checked against the wrapper's signature here.
+
+    Raises:
+        ConfigError: The spec does not parse, names no wrapper, names one that is
+            not callable, or gives arguments its signature does not take (the
+            message names the argument).
+        MissingDependencyError: The wrapper's module imports a package that is
+            not installed.
+
+    Example:
+        >>> resolve_wrapper("RecordEpisodeStatistics").wrapper.__name__
+        'RecordEpisodeStatistics'
+        >>> resolve_wrapper("FrameStackObservation(stack=4)")
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: wrapper 'FrameStackObservation(stack=4)': got an unexpected
+        keyword argument 'stack'; FrameStackObservation takes ['stack_size', 'padding_type']
+    """
+    parsed = parse_wrapper_spec(spec)
+    name = parsed.name
+    wrapper: Any
+    if ":" in name or "." in name:
+        path = name if ":" in name else ":".join(name.rsplit(".", 1))
+        found = _import_attribute(path, "wrapper")
+        if found is None:
+            module_name, _, attribute = path.partition(":")
+            raise ConfigError(
+                f"wrapper {spec!r}: module {module_name!r} has no attribute {attribute!r}"
             )
         wrapper = found[0]
     else:
         wrapper = getattr(gym.wrappers, name, None)
         if wrapper is None:
             raise ConfigError(
-                f"wrapper {name!r}: gymnasium.wrappers has no {name!r}; name one of its "
-                "wrappers (e.g. 'TimeLimit', 'ClipReward') or your own as 'module:Class'"
+                f"wrapper {spec!r}: gymnasium.wrappers has no {name!r}; name one of its "
+                "wrappers (e.g. 'TimeLimit', 'FrameStackObservation(stack_size=4)') or your "
+                "own as 'module:Class'"
             )
     if not callable(wrapper):
-        raise ConfigError(f"wrapper {name!r} is not callable, got {describe(wrapper)}")
-    return wrapper  # type: ignore[no-any-return]
+        raise ConfigError(f"wrapper {spec!r} is not callable, got {describe(wrapper)}")
+    _check_arguments(spec, wrapper, parsed.kwargs)
+    return ConfiguredWrapper(spec, wrapper, parsed.kwargs)
+
+
+def _check_arguments(spec: str, wrapper: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
+    """Refuse keyword arguments the wrapper's signature does not take, or lacks (one line)."""
+    try:
+        signature = inspect.signature(wrapper)
+    except (TypeError, ValueError):  # no signature to check against: the call will tell
+        return
+    try:
+        # The env comes first, positionally, as a vector env's builder passes it; unknown
+        # arguments are named before missing ones.
+        signature.bind_partial(None, **kwargs)
+        signature.bind(None, **kwargs)
+    except TypeError as error:
+        takes = [
+            parameter.name
+            for parameter in list(signature.parameters.values())[1:]
+            if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        ]
+        title = getattr(wrapper, "__name__", spec)
+        raise ConfigError(f"wrapper {spec!r}: {error}; {title} takes {takes}") from None
 
 
 def accepts(factory: Callable[..., Any], name: str) -> bool:
@@ -191,7 +336,9 @@ def make_from_factory(
 
     Raises:
         ConfigError: The factory raised, returned something else than what its
-            kind must return, or options that cannot apply to it were given.
+            kind must return (a vector env from a factory without ``num_envs``,
+            as EnvPool's ``make_gymnasium`` is), or options that cannot apply to
+            it were given.
     """
     kwargs = dict(env_kwargs)
     if accepts(factory, "num_envs"):
@@ -239,18 +386,7 @@ def make_from_factory(
         raise ConfigError(
             f"env {spec!r} returns single envs: vectorization must be 'sync' or 'async'"
         )
-    probe = _call(spec, factory, kwargs)
-    if not isinstance(probe, gym.Env):
-        hint = (
-            "; a factory of vector envs must take a num_envs parameter"
-            if isinstance(probe, VecEnv | VectorEnv)
-            else ""
-        )
-        raise ConfigError(
-            f"env {spec!r} must return a gymnasium.Env (it takes no num_envs), "
-            f"got {describe(probe)}{hint}"
-        )
-    probe.close()
+    _probe_single_env(spec, factory, kwargs)
     env_fn = functools.partial(build_single_env, factory, kwargs, tuple(wrappers))
     raw: VectorEnv[Any, Any, Any]
     if vectorization == "async":
@@ -260,6 +396,30 @@ def make_from_factory(
     return GymnasiumVecEnv(
         raw, device=device, float_dtype=float_dtype, clip_actions=clip_actions, default_seed=seed
     )
+
+
+def _probe_single_env(spec: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
+    """Build one env with a factory that takes no ``num_envs`` and check that it is one env.
+
+    Raises:
+        ConfigError: It returned a vector env or something else than a gymnasium.Env.
+    """
+    probe = _call(spec, factory, kwargs)
+    if isinstance(probe, VectorEnv | VecEnv):
+        # EnvPool's envs are both a gymnasium.Env and a VectorEnv: a batch, never one row.
+        if isinstance(probe, VectorEnv):
+            probe.close()
+        raise ConfigError(
+            f"env {spec!r} returned a vector env ({type(probe).__name__}) from a factory "
+            "without a num_envs parameter, which builds single envs; name a factory that "
+            "takes num_envs and returns the vector env (def make(num_envs): ...)"
+        )
+    if not isinstance(probe, gym.Env):
+        raise ConfigError(
+            f"env {spec!r} must return a gymnasium.Env (it takes no num_envs), "
+            f"got {describe(probe)}"
+        )
+    probe.close()
 
 
 def _float_dtypes(space: gym.Space[Any]) -> set[str]:

@@ -3,8 +3,9 @@
 import difflib
 import functools
 import importlib
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import gymnasium as gym
 import torch
@@ -24,7 +25,7 @@ from typedrl.envs.builtin import make_builtin
 from typedrl.errors import ConfigError
 from typedrl.protocols import VecEnv
 
-__all__ = ["BUILTIN_PREFIX", "check_gymnasium_id", "make"]
+__all__ = ["BUILTIN_PREFIX", "check_gymnasium_id", "make", "registering_module"]
 
 BUILTIN_PREFIX = "typedrl/"
 """Env ids with this prefix name typedrl's built-in torch envs."""
@@ -71,8 +72,11 @@ def make(
         device: Device of every tensor.
         vectorization: How Gymnasium envs are batched.
         wrappers: Gymnasium wrappers applied to each single env (sync/async
-            only): callables from env to env, or names (``"TimeLimit"`` for
-            ``gymnasium.wrappers.TimeLimit``, ``"module:Class"``).
+            only): callables from env to env, or specs: a name
+            (``"RecordEpisodeStatistics"`` for
+            ``gymnasium.wrappers.RecordEpisodeStatistics``, a dotted path,
+            ``"module:Class"``), optionally with keyword arguments of literal
+            values (``"FrameStackObservation(stack_size=4)"``).
         float_dtype: Dtype of rewards and floating-point observations (a
             built-in env also takes it as ``env_kwargs["dtype"]``; the two
             must agree when both are given).
@@ -198,17 +202,111 @@ def _builtin_dtype(
     return from_kwargs
 
 
+_NAMESPACE_MODULES: Final = {"ALE": "ale_py", "dm_control": "shimmy"}
+"""Gymnasium namespaces a package registers when imported, and that package's module."""
+
+_PREFIX_MODULES: Final = (
+    (("MiniGrid-", "BabyAI-"), "minigrid"),
+    (
+        ("Fetch", "HandReach", "HandManipulate", "AdroitHand", "AntMaze_", "PointMaze_"),
+        "gymnasium_robotics",
+    ),
+    (("FrankaKitchen-",), "gymnasium_robotics"),
+)
+"""Name prefixes of the ids a package registers without a namespace, and its module."""
+
+_HIGHWAY_NAMES: Final = frozenset(
+    {
+        "highway",
+        "highway-fast",
+        "merge",
+        "merge-generic",
+        "roundabout",
+        "roundabout-generic",
+        "parking",
+        "parking-ActionRepeat",
+        "parking-parked",
+        "intersection",
+        "intersection-multi-agent",
+        "racetrack",
+        "racetrack-large",
+        "racetrack-oval",
+        "two-way",
+        "exit",
+        "lane-keeping",
+        "u-turn",
+    }
+)
+"""The names (without version) of highway-env's ids."""
+
+_PIP_NAMES: Final = {
+    "ale_py": "ale-py",
+    "shimmy": "'shimmy[dm-control]'",
+    "minigrid": "minigrid",
+    "gymnasium_robotics": "gymnasium-robotics",
+    "highway_env": "highway-env",
+}
+"""How each of those modules is installed."""
+
+
+def registering_module(env_id: str) -> str | None:
+    """The module whose import registers ``env_id`` in Gymnasium, for the packages known here.
+
+    Example:
+        >>> registering_module("ALE/Pong-v5"), registering_module("MiniGrid-Empty-5x5-v0")
+        ('ale_py', 'minigrid')
+        >>> registering_module("highway-fast-v0"), registering_module("CartPole-v1")
+        ('highway_env', None)
+    """
+    namespace, _, rest = env_id.rpartition("/")
+    if namespace:
+        return _NAMESPACE_MODULES.get(namespace)
+    name = re.sub(r"-v\d+$", "", rest)
+    if name in _HIGHWAY_NAMES:
+        return "highway_env"
+    for prefixes, module in _PREFIX_MODULES:
+        if name.startswith(prefixes):
+            return module
+    return None
+
+
+def _import_hint(env_id: str) -> str | None:
+    """How to name ``env_id`` so that the package registering it is imported first."""
+    module = registering_module(env_id)
+    if module is not None:
+        return (
+            f"{module} registers it when imported: name it as {module}:{env_id} (Gymnasium's "
+            f"module:EnvId form; installed with pip install {_PIP_NAMES[module]})"
+        )
+    namespace = env_id.rpartition("/")[0]
+    if namespace and namespace not in {spec.namespace for spec in gym.registry.values()}:
+        return (
+            f"no package registered the namespace {namespace!r}: name the module that "
+            f"registers it, as <module>:{env_id} (Gymnasium's module:EnvId form)"
+        )
+    return None
+
+
 def check_gymnasium_id(env_id: str) -> None:
     """Raise :class:`~typedrl.errors.ConfigError` unless Gymnasium knows ``env_id``.
 
     The message passes Gymnasium's own hint on ("Did you mean", the versions
     it provides) and adds the closest registered ids, compared without case.
+    An id that a package registers when imported (``ALE/Pong-v5``, any
+    ``Namespace/Name-vN`` whose namespace nobody registered) gets the
+    ``module:EnvId`` form that imports the package first.
 
     Example:
         >>> check_gymnasium_id("CartPole-V1")
         Traceback (most recent call last):
         ...
         typedrl.errors.ConfigError: unknown env id 'CartPole-V1': Environment ...
+        >>> check_gymnasium_id("ALE/Pong-v5")
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: unknown env id 'ALE/Pong-v5': ale_py registers it when
+        imported: name it as ale_py:ALE/Pong-v5 (Gymnasium's module:EnvId form; installed with
+        pip install ale-py)
     """
     # Gymnasium's "module:EnvId" form: importing the module registered EnvId.
     module, _, name = env_id.rpartition(":")
@@ -217,11 +315,14 @@ def check_gymnasium_id(env_id: str) -> None:
     try:
         gym.spec(name)
     except (gym.error.UnregisteredEnv, gym.error.DeprecatedEnv) as error:
+        hint = None if module else _import_hint(env_id)
+        if hint is not None:
+            raise ConfigError(f"unknown env id {env_id!r}: {hint}") from error
         known = {name.lower(): name for name in gym.registry}
         close = [known[name] for name in difflib.get_close_matches(env_id.lower(), known, n=3)]
-        hint = f"; closest registered ids: {close}" if close else ""
+        closest = f"; closest registered ids: {close}" if close else ""
         said = str(error).strip().rstrip(".")
         raise ConfigError(
-            f"unknown env id {env_id!r}: {said}{hint} (expected a Gymnasium id such as "
+            f"unknown env id {env_id!r}: {said}{closest} (expected a Gymnasium id such as "
             f"'CartPole-v1', a built-in id {BUILTIN_PREFIX}<Name>-v0 or module:callable)"
         ) from error

@@ -23,7 +23,7 @@ checks read array metadata only, never values.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, Final, final
 
 import gymnasium as gym
 import numpy as np
@@ -40,6 +40,7 @@ __all__ = [
     "as_numpy",
     "converted_space",
     "new_tensordict",
+    "refuse_unsupported",
 ]
 
 # NumPy dtype kinds a leaf accepts, by the kind of the dtype it is converted to:
@@ -49,11 +50,85 @@ _ACCEPTED_KINDS = {"f": "fiu", "i": "iu", "u": "iu", "b": "b"}
 _KIND_NAMES = {"fiu": "a real (float or integer)", "iu": "an integer", "b": "a bool"}
 
 
+_LEAVES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+"""The leaf spaces observations may have (alone or in a ``Dict``)."""
+
+_FLATTENABLE = (*_LEAVES, gym.spaces.Tuple, gym.spaces.Dict)
+"""Spaces Gymnasium's ``FlattenObservation`` turns into one ``Box``."""
+
+
 def _unsupported(space: gym.Space[Any], where: str) -> SpecError:
     return SpecError(
         f"{where}: unsupported observation space {space!r}; expected Box, Discrete, "
         "MultiDiscrete, MultiBinary or a Dict of those"
     )
+
+
+def _supported(space: gym.Space[Any]) -> bool:
+    if isinstance(space, gym.spaces.Dict):
+        return all(_supported(sub) for sub in space.spaces.values())
+    return isinstance(space, _LEAVES)
+
+
+def _flattenable(space: gym.Space[Any]) -> bool:
+    if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple):
+        children = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
+        return all(_flattenable(sub) for sub in children)
+    return isinstance(space, _FLATTENABLE)
+
+
+def refuse_unsupported(space: gym.Space[Any]) -> None:
+    """Refuse an observation space typedrl cannot turn into tensors, naming the wrapper that can.
+
+    Every ``Dict`` key whose space is not supported is named (MiniGrid's
+    ``'mission'`` ``Text``, a ``Tuple``), with the ``--wrapper`` that keeps the
+    others (``FilterObservation``) and, when Gymnasium can flatten the whole
+    space into one ``Box``, ``FlattenObservation``.
+
+    Raises:
+        SpecError: One line naming the keys (or the space) and the fix.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> space = gym.spaces.Dict(
+        ...     {"image": gym.spaces.Box(0, 255, (7, 7, 3)), "mission": gym.spaces.Text(8)}
+        ... )
+        >>> refuse_unsupported(space)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.SpecError: observation space['mission']: unsupported observation space
+        Text(1, 8, charset=...); expected Box, Discrete, MultiDiscrete, MultiBinary or a Dict
+        of those: keep the other keys with --wrapper 'FilterObservation(filter_keys=["image"])'
+    """
+    if _supported(space):
+        return
+    flatten = (
+        " or flatten the whole observation into one Box with --wrapper FlattenObservation"
+        if _flattenable(space)
+        else ""
+    )
+    if isinstance(space, gym.spaces.Dict):
+        bad = [key for key, sub in space.spaces.items() if not _supported(sub)]
+        kept = [key for key in space.spaces if key not in bad]
+        where = f"observation space[{bad[0]!r}]" if len(bad) == 1 else f"observation keys {bad}"
+        got = ", ".join(repr(space.spaces[key]) for key in bad)
+        keys = ", ".join(f'"{key}"' for key in kept)
+        keep = f"keep the other keys with --wrapper 'FilterObservation(filter_keys=[{keys}])'"
+        fix = f"{keep}{flatten}" if kept else (flatten.removeprefix(" or ") or _OWN_WRAPPER)
+        raise SpecError(
+            f"{where}: unsupported observation space {got}; expected Box, Discrete, "
+            f"MultiDiscrete, MultiBinary or a Dict of those: {fix}"
+        )
+    fix = flatten.removeprefix(" or ") if flatten else _OWN_WRAPPER
+    raise SpecError(
+        f"observation space: unsupported observation space {space!r}; expected Box, Discrete, "
+        f"MultiDiscrete, MultiBinary or a Dict of those: {fix}"
+    )
+
+
+_OWN_WRAPPER: Final = (
+    "encode it as arrays with a gymnasium.ObservationWrapper of your own (--wrapper module:Class)"
+)
 
 
 def _leaf_numpy_dtype(
@@ -103,6 +178,7 @@ def converted_space(space: gym.Space[Any], float_dtype: torch.dtype) -> gym.Spac
         >>> converted_space(gym.spaces.Box(-1, 1, (2,), np.float64), torch.float32)
         Box(-1.0, 1.0, (2,), float32)
     """
+    refuse_unsupported(space)
     target = torch.empty(0, dtype=float_dtype).numpy().dtype
     return _converted(space, target, "observation space")
 
@@ -257,6 +333,7 @@ class ObservationConverter:
         device: torch.device,
         float_dtype: torch.dtype = torch.float32,
     ) -> None:
+        refuse_unsupported(space)
         self.space = space
         self.num_envs = num_envs
         self.device = device

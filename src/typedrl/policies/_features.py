@@ -31,6 +31,21 @@ def default_keys(space: gym.Space[Any], preferred: Sequence[str]) -> tuple[str, 
     return tuple(space.spaces)
 
 
+def _box_hint(space: gym.Space[Any], sub: gym.Space[Any] | None) -> str:
+    """The ``--wrapper`` that gives a network the Box it reads, when Gymnasium has one."""
+    flatten = "flatten every key into one Box with --wrapper FlattenObservation"
+    if isinstance(space, gym.spaces.Dict):
+        boxes = [key for key, leaf in space.spaces.items() if isinstance(leaf, gym.spaces.Box)]
+        if not boxes:
+            return f"; {flatten}"
+        keys = ", ".join(f'"{key}"' for key in boxes)
+        keep = f"keep the Box keys with --wrapper 'FilterObservation(filter_keys=[{keys}])'"
+        return f"; {keep} or {flatten}"
+    if isinstance(sub, gym.spaces.Discrete | gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
+        return "; --wrapper FlattenObservation makes it a one-hot (or 0/1) Box"
+    return ""
+
+
 def flat_size(space: gym.Space[Any], keys: Sequence[str], where: str) -> int:
     """The width of ``keys``' observations, flattened and concatenated in order.
 
@@ -48,7 +63,7 @@ def flat_size(space: gym.Space[Any], keys: Sequence[str], where: str) -> int:
         if not isinstance(sub, gym.spaces.Box):
             raise ConfigError(
                 f"{where}: observation key {key!r} must be a Box space, got {describe(sub)}; "
-                f"available keys: {sorted(spaces)}"
+                f"available keys: {sorted(spaces)}{_box_hint(space, sub)}"
             )
         total += math.prod(sub.shape)
     return total

@@ -207,6 +207,11 @@ class PPOAgent(AbstractTrainer):
         """``config.total_timesteps`` env steps over all ranks."""
         return Budget(timesteps=self.config.total_timesteps)
 
+    @property
+    def iteration_shape(self) -> tuple[int, int]:
+        """Every env row of every rank takes ``num_steps`` steps per iteration."""
+        return self.global_num_envs, self.config.num_steps
+
     # --------------------------------------------------------------- setup
 
     @staticmethod

@@ -304,6 +304,17 @@ class AbstractTrainer(ABC):
         return "eager"
 
     @property
+    def iteration_shape(self) -> tuple[int, int] | None:
+        """``(env rows over every rank, steps per row)`` of one iteration, or ``None``.
+
+        ``None`` (the default) when an iteration's length is not known in advance.
+        With a shape, :meth:`fit` says on the console when a budget in env steps is
+        rounded up to whole iterations (the loop stops at the first iteration
+        boundary at or past the budget).
+        """
+        return None
+
+    @property
     def policy_factory(self) -> PolicyFactory | None:
         """How to rebuild :attr:`policy`, recorded in every checkpoint (``None``: not recorded).
 
@@ -419,11 +430,15 @@ class AbstractTrainer(ABC):
         budget = self.budget
         by_steps = budget.timesteps is not None
         total = budget.timesteps if by_steps else budget.iterations
+        if self.dist.is_main:
+            rounding = self.budget_rounding(budget)
+            if rounding is not None:
+                print(f"budget          {rounding}", flush=True)
         self._last_saved_iteration = self.iteration
         self._last_saved_time = time.monotonic()
         stopped = False
         with (
-            StopRequest() as stop,
+            StopRequest(announce=self.dist.is_main) as stop,
             ProgressDisplay(
                 total_steps=total or 0,
                 enabled=self.options.progress and self.dist.is_main,
@@ -470,6 +485,28 @@ class AbstractTrainer(ABC):
         )
         self._write_summary(fitted, env_steps_taken=self.env_steps - steps_at_start)
         return fitted
+
+    def budget_rounding(self, budget: Budget) -> str | None:
+        """What a budget in env steps becomes in whole iterations, when it is rounded up.
+
+        ``None`` when the budget is in iterations, is a whole number of them (from
+        the env steps taken so far), is spent, or :attr:`iteration_shape` is unknown.
+        """
+        shape = self.iteration_shape
+        remaining = None if budget.timesteps is None else budget.timesteps - self.env_steps
+        if shape is None or budget.timesteps is None or remaining is None or remaining <= 0:
+            return None
+        rows, steps = shape
+        iterations = math.ceil(remaining / (rows * steps))
+        total = self.env_steps + iterations * rows * steps
+        if total == budget.timesteps:
+            return None
+        plural = "" if iterations == 1 else "s"
+        taken = f", after the {self.env_steps:,} taken" if self.env_steps else ""
+        return (
+            f"total_timesteps {budget.timesteps:,} rounded up to {total:,} ({iterations:,} "
+            f"iteration{plural} of {rows:,} envs x {steps:,} steps{taken})"
+        )
 
     def summary(self, result: FitResult, *, env_steps_taken: int) -> RunSummary:
         """What ``summary.json`` records for ``result`` (``env_steps_taken`` in that fit call)."""

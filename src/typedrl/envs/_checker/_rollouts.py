@@ -1,7 +1,11 @@
 """Hypothesis-driven rollouts that evaluate the step, terminal-observation and seeding rules."""
 
+import contextlib
 import itertools
-from collections.abc import Sequence
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -19,7 +23,35 @@ from typedrl.envs._checker._vec import (
     done_rows,
 )
 
-__all__ = ["run_rollouts"]
+__all__ = ["leaves_no_cache_folder", "run_rollouts"]
+
+_HYPOTHESIS_HOME = ".hypothesis"
+"""Hypothesis's storage folder in the working directory, unless HYPOTHESIS_STORAGE_DIRECTORY
+names another."""
+
+
+@contextlib.contextmanager
+def leaves_no_cache_folder() -> Iterator[None]:
+    """Remove the ``.hypothesis/`` folder hypothesis creates in the working directory, if it did.
+
+    The rollouts keep no example database (``database=None``), but hypothesis
+    also caches the literals it finds in local modules (the user's own, and
+    ``typedrl``'s when it is not under site-packages) in
+    ``.hypothesis/constants/``, with no setting to turn that off. A folder that
+    existed before is left alone, as is anything else in a new one (another
+    process's database); a ``HYPOTHESIS_STORAGE_DIRECTORY`` is the user's choice
+    and is left alone too. Nothing process-wide is changed.
+    """
+    home = Path.cwd() / _HYPOTHESIS_HOME
+    ours = not home.exists() and not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
+    try:
+        yield
+    finally:
+        if ours and home.is_dir():
+            shutil.rmtree(home / "constants", ignore_errors=True)
+            with contextlib.suppress(OSError):
+                (home / ".gitignore").unlink(missing_ok=True)
+                home.rmdir()  # only when nothing else is in it
 
 
 def _rollout(
@@ -88,5 +120,6 @@ def run_rollouts(
                 rec, ctx, reset_seed=reset_seed, actions=actions, trace=trace, example=example
             )
 
-    explore()
+    with leaves_no_cache_folder():
+        explore()
     tracker.finish(rec)
