@@ -35,6 +35,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from typedrl._validation import describe
 from typedrl.envs._gymnasium import GymnasiumVecEnv
+from typedrl.envs._row_check import RowShapeCheck
 from typedrl.envs._workers import signal_safe_async_env
 from typedrl.errors import ConfigError, EnvError, TypedRLError
 from typedrl.protocols import VecEnv
@@ -260,7 +261,11 @@ def make_from_factory(
     if vectorization == "async":
         raw = signal_safe_async_env(env_fn, num_envs)
     else:
-        raw = SyncVectorEnv([env_fn] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+        # Each row's observation shape is checked before SyncVectorEnv batches it.
+        env_fns = [
+            functools.partial(_checked_row, env_fn, row=row, env_id=spec) for row in range(num_envs)
+        ]
+        raw = SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
     return GymnasiumVecEnv(
         raw,
         device=device,
@@ -330,11 +335,15 @@ def construction_error(
         if kwargs
         else f"run `typedrl check-env {spec}` to reproduce it alone"
     )
-    message = (
-        f"building env {spec!r}{given} raised {type(error).__name__}: {said}; {hint} "
-        "(--debug shows the traceback)"
-    )
+    message = f"building env {spec!r}{given} raised {type(error).__name__}: {said}; {hint}"
     return ConfigError(message) if isinstance(error, TypeError) else EnvError(message)
+
+
+def _checked_row(
+    env_fn: Callable[[], gym.Env[Any, Any]], *, row: int, env_id: str
+) -> gym.Env[Any, Any]:
+    """``env_fn()`` with the observation shape of row ``row`` checked (:class:`RowShapeCheck`)."""
+    return RowShapeCheck(env_fn(), row=row, env_id=env_id)
 
 
 def build_single_env(

@@ -28,7 +28,7 @@ from typedrl.errors import (
 from typedrl.seeding import env_seed
 from typedrl.types import Action, Obs, Valid
 
-__all__ = ["GymnasiumVecEnv"]
+__all__ = ["GymnasiumVecEnv", "check_env_hint"]
 
 _FLOAT_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64}
 _STEP = "GymnasiumVecEnv.step"
@@ -268,7 +268,7 @@ class GymnasiumVecEnv:
             except TypedRLError:
                 raise
             except Exception as error:
-                raise self._env_raised(error, f"reset(seed={seed})", None) from error
+                raise self._env_raised(error, f"reset(seed={seed})") from error
             raw_obs, info = _reset_outputs(outputs, _RESET, None)
             self._pending_ghosts[:] = False
             self._steps = 0
@@ -403,7 +403,7 @@ class GymnasiumVecEnv:
         except TypedRLError:
             raise
         except Exception as error:
-            raise self._env_raised(error, "step", step) from error
+            raise self._env_raised(error, f"step {step}") from error
 
     def _numpy_action(self, action: Action) -> np.ndarray:
         """The accepted ``action``, clipped if configured, as the NumPy array the env expects."""
@@ -460,8 +460,9 @@ class GymnasiumVecEnv:
         except TypedRLError:
             raise
         except Exception as error:
-            call = f"reset(options={{'reset_mask': ...}}) of rows {done.nonzero()[0].tolist()}"
-            raise self._env_raised(error, call, step) from error
+            rows = done.nonzero()[0].tolist()
+            call = f"reset(options={{'reset_mask': ...}}) of rows {rows} after step {step}"
+            raise self._env_raised(error, call) from error
         reset_obs, reset_info = _reset_outputs(outputs, _STEP, step)
         new_obs = self._observations.batch(
             reset_obs,
@@ -490,11 +491,10 @@ class GymnasiumVecEnv:
         known = self._known_env
         return known is not None and known.copy is True
 
-    def _env_raised(self, error: Exception, call: str, step: int | None) -> EnvError:
+    def _env_raised(self, error: Exception, call: str) -> EnvError:
         """The :class:`EnvError` for an exception the wrapped env raised in ``call``."""
-        at = "" if step is None else f" at step {step}"
         said = " ".join(str(error).split())
-        return EnvError(f"the env {self._name} raised {type(error).__name__} in {call}{at}: {said}")
+        return EnvError(f"the env {self._name} raised {type(error).__name__} in {call}: {said}")
 
     def _add_next_step(self, error: TypedRLError) -> None:
         """End the message of an env's fault with the next step (once)."""
@@ -540,9 +540,19 @@ def _names(env: gym.vector.VectorEnv[Any, Any, Any], env_id: str | None) -> tupl
     spec = env.spec
     named = env_id if env_id is not None else (spec.id if spec is not None else None)
     name = repr(named) if named is not None else type(env.unwrapped).__name__
+    return name, check_env_hint(env_id)
+
+
+def check_env_hint(env_id: str | None) -> str:
+    """The next step that ends the message of every fault of an env: check it alone.
+
+    Example:
+        >>> check_env_hint("my_envs:make_env")
+        'run `typedrl check-env my_envs:make_env` for a report of every rule'
+    """
     if env_id is None:
-        return name, "check the env with typedrl.envs.check_vec_env for a report of every rule"
-    return name, f"run `typedrl check-env {env_id}` for a report of every rule"
+        return "check the env with typedrl.envs.check_vec_env for a report of every rule"
+    return f"run `typedrl check-env {env_id}` for a report of every rule"
 
 
 # What an env's fault raises out of reset and step, each given the next step.

@@ -35,6 +35,7 @@ CHECK_RULES: Final[Mapping[str, str]] = MappingProxyType(
         "final_obs.absent": "not provides_final_obs: final_obs is None",
         "autoreset.min_length": "opt-in: no episode is shorter than min_episode_length steps",
         "seeding": "reset(seed=s) and the same actions reproduce every output exactly",
+        "seeding.range": "reset accepts the largest seeds a run passes (2**63 - 1, 2**32 - n)",
         "grad.reward": "reward has a nonzero gradient w.r.t. the action",
         "grad.obs": "the next observation has a nonzero gradient w.r.t. the action",
         "grad.reset": "rows reset by step carry no gradient w.r.t. earlier actions",
