@@ -24,7 +24,8 @@ def test_an_env_that_refuses_32_bit_seeds_is_one_violation() -> None:
     (violation,) = report.violations
     assert "\n" not in violation.message
     assert violation.message.startswith(
-        f"reset(seed={SEED_LIMIT - 1}) raised EnvError: the env 'my_envs:make' raised ValueError"
+        f"reset(seed={ENV_SEED_LIMIT - 3}) raised EnvError: the env 'my_envs:make' raised "
+        "ValueError"
     )
     assert "Seed must be between 0 and 2**31 - 1" in violation.message
     assert "each row's seed is below 2**32" in violation.message
