@@ -228,7 +228,6 @@ def test_an_env_without_faults_steps_on() -> None:
     """The checks leave a well-behaved env alone, through episode ends."""
     env = make(f"{SPEC}:bounded", num_envs=2, seed=derive_seed(0, "env"))
     env.reset()
-    for _ in range(20):
-        result = env.step(ACTION)
-    assert result.reward.tolist() == [1.0, 1.0]
+    rewards = [env.step(ACTION).reward.tolist() for _ in range(20)]
+    assert rewards == [[1.0, 1.0]] * 20
     env.close()

@@ -54,17 +54,14 @@ class RowShapeCheck(gym.Wrapper[Any, Any, Any, Any]):
         self._row = row
         self._env_id = env_id
         space = env.observation_space
-        self._shape: tuple[int, ...] | None = (
-            tuple(space.shape)
-            if isinstance(
-                space,
-                gym.spaces.Box
-                | gym.spaces.Discrete
-                | gym.spaces.MultiDiscrete
-                | gym.spaces.MultiBinary,
-            )
-            else None
+        leaf = (
+            gym.spaces.Box,
+            gym.spaces.Discrete,
+            gym.spaces.MultiDiscrete,
+            gym.spaces.MultiBinary,
         )
+        shape = space.shape if isinstance(space, leaf) else None
+        self._shape = tuple(shape) if shape is not None else None
         self._episode_steps = 0
 
     def reset(
