@@ -26,7 +26,7 @@ CHECK_RULES: Final[Mapping[str, str]] = MappingProxyType(
         "step.reward": "reward is a floating-point tensor [num_envs]",
         "step.flags": "terminated and truncated are torch.bool tensors [num_envs]",
         "step.device": "reward, terminated, truncated and valid are on env.device",
-        "step.finite": "reward holds no NaN or infinity",
+        "step.finite": "reward holds no NaN or infinity; step raises no NonFiniteError",
         "step.info": "info is a dict",
         "step.valid": "StepResult.valid is a torch.bool tensor [num_envs]",
         "final_obs.present": "provides_final_obs: final_obs is shaped like obs on every step",
