@@ -90,7 +90,7 @@ class GymnasiumVecEnv:
     copy or cast of the observation replaces the env's ``copy.deepcopy`` of it.
 
     Every output of the wrapped env is checked before it is converted, on
-    metadata alone (no value is read): each observation leaf (of ``reset``,
+    its metadata: each observation leaf (of ``reset``,
     ``step``, the partial resets and each terminal observation) must have the
     shape ``[num_envs, *space.shape]`` of the wrapped env's
     ``single_observation_space`` and a dtype that converts to the leaf's
@@ -303,7 +303,7 @@ class GymnasiumVecEnv:
         ):
             self._accept_action(action)
 
-        # 1. The env's step on the action as NumPy; its outputs checked on metadata alone.
+        # 1. The action as NumPy; _step steps the env and checks its outputs (2-4).
         numpy_action = (
             action.numpy()
             if self._plain_actions and not action.requires_grad
