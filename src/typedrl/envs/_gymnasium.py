@@ -252,9 +252,16 @@ class GymnasiumVecEnv:
     ) -> tuple[Obs, dict[str, Any]]:
         """Reset every row with ``seed``, passed to the wrapped env's ``reset``.
 
-        Sync and Async vector envs seed row ``i`` with ``seed + i``; a
-        ``vector_entry_point`` env applies its own rule (Gymnasium's NumPy
-        ``CartPoleVectorEnv`` seeds one generator for all rows).
+        ``seed`` is first folded by :func:`~typedrl.seeding.env_seed` (a
+        seed up to ``2**32 - num_envs`` is passed unchanged). Sync and Async
+        vector envs seed row ``i`` with ``seed + i``; a ``vector_entry_point``
+        env applies its own rule (Gymnasium's NumPy ``CartPoleVectorEnv``
+        seeds one generator for all rows).
+
+        Raises:
+            EnvContractError: If the observation or info does not fit the contract.
+            NonFiniteError: If a floating-point observation is NaN or infinite.
+            EnvError: If the wrapped env raised an exception of its own.
         """
         if seed is None:
             seed, self._default_seed = self._default_seed, None
