@@ -12,8 +12,14 @@ from typedrl import EvaluationResult
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
-from typedrl.protocols import Evaluator
-from typedrl.testing import ConstantPolicy, CountingVecEnv, LinearActorCritic, RandomEndsVectorEnv
+from typedrl.protocols import Evaluator, StepResult
+from typedrl.testing import (
+    ConstantPolicy,
+    CountingVecEnv,
+    LinearActorCritic,
+    RandomEndsVectorEnv,
+    VecEnvWrapper,
+)
 
 
 def test_counts_exactly_n_episodes_without_favouring_rows() -> None:
@@ -111,8 +117,32 @@ def test_completion_is_checked_before_giving_up() -> None:
     assert result.num_items == 1
 
 
+class _NaNRewards(VecEnvWrapper):
+    """Every reward NaN (a torch env, which checks no values of its own)."""
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        result = self.env.step(action)
+        return StepResult(
+            result.obs,
+            torch.full_like(result.reward, math.nan),
+            result.terminated,
+            result.truncated,
+            result.info,
+            final_obs=result.final_obs,
+            valid=result.valid,
+        )
+
+
 def test_non_finite_returns_raise_non_finite_error() -> None:
     """An eval env with NaN rewards raises NonFiniteError naming the metric."""
+    env = _NaNRewards(CountingVecEnv(num_envs=1, terminate_after=2))
+    evaluator = EpisodeEvaluator(env, num_episodes=1)
+    with pytest.raises(NonFiniteError, match="return_mean"):
+        evaluator.evaluate(ConstantPolicy(torch.zeros(1)))
+
+
+def test_a_gymnasium_env_s_nan_reward_stops_evaluation_at_its_step() -> None:
+    """Through the Gymnasium adapter, a NaN reward raises at the step that returned it."""
 
     class _NaNEnv(gym.Env[np.ndarray, np.int64]):
         def __init__(self) -> None:
@@ -130,7 +160,7 @@ def test_non_finite_returns_raise_non_finite_error() -> None:
 
     raw = gym.vector.SyncVectorEnv([_NaNEnv], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     evaluator = EpisodeEvaluator(GymnasiumVecEnv(raw), num_episodes=1)
-    with pytest.raises(NonFiniteError, match="return_mean"):
+    with pytest.raises(NonFiniteError, match=r"\(step 1\): reward of row 0 is nan"):
         evaluator.evaluate(ConstantPolicy(torch.tensor(0)))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from typedrl.seeding import SEED_STREAMS, derive_seed
+from typedrl.seeding import ENV_SEED_LIMIT, SEED_LIMIT, SEED_STREAMS, derive_seed, env_seed
 
 
 def test_known_values_are_stable_across_processes_and_releases() -> None:
@@ -65,3 +65,16 @@ def test_rank_and_index_are_keyword_only() -> None:
     """rank and index cannot be passed by position (a swapped pair would go unnoticed)."""
     with pytest.raises(TypeError):
         derive_seed(0, "env", 1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 8, 4096])
+def test_env_seeds_keep_every_row_within_32_bits(rows: int) -> None:
+    """env_seed(s, rows) + rows - 1 < 2**32 for derived seeds; smaller seeds pass unchanged."""
+    for stream, rank in itertools.product(SEED_STREAMS, range(3)):
+        folded = env_seed(derive_seed(11, stream, rank=rank), rows=rows)
+        assert folded >= 0
+        assert folded + rows - 1 < ENV_SEED_LIMIT
+        np.random.RandomState(folded + rows - 1)  # the legacy generator accepts the last row's
+    assert env_seed(ENV_SEED_LIMIT - rows, rows=rows) == ENV_SEED_LIMIT - rows
+    assert env_seed(12345, rows=rows) == 12345
+    assert env_seed(SEED_LIMIT - 1, rows=rows) == (SEED_LIMIT - 1) % (ENV_SEED_LIMIT - rows + 1)

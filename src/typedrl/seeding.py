@@ -15,12 +15,22 @@ Example:
     True
     >>> 0 <= derive_seed(7, "sampler") < 2**63
     True
+
+Some envs take narrower seeds: NumPy's legacy ``RandomState`` (which
+dm_control, Isaac Lab and many older envs seed) refuses anything outside
+``[0, 2**32)``, and a Gymnasium vector env seeds its row ``i`` with
+``seed + i``. :func:`env_seed` folds a derived seed into that range;
+typedrl's Gymnasium and Isaac Lab adapters apply it to every seed they hand
+on, and typedrl's own torch envs take the derived seed as it is.
+
+    >>> env_seed(derive_seed(0, "env"), rows=8) < 2**32 - 7
+    True
 """
 
 import hashlib
 from typing import Final, Literal, TypeAlias, get_args
 
-__all__ = ["SEED_STREAMS", "SeedStream", "derive_seed"]
+__all__ = ["ENV_SEED_LIMIT", "SEED_LIMIT", "SEED_STREAMS", "SeedStream", "derive_seed", "env_seed"]
 
 SeedStream: TypeAlias = Literal["env", "eval_env", "init", "sampler", "env_restart"]
 """The random streams of a run:
@@ -37,7 +47,12 @@ SeedStream: TypeAlias = Literal["env", "eval_env", "init", "sampler", "env_resta
 SEED_STREAMS: Final[tuple[SeedStream, ...]] = get_args(SeedStream)
 """Every valid :data:`SeedStream`."""
 
-_SEED_LIMIT: Final = 2**63
+SEED_LIMIT: Final = 2**63
+"""Every seed :func:`derive_seed` returns is below this bound."""
+
+ENV_SEED_LIMIT: Final = 2**32
+"""Every seed :func:`env_seed` returns (plus its row offsets) is below this bound: the
+range of NumPy's legacy ``RandomState`` seeds."""
 
 
 def derive_seed(seed: int, stream: SeedStream, *, rank: int = 0, index: int = 0) -> int:
@@ -57,4 +72,25 @@ def derive_seed(seed: int, stream: SeedStream, *, rank: int = 0, index: int = 0)
     # One field per input, separated, so that no two different inputs share a text.
     text = f"typedrl-seed/{seed}/{stream}/{rank}/{index}".encode()
     digest = hashlib.blake2b(text, digest_size=8).digest()
-    return int.from_bytes(digest, "big") % _SEED_LIMIT
+    return int.from_bytes(digest, "big") % SEED_LIMIT
+
+
+def env_seed(seed: int, *, rows: int = 1) -> int:
+    """``seed`` folded so that ``rows`` consecutive seeds from it lie in ``[0, 2**32)``.
+
+    A vector env of ``rows`` rows seeds row ``i`` with ``seed + i`` (Gymnasium's
+    ``SyncVectorEnv`` and ``AsyncVectorEnv`` do), and an env that seeds NumPy's
+    legacy ``RandomState`` refuses anything from ``2**32`` on. The result is
+    ``seed`` modulo ``2**32 - rows + 1``: a seed already small enough is
+    returned as it is, and a 63-bit seed from :func:`derive_seed` keeps 32
+    bits of its hash.
+
+    Args:
+        seed: A non-negative seed (from :func:`derive_seed`, or a user's).
+        rows: How many consecutive seeds the env derives from it (``num_envs``).
+
+    Example:
+        >>> env_seed(7, rows=4), env_seed(2**32 - 1, rows=1), env_seed(2**32 - 3, rows=4)
+        (7, 4294967295, 0)
+    """
+    return seed % (ENV_SEED_LIMIT - rows + 1)

@@ -544,7 +544,8 @@ def test_wrong_observation_shape_names_key_step_and_space() -> None:
     assert str(caught.value) == (
         "GymnasiumVecEnv.step (step 3): observation 'obs' has shape [8, 4], expected [8, 3] "
         "([num_envs, *space.shape]) from the env's single_observation_space "
-        "Box(-9.0, 9.0, (3,), float32)"
+        "Box(-9.0, 9.0, (3,), float32); check the env with typedrl.envs.check_vec_env for a "
+        "report of every rule"
     )
 
 

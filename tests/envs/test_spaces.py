@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDict
 
 from typedrl.envs._spaces import ObservationConverter, converted_space, new_tensordict
-from typedrl.errors import EnvContractError, SpecError
+from typedrl.errors import EnvContractError, NonFiniteError, SpecError
 
 CPU = torch.device("cpu")
 
@@ -104,11 +104,46 @@ def test_converted_space_keeps_bounds_in_the_new_dtype() -> None:
     assert converted.high.tolist() == [np.inf, np.inf, np.float32(0.1), 2.5]
     converter = ObservationConverter(space, num_envs=2, device=CPU)
     assert converter.converted_space == converted
-    edges = np.stack([np.array([-5.0, -1e300, -0.1, 0.0]), np.array([5.0, 1e300, 0.1, 2.5])])
-    with pytest.warns(RuntimeWarning, match="overflow"):
-        obs = converter.batch(edges)["obs"]
-    for row in obs.numpy():
+    edges = np.stack([np.array([-5.0, -3e38, -0.1, 0.0]), np.array([5.0, 3e38, 0.1, 2.5])])
+    for row in converter.batch(edges)["obs"].numpy():
         assert converted.contains(row)
+
+
+def test_a_value_beyond_float32_fails_the_finite_check_after_the_cast() -> None:
+    """1e300 becomes inf in float32: a NonFiniteError naming the row, the column and the dtype."""
+    converter = ObservationConverter(
+        gym.spaces.Box(-np.inf, np.inf, (2,), np.float64), num_envs=2, device=CPU
+    )
+    batch = np.array([[0.0, 1.0], [2.0, 1e300]])
+    with (
+        pytest.warns(RuntimeWarning, match="overflow"),
+        pytest.raises(NonFiniteError, match=r"'obs' of row 1 holds inf\[1\] \(as float32\)"),
+    ):
+        converter.batch(batch, where="E.step", step=4)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_observations_name_the_key_row_value_and_step(bad: float) -> None:
+    """A NaN or an infinity in a floating leaf raises one line with key, row, value and step."""
+    space = gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (3,)), "n": gym.spaces.Discrete(4)})
+    converter = ObservationConverter(space, num_envs=3, device=CPU)
+    pos = np.zeros((3, 3), np.float32)
+    pos[2, 1] = bad
+    with pytest.raises(NonFiniteError) as caught:
+        converter.batch({"pos": pos, "n": np.zeros(3, np.int64)}, where="E.step", step=9)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"E.step (step 9): observation 'pos' of row 2 holds {bad!r}[1]")
+    assert message.endswith("(non-finite rows: [2])")
+
+
+def test_terminal_observation_rows_are_checked_for_finite_values() -> None:
+    """batch_with_rows checks the replaced rows too."""
+    converter = ObservationConverter(gym.spaces.Box(-1, 1, (2,)), num_envs=2, device=CPU)
+    with pytest.raises(NonFiniteError, match="final_obs 'obs' of row 0 holds nan"):
+        converter.batch_with_rows(
+            np.zeros((2, 2), np.float32), [0], [np.array([np.nan, 0.0], np.float32)]
+        )
 
 
 def test_converted_space_is_the_space_itself_when_nothing_changes() -> None:

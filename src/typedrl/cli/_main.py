@@ -92,6 +92,7 @@ def _run_check_env(args: argparse.Namespace) -> int:
         check_vec_env,
         make,
     )
+    from typedrl.envs._gymnasium import check_env_hint  # noqa: PLC0415
     from typedrl.protocols import DifferentiableVecEnv  # noqa: PLC0415
 
     env = make(
@@ -109,7 +110,8 @@ def _run_check_env(args: argparse.Namespace) -> int:
         report = check(env, seed=args.seed, num_steps=args.num_steps, max_examples=args.examples)
     finally:
         env.close()
-    print(report)
+    # The env's own messages end by pointing here; within this report that goes without saying.
+    print(str(report).replace(f"; {check_env_hint(args.env_id)}", ""))
     return 0 if report.ok else 1
 
 

@@ -38,8 +38,9 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 from typedrl._validation import describe
 from typedrl._wrapper_spec import parse_wrapper_spec
 from typedrl.envs._gymnasium import GymnasiumVecEnv
+from typedrl.envs._row_check import RowShapeCheck
 from typedrl.envs._workers import signal_safe_async_env
-from typedrl.errors import ConfigError, MissingDependencyError
+from typedrl.errors import ConfigError, EnvError, MissingDependencyError, TypedRLError
 from typedrl.protocols import VecEnv
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "WrapperFactory",
     "accepts",
     "build_single_env",
+    "construction_error",
     "make_from_factory",
     "missing_dependency",
     "resolve_env_factory",
@@ -335,10 +337,12 @@ def make_from_factory(
     """Build a vector env from a user factory (see the module docstring for the rules).
 
     Raises:
-        ConfigError: The factory raised, returned something else than what its
-            kind must return (a vector env from a factory without ``num_envs``,
-            as EnvPool's ``make_gymnasium`` is), or options that cannot apply to
+        ConfigError: The factory could not be called with the arguments (a
+            ``TypeError``), returned something else than what its kind must
+            return (a vector env from a factory without ``num_envs``, as
+            EnvPool's ``make_gymnasium`` is), or options that cannot apply to
             it were given.
+        EnvError: The factory raised an exception of its own (chained).
     """
     kwargs = dict(env_kwargs)
     if accepts(factory, "num_envs"):
@@ -377,6 +381,7 @@ def make_from_factory(
                 float_dtype=float_dtype,
                 clip_actions=clip_actions,
                 default_seed=seed,
+                env_id=spec,
             )
         raise ConfigError(
             f"env {spec!r} takes num_envs, so it must return a typedrl VecEnv or a Gymnasium "
@@ -392,9 +397,18 @@ def make_from_factory(
     if vectorization == "async":
         raw = signal_safe_async_env(env_fn, num_envs)
     else:
-        raw = SyncVectorEnv([env_fn] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+        # Each row's observation shape is checked before SyncVectorEnv batches it.
+        env_fns = [
+            functools.partial(_checked_row, env_fn, row=row, env_id=spec) for row in range(num_envs)
+        ]
+        raw = SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
     return GymnasiumVecEnv(
-        raw, device=device, float_dtype=float_dtype, clip_actions=clip_actions, default_seed=seed
+        raw,
+        device=device,
+        float_dtype=float_dtype,
+        clip_actions=clip_actions,
+        default_seed=seed,
+        env_id=spec,
     )
 
 
@@ -449,11 +463,47 @@ def _check_float_dtype(spec: str, env: VecEnv, float_dtype: str) -> None:
 def _call(spec: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
     try:
         return factory(**kwargs)
+    except TypedRLError:
+        raise
     except TypeError as error:
         raise ConfigError(
             f"env {spec!r} could not be called with {sorted(kwargs)} ({error}); "
             "check --env-kwargs against its parameters"
         ) from None
+    except Exception as error:
+        raise construction_error(spec, kwargs, error) from error
+
+
+def construction_error(
+    spec: str, kwargs: Mapping[str, Any], error: Exception
+) -> ConfigError | EnvError:
+    """The error for an env whose construction raised ``error``, in one line.
+
+    It names the env, the keyword arguments it was built with, the
+    exception's type and message, and the next step: a ``TypeError`` (an
+    argument the env does not take) becomes :class:`~typedrl.errors.ConfigError`,
+    anything else :class:`~typedrl.errors.EnvError`.
+
+    Example:
+        >>> print(construction_error("my_envs:make", {"size": -1}, ValueError("size < 0")))
+        building env 'my_envs:make' with env_kwargs {'size': -1} raised ValueError: size < 0; ...
+    """
+    said = " ".join(str(error).split())
+    given = f" with env_kwargs {dict(kwargs)!r}" if kwargs else ""
+    hint = (
+        "check --env-kwargs against the env's parameters"
+        if kwargs
+        else f"run `typedrl check-env {spec}` to reproduce it alone"
+    )
+    message = f"building env {spec!r}{given} raised {type(error).__name__}: {said}; {hint}"
+    return ConfigError(message) if isinstance(error, TypeError) else EnvError(message)
+
+
+def _checked_row(
+    env_fn: Callable[[], gym.Env[Any, Any]], *, row: int, env_id: str
+) -> gym.Env[Any, Any]:
+    """``env_fn()`` with the observation shape of row ``row`` checked (:class:`RowShapeCheck`)."""
+    return RowShapeCheck(env_fn(), row=row, env_id=env_id)
 
 
 def build_single_env(

@@ -1,5 +1,6 @@
 """Adapter from any Gymnasium vector env to the typedrl vector-env contract."""
 
+import math
 from typing import Any, Final, Literal, final
 
 import gymnasium as gym
@@ -10,11 +11,24 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from typedrl._results import StepResult
 from typedrl._tensor_checks import ActionChecker, action_dtype_for
 from typedrl._validation import describe
-from typedrl.envs._spaces import ObservationConverter, as_numpy, new_tensordict
-from typedrl.errors import ConfigError, EnvContractError, SpecError
+from typedrl.envs._spaces import (
+    ObservationConverter,
+    as_numpy,
+    check_finite,
+    new_tensordict,
+)
+from typedrl.errors import (
+    ConfigError,
+    EnvContractError,
+    EnvError,
+    NonFiniteError,
+    SpecError,
+    TypedRLError,
+)
+from typedrl.seeding import env_seed
 from typedrl.types import Action, Obs, Valid
 
-__all__ = ["GymnasiumVecEnv"]
+__all__ = ["GymnasiumVecEnv", "check_env_hint"]
 
 _FLOAT_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64}
 _STEP = "GymnasiumVecEnv.step"
@@ -76,7 +90,7 @@ class GymnasiumVecEnv:
     copy or cast of the observation replaces the env's ``copy.deepcopy`` of it.
 
     Every output of the wrapped env is checked before it is converted, on
-    metadata alone (no value is read): each observation leaf (of ``reset``,
+    its metadata: each observation leaf (of ``reset``,
     ``step``, the partial resets and each terminal observation) must have the
     shape ``[num_envs, *space.shape]`` of the wrapped env's
     ``single_observation_space`` and a dtype that converts to the leaf's
@@ -86,6 +100,23 @@ class GymnasiumVecEnv:
     naming the key and the step (counted from 1 after each ``reset``). The
     returned tensors are on :attr:`device` by construction.
 
+    Floating-point observation leaves and rewards must be finite (one
+    ``np.isfinite(array).all()`` per array, on the host, where the arrays
+    are anyway), so that a NaN never reaches a policy. A non-finite value
+    raises :class:`~typedrl.errors.NonFiniteError` naming the key, the row,
+    the value and the step.
+
+    An exception raised inside the wrapped env's ``reset`` or ``step`` becomes
+    :class:`~typedrl.errors.EnvError` naming the env, the call, the step and
+    the exception's type and message (chained as its cause). Every message of
+    the env's faults is one line and ends with the next step: ``typedrl
+    check-env <env_id>`` when ``env_id`` is known.
+
+    Seeds are folded into the range NumPy's legacy ``RandomState`` accepts
+    for every row (:func:`~typedrl.seeding.env_seed`: row ``i`` of a Sync or
+    Async vector env gets ``seed + i < 2**32``), so the 63-bit seeds a run
+    derives reach envs such as dm_control's; smaller seeds pass unchanged.
+
     Args:
         env: The Gymnasium vector env; the adapter owns it and closes it.
         device: Device of every returned tensor and of the accepted actions.
@@ -94,6 +125,9 @@ class GymnasiumVecEnv:
         partial_reset: Whether the env honours ``reset_mask``; ``None`` decides
             from the env type (``True`` for Sync/Async vector envs).
         default_seed: Seed of the first ``reset`` when it is called without one.
+        env_id: The id the env was built from (``"CartPole-v1"``,
+            ``"my_envs:make_env"``), named in messages; ``None`` names the
+            wrapped env's ``spec.id`` or type instead.
 
     Example:
         >>> import gymnasium as gym, torch
@@ -114,6 +148,7 @@ class GymnasiumVecEnv:
         clip_actions: bool = False,
         partial_reset: bool | None = None,
         default_seed: int | None = None,
+        env_id: str | None = None,
     ) -> None:
         self.env: Final = env
         """The wrapped Gymnasium vector env."""
@@ -186,6 +221,9 @@ class GymnasiumVecEnv:
         self._pending_ghosts = np.zeros(env.num_envs, dtype=np.bool_)
         self._all_valid = torch.ones(env.num_envs, dtype=torch.bool, device=self.device)
         self._row_shape = (self.num_envs,)
+        self.env_id: Final = env_id
+        """The id the env was built from, or ``None``."""
+        self._name, self._next_step = _names(env, env_id)
         # Steps since the last reset, for messages.
         self._steps = 0
         self._closed = False
@@ -214,18 +252,37 @@ class GymnasiumVecEnv:
     ) -> tuple[Obs, dict[str, Any]]:
         """Reset every row with ``seed``, passed to the wrapped env's ``reset``.
 
-        Sync and Async vector envs seed row ``i`` with ``seed + i``; a
-        ``vector_entry_point`` env applies its own rule (Gymnasium's NumPy
-        ``CartPoleVectorEnv`` seeds one generator for all rows).
+        ``seed`` is first folded by :func:`~typedrl.seeding.env_seed` (a
+        seed up to ``2**32 - num_envs`` is passed unchanged). Sync and Async
+        vector envs seed row ``i`` with ``seed + i``; a ``vector_entry_point``
+        env applies its own rule (Gymnasium's NumPy ``CartPoleVectorEnv``
+        seeds one generator for all rows).
+
+        Raises:
+            EnvContractError: If the observation or info does not fit the contract.
+            NonFiniteError: If a floating-point observation is NaN or infinite.
+            EnvError: If the wrapped env raised an exception of its own.
         """
         if seed is None:
             seed, self._default_seed = self._default_seed, None
         else:
             self._default_seed = None
-        raw_obs, info = _reset_outputs(self.env.reset(seed=seed, options=options), _RESET, None)
-        self._pending_ghosts[:] = False
-        self._steps = 0
-        return self._observations.batch(raw_obs, where=_RESET), info
+        if seed is not None:
+            seed = env_seed(seed, rows=self.num_envs)
+        try:
+            try:
+                outputs = self.env.reset(seed=seed, options=options)
+            except TypedRLError:
+                raise
+            except Exception as error:
+                raise self._env_raised(error, f"reset(seed={seed})") from error
+            raw_obs, info = _reset_outputs(outputs, _RESET, None)
+            self._pending_ghosts[:] = False
+            self._steps = 0
+            return self._observations.batch(raw_obs, where=_RESET), info
+        except _ENV_FAULTS as error:
+            self._add_next_step(error)
+            raise
 
     def step(self, action: Action) -> StepResult:
         """Step every row; rows that end are reset before this returns (see the class).
@@ -234,6 +291,9 @@ class GymnasiumVecEnv:
             SpecError: If the action's type, shape, dtype or device is wrong.
             EnvContractError: If an output of the wrapped env does not have the
                 shape or dtype the contract asks for (see the class).
+            NonFiniteError: If a floating-point observation or a reward is NaN
+                or infinite.
+            EnvError: If the wrapped env raised an exception of its own.
         """
         # The hot path reads straight through; most checks of an output are
         # written out here, since a call costs about as much as the check (the
@@ -250,25 +310,23 @@ class GymnasiumVecEnv:
         ):
             self._accept_action(action)
 
-        # 1. The env's step on the action as NumPy; its outputs checked on metadata alone.
+        # 1. The action as NumPy; _step steps the env and checks its outputs (2-4).
         numpy_action = (
             action.numpy()
             if self._plain_actions and not action.requires_grad
             else self._numpy_action(action)
         )
+        try:
+            return self._step(numpy_action)
+        except _ENV_FAULTS as error:
+            self._add_next_step(error)
+            raise
+
+    def _step(self, numpy_action: np.ndarray) -> StepResult:
+        """:meth:`step` from the action as the env takes it (see :meth:`step`)."""
         known = self._known_env
-        if known is None:
-            outputs = self.env.step(numpy_action)
-        else:
-            # The observation is copied (or cast) below in any case, so the env's
-            # own copy of it (a copy.deepcopy) is skipped; the setting is restored.
-            copy_setting = known.copy
-            known.copy = False
-            try:
-                outputs = known.step(numpy_action)
-            finally:
-                known.copy = copy_setting
         self._steps = step = self._steps + 1
+        outputs = self._env_step(numpy_action, step)
         if not (type(outputs) is tuple and len(outputs) == 5):
             outputs = _outputs(outputs, 5, _STEP, step)
         raw_obs, raw_reward, raw_terminated, raw_truncated, info = outputs
@@ -303,7 +361,10 @@ class GymnasiumVecEnv:
             and raw_obs.dtype.kind in leaf.kinds
         ):
             # astype always copies; its cast costs a fraction of torch's.
-            obs_tensor = torch.from_numpy(raw_obs.astype(leaf.dtype))
+            obs_array = raw_obs.astype(leaf.dtype)
+            if leaf.floating and not np.isfinite(obs_array).all():
+                check_finite(obs_array, leaf, (_STEP, step, "observation"))
+            obs_tensor = torch.from_numpy(obs_array)
             obs = new_tensordict({"obs": obs_tensor}, self._batch_size, self.device)
         else:
             obs = self._observations.batch(raw_obs, copy=True, where=_STEP, step=step)
@@ -317,7 +378,10 @@ class GymnasiumVecEnv:
             obs, final_obs, info = self._ended(obs, raw_obs, info, terminated | truncated, step)
 
         # 4. The result; astype copies, so the reward never aliases the env's array.
-        reward = torch.from_numpy(raw_reward.astype(self._numpy_float_dtype))
+        reward_array = raw_reward.astype(self._numpy_float_dtype)
+        if not np.isfinite(reward_array).all():
+            raise _nonfinite_reward(raw_reward, reward_array, step)
+        reward = torch.from_numpy(reward_array)
         terminated_t, truncated_t = torch.from_numpy(terminated), torch.from_numpy(truncated)
         if not self._on_cpu:
             reward, terminated_t, truncated_t = (
@@ -328,6 +392,25 @@ class GymnasiumVecEnv:
         return StepResult.from_trusted(
             obs, reward, terminated_t, truncated_t, info, final_obs=final_obs, valid=valid
         )
+
+    def _env_step(self, numpy_action: np.ndarray, step: int) -> Any:
+        """The wrapped env's ``step``; an exception of its own becomes :class:`EnvError`."""
+        known = self._known_env
+        try:
+            if known is None:
+                return self.env.step(numpy_action)
+            # The observation is copied (or cast) by step() in any case, so the env's
+            # own copy of it (a copy.deepcopy) is skipped; the setting is restored.
+            copy_setting = known.copy
+            known.copy = False
+            try:
+                return known.step(numpy_action)
+            finally:
+                known.copy = copy_setting
+        except TypedRLError:
+            raise
+        except Exception as error:
+            raise self._env_raised(error, f"step {step}") from error
 
     def _numpy_action(self, action: Action) -> np.ndarray:
         """The accepted ``action``, clipped if configured, as the NumPy array the env expects."""
@@ -379,9 +462,15 @@ class GymnasiumVecEnv:
             # Ghost handling: the env resets these rows inside the next step.
             return obs, obs, info
         # Reset just the rows that ended, so their next step is a real step.
-        reset_obs, reset_info = _reset_outputs(
-            self.env.reset(options={"reset_mask": done}), _STEP, step
-        )
+        try:
+            outputs = self.env.reset(options={"reset_mask": done})
+        except TypedRLError:
+            raise
+        except Exception as error:
+            rows = done.nonzero()[0].tolist()
+            call = f"reset(options={{'reset_mask': ...}}) of rows {rows} after step {step}"
+            raise self._env_raised(error, call) from error
+        reset_obs, reset_info = _reset_outputs(outputs, _STEP, step)
         new_obs = self._observations.batch(
             reset_obs,
             copy=not self._returns_fresh_arrays(),
@@ -408,6 +497,17 @@ class GymnasiumVecEnv:
         """
         known = self._known_env
         return known is not None and known.copy is True
+
+    def _env_raised(self, error: Exception, call: str) -> EnvError:
+        """The :class:`EnvError` for an exception the wrapped env raised in ``call``."""
+        said = " ".join(str(error).split())
+        return EnvError(f"the env {self._name} raised {type(error).__name__} in {call}: {said}")
+
+    def _add_next_step(self, error: TypedRLError) -> None:
+        """End the message of an env's fault with the next step (once)."""
+        text = str(error)
+        if not text.endswith(self._next_step):
+            error.args = (f"{text}; {self._next_step}", *error.args[1:])
 
     def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor if self._on_cpu else tensor.to(self.device, non_blocking=True)
@@ -440,6 +540,43 @@ class GymnasiumVecEnv:
         if not self._closed:
             self.env.close()
             self._closed = True
+
+
+def _names(env: gym.vector.VectorEnv[Any, Any, Any], env_id: str | None) -> tuple[str, str]:
+    """How messages name the env, and the next step they end with."""
+    spec = env.spec
+    named = env_id if env_id is not None else (spec.id if spec is not None else None)
+    name = repr(named) if named is not None else type(env.unwrapped).__name__
+    return name, check_env_hint(env_id)
+
+
+def check_env_hint(env_id: str | None) -> str:
+    """The next step that ends the message of every fault of an env: check it alone.
+
+    Example:
+        >>> check_env_hint("my_envs:make_env")
+        'run `typedrl check-env my_envs:make_env` for a report of every rule'
+    """
+    if env_id is None:
+        return "check the env with typedrl.envs.check_vec_env for a report of every rule"
+    return f"run `typedrl check-env {env_id}` for a report of every rule"
+
+
+# What an env's fault raises out of reset and step, each given the next step.
+_ENV_FAULTS = (EnvContractError, NonFiniteError, EnvError)
+
+
+def _nonfinite_reward(raw: np.ndarray, converted: np.ndarray, step: int) -> NonFiniteError:
+    """The error for a step whose reward (``raw``, as ``converted``) is not all finite."""
+    rows: list[int] = (~np.isfinite(converted)).nonzero()[0].tolist()
+    row = rows[0]
+    value = raw[row].item()
+    # A finite value beyond the float dtype's range became infinite in the cast.
+    shown = repr(value) if not math.isfinite(value) else f"{value!r} (inf as {converted.dtype})"
+    return NonFiniteError(
+        f"{_STEP} (step {step}): reward of row {row} is {shown}, expected a finite number "
+        f"(non-finite rows: {rows})"
+    )
 
 
 # An identity test is enough on the fast path: a boolean dtype that is not the

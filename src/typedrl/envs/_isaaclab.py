@@ -22,6 +22,7 @@ from typedrl._results import StepResult
 from typedrl._tensor_checks import check_action
 from typedrl._validation import describe
 from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError, SpecError
+from typedrl.seeding import env_seed
 from typedrl.types import Action, Done, Obs
 
 __all__ = [
@@ -120,16 +121,13 @@ class IsaacLabEnvLike(Protocol):
         ...
 
 
-_SEED_RANGE = 2**32
-
-
 def _isaaclab_seed(seed: int | None) -> int | None:
     """Fold a seed into ``[0, 2**32)``, the range Isaac Lab accepts.
 
     Isaac Lab seeds NumPy's legacy generator, which rejects anything else, while
-    typedrl derives 64-bit seeds.
+    typedrl derives 63-bit seeds (:func:`~typedrl.seeding.env_seed`, one seed for all rows).
     """
-    return None if seed is None else seed % _SEED_RANGE
+    return None if seed is None else env_seed(seed)
 
 
 def _as_device(value: object, where: str) -> torch.device:

@@ -15,6 +15,7 @@ from typedrl._validation import describe, positive_int
 from typedrl.envs._factory import (
     WrapperFactory,
     build_single_env,
+    construction_error,
     make_from_factory,
     resolve_env_factory,
     resolve_wrapper,
@@ -22,7 +23,7 @@ from typedrl.envs._factory import (
 from typedrl.envs._gymnasium import GymnasiumVecEnv
 from typedrl.envs._workers import signal_safe_async_env
 from typedrl.envs.builtin import make_builtin
-from typedrl.errors import ConfigError
+from typedrl.errors import ConfigError, TypedRLError
 from typedrl.protocols import VecEnv
 
 __all__ = ["BUILTIN_PREFIX", "check_gymnasium_id", "make", "registering_module"]
@@ -149,36 +150,52 @@ def make(
             env_kwargs=kwargs,
         )
     check_gymnasium_id(env_id)
-    if vectorization == "vector_entry_point":
-        if resolved:
-            raise ConfigError(
-                "make: wrappers apply to single envs and need vectorization 'sync' or 'async'"
-            )
-        raw = gym.make_vec(
-            env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
+    if vectorization == "vector_entry_point" and resolved:
+        raise ConfigError(
+            "make: wrappers apply to single envs and need vectorization 'sync' or 'async'"
         )
-    elif vectorization == "async":
-        # gym.make_vec's own single-env function (gym.make, then the wrappers), built here so
-        # that each worker builds it through SignalSafeEnvFn.
-        env_fn = functools.partial(
-            build_single_env, functools.partial(gym.make, env_id), kwargs, tuple(resolved)
-        )
-        raw = signal_safe_async_env(env_fn, num_envs)
-    else:
-        raw = gym.make_vec(
-            env_id,
-            num_envs=num_envs,
-            vectorization_mode=vectorization,
-            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
-            wrappers=resolved or None,
-            **kwargs,
-        )
+    try:
+        raw = _make_gymnasium(env_id, num_envs, vectorization, resolved, kwargs)
+    except TypedRLError:
+        raise
+    except Exception as error:
+        raise construction_error(env_id, kwargs, error) from error
     return GymnasiumVecEnv(
         raw,
         device=device,
         float_dtype=float_dtype,
         clip_actions=bool(clip_actions),
         default_seed=seed,
+        env_id=env_id,
+    )
+
+
+def _make_gymnasium(
+    env_id: str,
+    num_envs: int,
+    vectorization: Vectorization,
+    wrappers: Sequence[WrapperFactory],
+    kwargs: dict[str, Any],
+) -> gym.vector.VectorEnv[Any, Any, Any]:
+    """The Gymnasium vector env of a registered id (see :func:`make`)."""
+    if vectorization == "vector_entry_point":
+        return gym.make_vec(
+            env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
+        )
+    if vectorization == "async":
+        # gym.make_vec's own single-env function (gym.make, then the wrappers), built here so
+        # that each worker builds it through SignalSafeEnvFn.
+        env_fn = functools.partial(
+            build_single_env, functools.partial(gym.make, env_id), kwargs, tuple(wrappers)
+        )
+        return signal_safe_async_env(env_fn, num_envs)
+    return gym.make_vec(
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode=vectorization,
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+        wrappers=list(wrappers) or None,
+        **kwargs,
     )
 
 

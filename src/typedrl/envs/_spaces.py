@@ -12,13 +12,15 @@ space.
 
 Casts are NumPy's (a fraction of torch's cost on small arrays): a float64
 value beyond the range of float32 becomes infinite, with NumPy's
-``RuntimeWarning`` about the overflow.
+``RuntimeWarning`` about the overflow, and fails the finiteness check below.
 
 Every leaf of every batch is checked against the space before it is
 converted: its shape must be ``[num_envs, *space.shape]`` and its dtype one
 that converts without losing meaning (any real dtype for a floating ``Box``,
-an integer dtype for integer leaves, ``bool`` for a boolean ``Box``). The
-checks read array metadata only, never values.
+an integer dtype for integer leaves, ``bool`` for a boolean ``Box``). These
+checks read array metadata only. After the cast, a floating leaf must be
+finite (``np.isfinite(batch).all()``, a few microseconds on small batches):
+a float64 value beyond the range of float32 fails it too.
 """
 
 from collections.abc import Sequence
@@ -31,13 +33,14 @@ import torch
 from tensordict import TensorDict
 
 from typedrl._validation import describe
-from typedrl.errors import EnvContractError, SpecError
+from typedrl.errors import EnvContractError, NonFiniteError, SpecError
 from typedrl.types import Obs
 
 __all__ = [
     "LeafSpec",
     "ObservationConverter",
     "as_numpy",
+    "check_finite",
     "converted_space",
     "new_tensordict",
     "refuse_unsupported",
@@ -230,6 +233,9 @@ class LeafSpec:
     kinds: str
     """The NumPy dtype kinds the leaf accepts."""
 
+    floating: bool
+    """Whether :attr:`dtype` is a floating dtype, whose values :func:`check_finite` checks."""
+
 
 def _leaf_tree(
     space: gym.Space[Any], num_envs: int, float_dtype: np.dtype[Any], path: tuple[str, ...]
@@ -256,6 +262,7 @@ def _leaf_tree(
         row_shape=row_shape,
         dtype=dtype,
         kinds=_ACCEPTED_KINDS[dtype.kind],
+        floating=dtype.kind == "f",
     )
 
 
@@ -275,6 +282,28 @@ _Context = tuple[str, int | None, str]
 def _prefix(context: _Context) -> str:
     where, step, _ = context
     return where if step is None else f"{where} (step {step})"
+
+
+def check_finite(array: np.ndarray, leaf: LeafSpec, context: _Context) -> None:
+    """Raise unless the batch ``array`` of ``leaf`` (in the leaf's dtype) is all finite.
+
+    Raises:
+        NonFiniteError: If it holds a NaN or an infinity; the message names
+            the call, the step, the leaf's key, the first bad row and its value.
+    """
+    if not leaf.floating or np.isfinite(array).all():
+        return
+    bad = ~np.isfinite(array.reshape(array.shape[0], -1))
+    rows: list[int] = bad.any(axis=1).nonzero()[0].tolist()
+    row = rows[0]
+    values = array[row].reshape(-1)
+    column = int(bad[row].nonzero()[0][0])
+    at = f"[{column}]" if values.size > 1 else ""
+    raise NonFiniteError(
+        f"{_prefix(context)}: {context[2]} {leaf.name} of row {row} holds "
+        f"{values[column].item()!r}{at} (as {array.dtype}), expected finite values for the "
+        f"env's single_observation_space {leaf.space!r} (non-finite rows: {rows})"
+    )
 
 
 def as_numpy(value: Any, context: _Context, *names: str) -> np.ndarray:
@@ -300,9 +329,11 @@ class ObservationConverter:
 
     The expected shape and dtype of every leaf are worked out once; each batch
     then costs a shape comparison and a dtype identity test per leaf before
-    its conversion. Anything that does not fit the space raises
+    its conversion, and a finiteness test (:func:`check_finite`) per floating
+    leaf after it. Anything that does not fit the space raises
     :class:`~typedrl.errors.EnvContractError` naming the caller (``where``),
-    the step, the leaf's key, what came and what the space declares.
+    the step, the leaf's key, what came and what the space declares; a NaN or
+    an infinity raises :class:`~typedrl.errors.NonFiniteError` naming the row too.
 
     Args:
         space: The single-row observation space.
@@ -375,6 +406,7 @@ class ObservationConverter:
         Raises:
             EnvContractError: If a leaf is missing or not an array, or its shape
                 or dtype does not fit the space.
+            NonFiniteError: If a floating leaf holds a NaN or an infinity.
         """
         leaf = self.single_leaf
         if leaf is None:
@@ -390,6 +422,7 @@ class ObservationConverter:
                 raise self._dtype_error(leaf, dtype, (where, step, what))
         else:
             array = self._array(data, leaf, (where, step, what), copy=copy)
+        check_finite(array, leaf, (where, step, what))
         tensor = torch.from_numpy(array)
         if not self._on_cpu:
             tensor = tensor.to(self.device, non_blocking=True)
@@ -414,6 +447,7 @@ class ObservationConverter:
 
         Raises:
             EnvContractError: If ``data`` or an item does not fit the space.
+            NonFiniteError: If a floating leaf of the result holds a NaN or an infinity.
             ValueError: If ``rows`` and ``items`` differ in length.
         """
         if len(rows) != len(items):
@@ -439,6 +473,7 @@ class ObservationConverter:
             ):
                 item = self._row(item, leaf, row, (where, step, what))
             array[row] = item
+        check_finite(array, leaf, (where, step, what))
         tensor = torch.from_numpy(array)
         if not self._on_cpu:
             tensor = tensor.to(self.device, non_blocking=True)
@@ -475,7 +510,9 @@ class ObservationConverter:
             if isinstance(sub, dict):
                 converted[key] = self._convert_tree(values[key], sub, context, copy=copy)
             else:
-                converted[key] = self._tensor(self._array(values[key], sub, context, copy=copy))
+                array = self._array(values[key], sub, context, copy=copy)
+                check_finite(array, sub, context)
+                converted[key] = self._tensor(array)
         return new_tensordict(converted, self._batch_size, self.device)
 
     def _entries(

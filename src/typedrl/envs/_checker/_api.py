@@ -4,6 +4,7 @@ from typedrl._validation import describe, non_negative_float, non_negative_int, 
 from typedrl.envs._checker._gradients import FiniteDifferenceOptions, check_gradients
 from typedrl.envs._checker._report import CheckReport, Recorder
 from typedrl.envs._checker._rollouts import run_rollouts
+from typedrl.envs._checker._seeding import check_seed_range
 from typedrl.envs._checker._vec import check_reset, inspect_env
 from typedrl.errors import ConfigError
 
@@ -39,6 +40,8 @@ def _check(
     if ctx is None:
         return rec.report()
     check_reset(rec, ctx, seed)
+    if not rec.failed("reset.returns"):
+        check_seed_range(rec, ctx)
     if ctx.sampler is None:
         return rec.report()
     run_rollouts(
@@ -72,7 +75,9 @@ def check_vec_env(
 ) -> CheckReport:
     """Check an env against the :class:`~typedrl.protocols.VecEnv` contract.
 
-    The checker reads the env's members, resets it with ``seed``, then runs
+    The checker reads the env's members, resets it with ``seed`` and with the
+    largest seeds a training run may pass (``2**63 - 1``, and ``2**32 -
+    num_envs``, the largest a Gymnasium env gets: rule ``seeding.range``), then runs
     ``max_examples`` rollouts of ``num_steps`` steps whose reset seeds and
     action sequences hypothesis draws from ``single_action_space`` (Box
     actions within the bounds, edges included; integer codes otherwise). It

@@ -1,4 +1,4 @@
-"""The seeding rule: a rollout replayed from the same seed and actions gives the same outputs."""
+"""The seeding rules: replays reproduce a rollout, and reset accepts every seed a run passes."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,8 +12,9 @@ from torch import Tensor
 from typedrl.envs._checker._observations import equal_rows, host, leaves, row_list
 from typedrl.envs._checker._report import Recorder
 from typedrl.envs._checker._vec import EnvContext, StepParts, unpack_step
+from typedrl.seeding import ENV_SEED_LIMIT, SEED_LIMIT
 
-__all__ = ["Snapshot", "Trace", "check_seeding", "snapshot", "snapshot_obs"]
+__all__ = ["Snapshot", "Trace", "check_seed_range", "check_seeding", "snapshot", "snapshot_obs"]
 
 Snapshot = dict[str, Tensor]
 
@@ -112,3 +113,32 @@ def check_seeding(
             if diff is not None:
                 rec.fail("seeding", f"{prefix}: {diff[1]}", step=step, key=diff[0])
                 return
+
+
+def range_seeds(num_envs: int) -> tuple[int, int]:
+    """The seeds of the range rule: the largest a run derives, the largest a NumPy env gets.
+
+    :func:`~typedrl.seeding.derive_seed` returns seeds up to ``2**63 - 1``;
+    the Gymnasium adapter folds them (:func:`~typedrl.seeding.env_seed`) so
+    that row ``i`` of a vector env gets ``seed + i <= 2**32 - 1``, and passes
+    ``2**32 - num_envs`` itself unchanged.
+    """
+    return SEED_LIMIT - 1, ENV_SEED_LIMIT - num_envs
+
+
+def check_seed_range(rec: Recorder, ctx: EnvContext) -> None:
+    """Reset with the largest seeds a training run may pass; an exception is a violation."""
+    rec.ran("seeding.range")
+    for seed in range_seeds(ctx.num_envs):
+        try:
+            ctx.env.reset(seed=seed)
+        except Exception as exc:  # the env's refusal is the violation this rule reports
+            said = " ".join(str(exc).split())
+            rec.fail(
+                "seeding.range",
+                f"reset(seed={seed}) raised {type(exc).__name__}: {said}; expected every seed "
+                "a run passes to be accepted: up to 2**63 - 1 (typedrl.seeding.derive_seed), "
+                "folded for a Gymnasium env so that each row's seed is below 2**32 "
+                "(typedrl.seeding.env_seed), as NumPy's default_rng and RandomState accept",
+            )
+            return

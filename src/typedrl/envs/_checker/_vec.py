@@ -14,6 +14,7 @@ from typedrl._results import StepResult
 from typedrl.envs._checker._actions import ActionSampler, supported_action_space
 from typedrl.envs._checker._observations import LeafSpec, check_obs, host, obs_spec, row_list, show
 from typedrl.envs._checker._report import Recorder
+from typedrl.errors import NonFiniteError
 from typedrl.protocols import DifferentiableVecEnv, VecEnv
 
 __all__ = [
@@ -161,7 +162,10 @@ def check_reset(rec: Recorder, ctx: EnvContext, seed: int) -> TensorDict | None:
     where = f"reset(seed={seed})"
     outcome: object = _MISSING
     with rec.guard("reset.returns", what=where):
-        outcome = ctx.env.reset(seed=seed)
+        try:
+            outcome = ctx.env.reset(seed=seed)
+        except NonFiniteError as exc:  # an env (an adapter) that checks its own values
+            rec.fail("obs.finite", f"{where} raised NonFiniteError: {exc}")
     if outcome is _MISSING:
         return None
     if not isinstance(outcome, tuple | list) or len(outcome) != 2:
@@ -227,7 +231,10 @@ def unpack_step(result: object) -> StepParts | None:
 def call_step(rec: Recorder, ctx: EnvContext, action: Tensor, step: int) -> StepParts | None:
     outcome: object = _MISSING
     with rec.guard("step.returns", what=f"step(action) with {show(action)}", step=step):
-        outcome = ctx.env.step(action)
+        try:
+            outcome = ctx.env.step(action)
+        except NonFiniteError as exc:  # an env (an adapter) that checks its own values
+            rec.fail("step.finite", f"step(action) raised NonFiniteError: {exc}", step=step)
     if outcome is _MISSING:
         return None
     parts = unpack_step(outcome)
