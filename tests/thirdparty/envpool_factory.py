@@ -9,8 +9,11 @@ from typing import Any
 
 
 def cartpole(*, num_envs: int, seed: int | None = None) -> Any:
-    """``num_envs`` rows of EnvPool's CartPole-v1, seeded at creation (EnvPool's rule)."""
+    """``num_envs`` rows of EnvPool's CartPole-v1, seeded at creation (EnvPool's rule).
+
+    typedrl passes a seed below ``2**32``; EnvPool keeps it in an ``int32``.
+    """
     envpool = importlib.import_module("envpool")
     return envpool.make_gymnasium(
-        "CartPole-v1", num_envs=num_envs, seed=0 if seed is None else seed
+        "CartPole-v1", num_envs=num_envs, seed=0 if seed is None else seed % 2**31
     )

@@ -117,12 +117,7 @@ ROWS: Final = (
     Row("carracing", ("CarRacing-v3",)),
     Row("fetchreach", ("gymnasium_robotics:FetchReach-v4",)),
     Row("highway", ("highway_env:highway-fast-v0",)),
-    Row(
-        "dm-control-cartpole",
-        ("shimmy:dm_control/cartpole-swingup-v0",),
-        train_fails="a run's derived reset seeds exceed the 32-bit range dm_control's "
-        "RandomState takes (ValueError from shimmy's reset)",
-    ),
+    Row("dm-control-cartpole", ("shimmy:dm_control/cartpole-swingup-v0",)),
     Row(
         "envpool-make-gymnasium",
         ("envpool:make_gymnasium", "--env-kwargs", "task_id=CartPole-v1"),
@@ -134,7 +129,6 @@ ROWS: Final = (
         ("tests.thirdparty.envpool_factory:cartpole",),
         # EnvPool seeds at creation and ignores reset(seed=...): the checker says so.
         check=r"\[seeding\] .*did not reproduce rollout",
-        train_fails="a run's derived seeds exceed the int32 range EnvPool asserts at creation",
     ),
 )
 

@@ -5,7 +5,9 @@ What a ``module:callable`` env spec may return, and how it is called:
 - a callable with a ``num_envs`` parameter is a *vector factory*: it is called
   once, as ``factory(num_envs=N, **env_kwargs)`` (plus ``seed=`` and
   ``device=`` and ``float_dtype=`` when it takes them, by name or through a
-  TypedDict its ``**kwargs`` unpack), and returns a typedrl
+  TypedDict its ``**kwargs`` unpack; the seed folded by
+  :func:`~typedrl.seeding.env_seed`, so that row ``i``'s ``seed + i`` is below
+  ``2**32``), and returns a typedrl
   :class:`~typedrl.protocols.VecEnv` (used as it is: a ``float_dtype`` of
   ``"float64"`` that it does not take must match its observation space) or a Gymnasium
   :class:`~gymnasium.vector.VectorEnv` (adapted by
@@ -42,6 +44,7 @@ from typedrl.envs._row_check import RowShapeCheck
 from typedrl.envs._workers import signal_safe_async_env
 from typedrl.errors import ConfigError, EnvError, MissingDependencyError, TypedRLError
 from typedrl.protocols import VecEnv
+from typedrl.seeding import env_seed
 
 __all__ = [
     "ConfiguredWrapper",
@@ -351,8 +354,10 @@ def make_from_factory(
                 f"env {spec!r} builds vector envs itself (it takes num_envs): vectorization "
                 "and wrappers apply only to single-env factories"
             )
-        # A float_dtype of the user's own env_kwargs wins; seed and device are the run's.
-        offered = {"seed": seed, "device": device, "float_dtype": float_dtype}
+        # A float_dtype of the user's own env_kwargs wins; seed and device are the run's,
+        # the seed folded as the Gymnasium adapter folds the seeds of its resets.
+        folded = None if seed is None else env_seed(seed, rows=num_envs)
+        offered = {"seed": folded, "device": device, "float_dtype": float_dtype}
         extras: dict[str, Any] = {
             name: value
             for name, value in offered.items()
