@@ -1,5 +1,8 @@
 """A user's faulty Gymnasium env, trained and checked from the command line: one line each."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,6 +62,47 @@ def test_train_reports_an_env_fault_in_one_line(
     line = _one_line(capsys)
     assert line.startswith(start), line
     assert line.endswith(f"; run `typedrl check-env {_ENVS}:{factory}` for a report of every rule")
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_async_worker_fault_is_one_line_unless_debugging(debug: bool, tmp_path: Path) -> None:
+    """Gymnasium's own warnings about a failed async worker are left out, but for --debug."""
+    root = Path(__file__).parents[2]
+    path = os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH"))))
+    argv = [
+        sys.executable,
+        "-m",
+        "typedrl",
+        *(["--debug"] if debug else []),
+        "train",
+        f"{_ENVS}:raise_in_step",
+        "--vectorization",
+        "async",
+        "--total-timesteps",
+        "64",
+        "--run-dir",
+        str(tmp_path / "run"),
+        *SMALL_RUN,
+    ]
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert done.returncode == 1, done.stderr
+    if debug:
+        assert "Received the following error from Worker" in done.stderr
+        assert "Traceback" in done.stderr
+        return
+    assert done.stderr.splitlines() == [
+        f"typedrl: EnvError: the env '{_ENVS}:raise_in_step' raised RuntimeError in step 3: "
+        f"physics exploded at joint 3; run `typedrl check-env {_ENVS}:raise_in_step` for a "
+        "report of every rule",
+        _DEBUG_HINT,
+    ]
 
 
 def test_train_reports_a_factory_that_raises_in_one_line(

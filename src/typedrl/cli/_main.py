@@ -6,6 +6,7 @@ import importlib.util
 import os
 import platform
 import sys
+import warnings
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -173,7 +174,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if added:
         sys.path.insert(0, here)
     try:
-        status: int = args.handler(args)
+        with warnings.catch_warnings():
+            if not args.debug:
+                # Gymnasium's AsyncVectorEnv reports a worker's exception as warnings (its
+                # traceback among them) before it raises it again in this process, where the
+                # Gymnasium adapter turns it into one line; --debug shows them.
+                warnings.filterwarnings(
+                    "ignore",
+                    message=".*ERROR: ",
+                    category=UserWarning,
+                    module=r"gymnasium\.vector\.async_vector_env",
+                )
+            status: int = args.handler(args)
     except TypedRLError as error:
         if args.debug:
             raise
