@@ -14,8 +14,10 @@ deterministic=True)``. :func:`export_policy` writes it to a file;
 
 ``obs_dim`` is the concatenation of the observation keys the policy reads, each
 flattened, in the policy's key order (a ``Box`` observation stored under
-``"obs"`` is simply its flattened array); for a policy exported through
-``act``, every key of the observation space, in the space's order.
+``"obs"`` is simply its flattened array; a ``Discrete`` observation is one
+column holding its index, which the exported module one-hot encodes as the
+policy does); for a policy exported through ``act``, every key of the
+observation space, in the space's order.
 
 ONNX files are written by PyTorch's ``torch.export``-based exporter (needs
 ``pip install 'typedrl[onnx]'``), with a dynamic batch axis, input ``"obs"``
@@ -56,7 +58,7 @@ from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
-from typedrl.policies._features import flat_size
+from typedrl.policies._features import key_spaces, layout_width
 from typedrl.protocols import Policy, SupportsDeterministicActor
 from typedrl.restore import (
     CheckpointLocation,
@@ -89,20 +91,26 @@ class _ActThroughTensorDict(nn.Module):
     """Any policy's ``act(obs, deterministic=True)["action"]``, from flat observations.
 
     The flat ``[batch, obs_dim]`` tensor is cut into the observation space's
-    keys (each ``Box`` flattened, in the space's order; a ``Box`` space is the
-    key ``"obs"``), put in a TensorDict and handed to the policy.
+    keys (each flattened, an index as one column, in the space's order; a
+    single space is the key ``"obs"``), each key in the dtype the env adapters
+    give it (indices int64, ``MultiBinary`` int8), put in a TensorDict and
+    handed to the policy.
     """
 
     def __init__(self, policy: Policy, observation_space: gym.Space[Any]) -> None:
         super().__init__()
-        spaces = (
-            dict(observation_space.spaces)
-            if isinstance(observation_space, gym.spaces.Dict)
-            else {"obs": observation_space}
-        )
+        spaces = key_spaces(observation_space)
         keys = tuple(spaces)
-        self.obs_dim = flat_size(observation_space, keys, "DeterministicPolicy")
+        self.obs_dim = layout_width(observation_space, keys, "DeterministicPolicy")
         self.shapes = [(key, tuple(spaces[key].shape or ())) for key in keys]
+        self.dtypes: list[torch.dtype | None] = [
+            torch.int64
+            if isinstance(spaces[key], gym.spaces.Discrete | gym.spaces.MultiDiscrete)
+            else torch.int8
+            if isinstance(spaces[key], gym.spaces.MultiBinary)
+            else None
+            for key in keys
+        ]
         self.policy = copy.deepcopy(policy)
         self.policy.train(mode=False)
 
@@ -111,9 +119,10 @@ class _ActThroughTensorDict(nn.Module):
         batch = obs.shape[0]
         leaves: dict[str, Tensor] = {}
         start = 0
-        for key, shape in self.shapes:
+        for (key, shape), dtype in zip(self.shapes, self.dtypes, strict=True):
             width = math.prod(shape)
-            leaves[key] = obs[:, start : start + width].reshape(batch, *shape)
+            leaf = obs[:, start : start + width].reshape(batch, *shape)
+            leaves[key] = leaf if dtype is None else leaf.round().to(dtype)
             start += width
         action: Tensor = self.policy.act(
             TensorDict(leaves, batch_size=[batch]), deterministic=True

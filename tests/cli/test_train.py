@@ -11,7 +11,7 @@ import pytest
 from lightning_fabric.loggers.logger import Logger
 
 from typedrl.cli import main
-from typedrl.cli._config import parse_override
+from typedrl.cli._config import parse_env_kwargs, parse_override
 from typedrl.cli._train import _threads
 from typedrl.errors import ConfigError, MissingDependencyError
 
@@ -119,12 +119,26 @@ def test_train_resume_continues_the_counters(tmp_path: Path) -> None:
 
 
 def test_override_parsing() -> None:
-    """--set values are JSON where possible and strings otherwise; bad forms are errors."""
+    """--set values are JSON, else Python literals, else strings; bad forms are errors."""
     assert parse_override("learning_rate=3e-4") == ("learning_rate", 3e-4)
+    assert parse_override("normalize_observations=False") == ("normalize_observations", False)
+    assert parse_override("normalize_observations=false") == ("normalize_observations", False)
+    assert parse_override("max_grad_norm=None") == ("max_grad_norm", None)
+    assert parse_override("name='42'") == ("name", "42")
+    assert parse_override("name=two words") == ("name", "two words")
     assert parse_override("learning_rate_schedule=linear") == ("learning_rate_schedule", "linear")
     assert parse_override("actor_hidden=[32, 32]") == ("actor_hidden", [32, 32])
     with pytest.raises(ConfigError, match="KEY=VALUE"):
         parse_override("learning_rate")
+
+
+def test_env_kwargs_take_python_literals_as_the_wrapper_arguments_do() -> None:
+    """``is_slippery=False`` is the bool (it was the truthy text 'False'), as JSON's false is."""
+    assert parse_env_kwargs(["is_slippery=False", "map_name=8x8", '{"desc": null}']) == {
+        "is_slippery": False,
+        "map_name": "8x8",
+        "desc": None,
+    }
 
 
 def test_unknown_config_field_is_reported() -> None:

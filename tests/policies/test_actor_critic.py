@@ -5,6 +5,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from typedrl.distributed import SingleProcess
 from typedrl.errors import ConfigError, SpecError
 from typedrl.policies import MLPActorCritic
 from typedrl.protocols import ActorCritic
@@ -105,20 +106,15 @@ def test_errors() -> None:
     """Unsupported spaces and missing keys raise typedrl errors."""
     with pytest.raises(ConfigError, match="Box and Discrete"):
         MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.MultiDiscrete([2, 2]))
-    with pytest.raises(
-        ConfigError,
-        match=r"must be a Box space.*; --wrapper FlattenObservation makes it a one-hot",
-    ):
-        MLPActorCritic(gym.spaces.Discrete(3), gym.spaces.Discrete(2))
-    grid = gym.spaces.Dict(
-        {"direction": gym.spaces.Discrete(4), "image": gym.spaces.Box(0, 255, (7, 7, 3))}
+    mission = gym.spaces.Dict(
+        {"mission": gym.spaces.Text(8), "image": gym.spaces.Box(0, 255, (7, 7, 3))}
     )
     with pytest.raises(
         ConfigError,
-        match=r"'direction' must be a Box space.*keep the Box keys with --wrapper "
-        r"'FilterObservation\(filter_keys=\[\"image\"\]\)' or flatten every key",
+        match=r"'mission' must be a Box, Discrete, MultiDiscrete or MultiBinary space.*keep "
+        r"the Box keys with --wrapper 'FilterObservation\(filter_keys=\[\"image\"\]\)'",
     ):
-        MLPActorCritic(grid, gym.spaces.Discrete(2))
+        MLPActorCritic(mission, gym.spaces.Discrete(2), actor_keys=["mission", "image"])
     model = MLPActorCritic(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2))
     with pytest.raises(SpecError, match=r"lacks keys \['obs'\]"):
         model.act(_obs(2, policy=3))
@@ -126,7 +122,6 @@ def test_errors() -> None:
 
 def test_observation_normalisation_lives_in_the_model() -> None:
     """Normalisers are part of the model's state and change only through update_normalizers."""
-    from typedrl.distributed import SingleProcess
     from typedrl.normalization import RunningMeanStd
 
     torch.manual_seed(0)
@@ -212,3 +207,67 @@ def test_tensor_fast_paths_equal_the_tensordict_methods(
     assert torch.equal(log_prob, scored["log_prob"])
     assert torch.equal(entropy, scored["entropy"])
     assert torch.equal(value, model.value(batch))
+
+
+def test_index_observations_reach_the_networks_as_one_hot_codes() -> None:
+    """Discrete, MultiDiscrete and MultiBinary keys: codes, never normalised; Box keys are."""
+    space = gym.spaces.Dict(
+        {
+            "direction": gym.spaces.Discrete(4, start=1),
+            "doors": gym.spaces.MultiDiscrete([2, 3]),
+            "flags": gym.spaces.MultiBinary(2),
+            "image": gym.spaces.Box(0.0, 1.0, (2, 2)),
+        }
+    )
+    model = MLPActorCritic(space, gym.spaces.Discrete(3), normalize_observations=True)
+    first = model.actor[0]
+    assert isinstance(first, torch.nn.Linear)
+    assert first.in_features == 4 + (2 + 3) + 2 + 4
+    assert model.obs_normalizers is not None
+    assert sorted(model.obs_normalizers.keys()) == ["image"]
+    obs = TensorDict(
+        {
+            "direction": torch.tensor([1, 4]),
+            "doors": torch.tensor([[0, 2], [1, 0]]),
+            "flags": torch.tensor([[1, 0], [0, 1]], dtype=torch.int8),
+            "image": torch.rand(2, 2, 2),
+        },
+        batch_size=[2],
+    )
+    features = model._features(obs, model.actor_keys)
+    expected_codes = torch.tensor(
+        [[1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0], [0, 0, 0, 1, 0, 1, 1, 0, 0, 0, 1]],
+        dtype=torch.float32,
+    )
+    assert torch.equal(features[:, :11], expected_codes)
+    out = model.act(obs)
+    assert out["action"].shape == (2,)
+    exported = model.deterministic_actor(space)
+    flat = torch.cat(
+        [
+            obs["direction"].reshape(2, 1).float(),
+            obs["doors"].float(),
+            obs["flags"].float(),
+            obs["image"].reshape(2, 4),
+        ],
+        dim=-1,
+    )
+    assert exported.obs_dim == 9
+    assert torch.equal(exported(flat), model.act(obs, deterministic=True)["action"])
+
+
+def test_normalised_box_keys_beside_codes_export_as_trained() -> None:
+    """With statistics, the exported actor normalises the Box columns and leaves the index."""
+    space = gym.spaces.Dict({"x": gym.spaces.Box(-5.0, 5.0, (3,)), "mode": gym.spaces.Discrete(12)})
+    model = MLPActorCritic(space, gym.spaces.Box(-1, 1, (2,)), normalize_observations=True)
+    obs = TensorDict(
+        {"x": 3.0 * torch.randn(64, 3) + 1.0, "mode": torch.randint(0, 12, (64,))},
+        batch_size=[64],
+    )
+    model.update_normalizers(obs, dist=SingleProcess())
+    exported = model.deterministic_actor(space)
+    # A Dict space orders its keys: the layout is "mode", then "x".
+    assert model.actor_keys == ("mode", "x")
+    flat = torch.cat([obs["mode"].reshape(64, 1).float(), obs["x"]], dim=-1)
+    expected = model.act(obs, deterministic=True)["action"]
+    assert torch.allclose(exported(flat), expected, atol=1e-6)

@@ -9,6 +9,7 @@ package can extend. The run folder's ``config.yaml`` itself is
 :mod:`typedrl.runs`'s.
 """
 
+import ast
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
@@ -92,8 +93,31 @@ class ResolvedRun:
         return document
 
 
+def parse_value(raw: str) -> Any:
+    """A command-line value: JSON where it parses, else a Python literal, else the text itself.
+
+    So ``false`` and ``False`` are both the bool, ``null`` and ``None`` both
+    ``None``, ``[32, 32]`` a list, and ``linear`` (or ``'linear'``) the text.
+    Nothing is evaluated: :func:`ast.literal_eval` reads literals only.
+
+    Example:
+        >>> parse_value("False"), parse_value("false"), parse_value("None"), parse_value("0.5")
+        (False, False, None, 0.5)
+        >>> parse_value("rgb_array"), parse_value("'42'")
+        ('rgb_array', '42')
+    """
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return ast.literal_eval(raw.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return raw
+
+
 def parse_override(text: str) -> tuple[str, Any]:
-    """Split ``KEY=VALUE``; the value is JSON where it parses (numbers, lists, true) else text.
+    """Split ``KEY=VALUE``; the value is read by :func:`parse_value`.
 
     Example:
         >>> parse_override("actor_hidden=[32, 32]")
@@ -105,21 +129,17 @@ def parse_override(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key:
         raise ConfigError(f"--set expects KEY=VALUE, got {text!r}")
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
-    return key, value
+    return key, parse_value(raw)
 
 
 def parse_env_kwargs(items: Sequence[str], *, flag: str = "--env-kwargs") -> dict[str, Any]:
-    """Merge ``--env-kwargs`` items: each a JSON object or ``key=value`` (value JSON or text).
+    """Merge ``--env-kwargs`` items: each a JSON object or ``key=value`` (see :func:`parse_value`).
 
     ``--policy-kwargs`` items are read alike (``flag`` names the option in messages).
 
     Example:
-        >>> parse_env_kwargs(['{"g": 9.81}', "render_mode=rgb_array"])
-        {'g': 9.81, 'render_mode': 'rgb_array'}
+        >>> parse_env_kwargs(['{"g": 9.81}', "render_mode=rgb_array", "is_slippery=False"])
+        {'g': 9.81, 'render_mode': 'rgb_array', 'is_slippery': False}
     """
     merged: dict[str, Any] = {}
     for item in items:
@@ -135,10 +155,7 @@ def parse_env_kwargs(items: Sequence[str], *, flag: str = "--env-kwargs") -> dic
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"{flag} expects a JSON object or KEY=VALUE, got {item!r}")
-        try:
-            merged[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            merged[key.strip()] = raw
+        merged[key.strip()] = parse_value(raw)
     return merged
 
 

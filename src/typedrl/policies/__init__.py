@@ -1,7 +1,8 @@
 """Policies: the MLP actor-critic of PPO, the differentiable MLP policy of APG and SHAC.
 
-Also their distributions, the MLP builder, their flat export module and
-:class:`PolicyFactory`, how a run records the policy it trains.
+Also their distributions, the MLP builder, the one-hot encoding of index
+observations, their flat export module and :class:`PolicyFactory`, how a run
+records the policy it trains.
 """
 
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from typedrl.policies._distributions import Categorical as Categorical
     from typedrl.policies._distributions import DiagonalGaussian as DiagonalGaussian
     from typedrl.policies._factory import PolicyFactory as PolicyFactory
+    from typedrl.policies._features import DiscreteOneHot as DiscreteOneHot
     from typedrl.policies._flat_actor import FlatActor as FlatActor
     from typedrl.policies._mlp import build_mlp as build_mlp
 else:
@@ -26,6 +28,7 @@ else:
             "DifferentiableMLPPolicy": "typedrl.policies._differentiable",
             "Categorical": "typedrl.policies._distributions",
             "DiagonalGaussian": "typedrl.policies._distributions",
+            "DiscreteOneHot": "typedrl.policies._features",
             "FlatActor": "typedrl.policies._flat_actor",
             "PolicyFactory": "typedrl.policies._factory",
             "Activation": "typedrl.policies._activation",
@@ -38,6 +41,7 @@ __all__ = [
     "Categorical",
     "DiagonalGaussian",
     "DifferentiableMLPPolicy",
+    "DiscreteOneHot",
     "FlatActor",
     "MLPActorCritic",
     "PolicyFactory",

@@ -14,7 +14,7 @@ from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
-from typedrl.policies._features import default_keys, flat_size
+from typedrl.policies._features import DiscreteOneHot, default_keys, key_spaces
 from typedrl.policies._flat_actor import FlatActor
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import BatchAction, BatchScalar, EnvScalar, Obs
@@ -40,8 +40,10 @@ class MLPActorCritic(nn.Module):
     :class:`~typedrl.protocols.SupportsDeterministicActor`.
 
     Args:
-        observation_space: The env's single observation space (``Box`` stored
-            under ``"obs"``, or a ``Dict`` of ``Box`` entries).
+        observation_space: The env's single observation space (a ``Box``,
+            ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` stored under
+            ``"obs"``, or a ``Dict`` of those). Indices reach the networks as
+            one-hot codes (:class:`~typedrl.policies.DiscreteOneHot`).
         action_space: The env's single action space (``Box`` or ``Discrete``).
         actor_hidden: Hidden layer widths of the actor.
         critic_hidden: Hidden layer widths of the critic.
@@ -52,8 +54,8 @@ class MLPActorCritic(nn.Module):
             present, else the actor's keys.
         log_std_init: Initial log standard deviation of the Gaussian head.
         learn_std: Whether the log standard deviation is a learnable parameter.
-        normalize_observations: Normalise every observation key the networks
-            read with running statistics (:class:`~typedrl.normalization.RunningMeanStd`,
+        normalize_observations: Normalise every ``Box`` observation key the
+            networks read with running statistics (:class:`~typedrl.normalization.RunningMeanStd`,
             one per key) held inside the model, so that checkpoints, evaluation
             and export see exactly what training saw. The statistics change only
             through :meth:`update_normalizers`, never in a forward pass.
@@ -97,8 +99,12 @@ class MLPActorCritic(nn.Module):
         self.critic_keys = tuple(
             critic_keys or (("critic",) if has_critic_group else self.actor_keys)
         )
-        actor_in = flat_size(observation_space, self.actor_keys, where)
-        critic_in = flat_size(observation_space, self.critic_keys, where)
+        # Index observations (Discrete, MultiDiscrete) reach the networks as one-hot codes.
+        self.actor_encoding = DiscreteOneHot(observation_space, self.actor_keys, where)
+        self.critic_encoding = DiscreteOneHot(observation_space, self.critic_keys, where)
+        actor_in = self.actor_encoding.width
+        critic_in = self.critic_encoding.width
+        spaces = key_spaces(observation_space)
         self.action_shape: tuple[int, ...]
         self.action_start = 0
         if isinstance(action_space, gym.spaces.Box):
@@ -117,15 +123,12 @@ class MLPActorCritic(nn.Module):
             )
         self.obs_normalizers: nn.ModuleDict | None = None
         if normalize_observations:
-            spaces = (
-                dict(observation_space.spaces)
-                if isinstance(observation_space, gym.spaces.Dict)
-                else {"obs": observation_space}
-            )
+            # Box keys only: an index or a 0/1 entry is a code, not a measurement.
             self.obs_normalizers = nn.ModuleDict(
                 {
                     key: RunningMeanStd(tuple(spaces[key].shape or ()), clip=observation_clip)
                     for key in dict.fromkeys(self.actor_keys + self.critic_keys)
+                    if isinstance(spaces[key], gym.spaces.Box)
                 }
             )
         self.actor = build_mlp(
@@ -155,10 +158,13 @@ class MLPActorCritic(nn.Module):
             raise SpecError(
                 f"MLPActorCritic: observation lacks keys {missing}; it has {sorted(obs.keys())}"
             )
-        parts = [self._normalized(key, obs[key]).reshape(batch, -1) for key in keys]
+        # Observations of any dtype (float64 envs, integer images, indices) meet the
+        # networks' dtype.
+        parts = [self._normalized(key, obs[key]).reshape(batch, -1).to(self._dtype) for key in keys]
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-        # Observations of any dtype (float64 envs, integer images) meet the networks' dtype.
-        return features.to(self._dtype)
+        encoding = self.actor_encoding if keys == self.actor_keys else self.critic_encoding
+        encoded: Tensor = encoding(features)
+        return encoded
 
     @property
     def _dtype(self) -> torch.dtype:
@@ -166,7 +172,7 @@ class MLPActorCritic(nn.Module):
         return first.dtype
 
     def _normalized(self, key: str, value: Tensor) -> Tensor:
-        if self.obs_normalizers is None:
+        if self.obs_normalizers is None or key not in self.obs_normalizers:
             return value
         # __init__ puts a RunningMeanStd under every key.
         normalizer = cast("RunningMeanStd", self.obs_normalizers[key])

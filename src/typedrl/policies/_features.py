@@ -1,15 +1,30 @@
-"""The observation keys a policy network reads, and the width of their flat features."""
+"""The observation keys a policy network reads, their flat layout, and its encoding.
+
+A policy's observation keys, each flattened and concatenated in order, are its
+*flat layout*: a ``Box`` gives its values, a ``Discrete`` its index (one
+column), a ``MultiDiscrete`` its indices, a ``MultiBinary`` its 0/1 entries.
+:class:`DiscreteOneHot` turns that layout into a network's input: the index
+columns become one-hot codes, the rest passes through. The layout is also the
+input of an exported policy (:class:`~typedrl.policies.FlatActor`), which
+encodes it the same way.
+"""
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, final
 
 import gymnasium as gym
+import numpy as np
+import torch
+from torch import Tensor, nn
 
+from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
 
-__all__ = ["default_keys", "flat_size"]
+__all__ = ["DiscreteOneHot", "default_keys", "flat_size", "key_spaces", "layout_width"]
+
+_LEAVES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
 def default_keys(space: gym.Space[Any], preferred: Sequence[str]) -> tuple[str, ...]:
@@ -46,8 +61,118 @@ def _box_hint(space: gym.Space[Any], sub: gym.Space[Any] | None) -> str:
     return ""
 
 
+def key_spaces(space: gym.Space[Any]) -> dict[str, gym.Space[Any]]:
+    """The observation space by key: a ``Dict``'s entries, else ``{"obs": space}``."""
+    return dict(space.spaces) if isinstance(space, gym.spaces.Dict) else {"obs": space}
+
+
+def _leaf(space: gym.Space[Any], key: str, where: str) -> gym.Space[Any]:
+    """The space of ``key``, one a network can read (Box, Discrete, MultiDiscrete, MultiBinary)."""
+    spaces = key_spaces(space)
+    sub = spaces.get(key)
+    if not isinstance(sub, _LEAVES):
+        raise ConfigError(
+            f"{where}: observation key {key!r} must be a Box, Discrete, MultiDiscrete or "
+            f"MultiBinary space, got {describe(sub)}; available keys: {sorted(spaces)}"
+            f"{_box_hint(space, sub)}"
+        )
+    return sub
+
+
+def layout_width(space: gym.Space[Any], keys: Sequence[str], where: str) -> int:
+    """The width of ``keys``' flat layout (an index is one column; see the module docstring).
+
+    Raises:
+        ConfigError: A key is missing or of a space a network cannot read.
+
+    Example:
+        >>> space = gym.spaces.Dict({"x": gym.spaces.Box(-1, 1, (3,)), "d": gym.spaces.Discrete(4)})
+        >>> layout_width(space, ("x", "d"), "MyPolicy")
+        4
+    """
+    return sum(math.prod(_leaf(space, key, where).shape or ()) for key in keys)
+
+
+@final
+class DiscreteOneHot(nn.Module):
+    """A flat layout (see the module docstring) with its index columns as one-hot codes.
+
+    ``Box`` and ``MultiBinary`` columns pass through; each ``Discrete`` and
+    ``MultiDiscrete`` column ``c`` of a space with ``n`` values from ``start``
+    becomes ``n`` columns, ``1`` at ``c - start``. Only tensor operations on
+    fixed slices, so it traces and exports with a dynamic batch size.
+
+    Args:
+        space: The observation space.
+        keys: The keys of the layout, in order.
+        where: Who reads the keys (named in errors).
+
+    Example:
+        >>> space = gym.spaces.Dict({"x": gym.spaces.Box(-1, 1, (2,)), "d": gym.spaces.Discrete(3)})
+        >>> encode = DiscreteOneHot(space, ("x", "d"), "MyPolicy")
+        >>> encode.width, encode(torch.tensor([[0.5, -0.5, 2.0]])).tolist()
+        (5, [[0.5, -0.5, 0.0, 0.0, 1.0]])
+    """
+
+    def __init__(self, space: gym.Space[Any], keys: Sequence[str], where: str) -> None:
+        super().__init__()
+        # (start, stop, first, count): a run of columns passed through when count is 0, else
+        # the index column `start` of a space with `count` values from `first`.
+        self._segments: list[tuple[int, int, int, int]] = []
+        column = 0
+        width = 0
+        for key in keys:
+            sub = _leaf(space, key, where)
+            size = math.prod(sub.shape or ())
+            if isinstance(sub, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+                counts, starts = _counts_and_starts(sub)
+                for offset, (count, first) in enumerate(zip(counts, starts, strict=True)):
+                    self._segments.append((column + offset, column + offset + 1, first, count))
+                    width += count
+            elif self._segments and self._segments[-1][3] == 0:
+                # Consecutive columns that pass through are one slice.
+                self._segments[-1] = (self._segments[-1][0], column + size, 0, 0)
+                width += size
+            else:
+                self._segments.append((column, column + size, 0, 0))
+                width += size
+            column += size
+        self.layout_width = column
+        """Width of the flat layout this module reads."""
+        self.width = width
+        """Width of the encoding: the network's input."""
+        self.encodes = any(count > 0 for *_, count in self._segments)
+        """Whether some column is an index (else the module returns its input)."""
+
+    @_validation.no_type_check
+    def forward(self, flat: Tensor) -> Tensor:
+        """``[batch, layout_width]`` features as ``[batch, width]``, in ``flat``'s dtype."""
+        if not self.encodes:
+            return flat
+        pieces: list[Tensor] = []
+        for start, stop, first, count in self._segments:
+            if count == 0:
+                pieces.append(flat[:, start:stop])
+                continue
+            codes = flat[:, start].round().to(torch.int64) - first
+            values = torch.arange(count, device=flat.device)
+            pieces.append((codes.unsqueeze(-1) == values).to(flat.dtype))
+        return torch.cat(pieces, dim=-1)
+
+
+def _counts_and_starts(
+    space: gym.spaces.Discrete | gym.spaces.MultiDiscrete,
+) -> tuple[list[int], list[int]]:
+    """Each index column's number of values and first value, flattened in order."""
+    if isinstance(space, gym.spaces.Discrete):
+        return [int(space.n)], [int(space.start)]
+    counts = np.asarray(space.nvec).reshape(-1)
+    starts = np.broadcast_to(np.asarray(space.start), np.asarray(space.nvec).shape).reshape(-1)
+    return [int(count) for count in counts], [int(first) for first in starts]
+
+
 def flat_size(space: gym.Space[Any], keys: Sequence[str], where: str) -> int:
-    """The width of ``keys``' observations, flattened and concatenated in order.
+    """The width of ``keys``' ``Box`` observations, flattened and concatenated in order.
 
     Raises:
         ConfigError: A key is missing or not a ``Box`` space (``where`` names the owner).

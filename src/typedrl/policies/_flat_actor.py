@@ -1,6 +1,7 @@
 """The deterministic actor of the MLP policies as a flat-tensor module (their export form)."""
 
 import copy
+import math
 from typing import Any, cast, final
 
 import gymnasium as gym
@@ -11,32 +12,41 @@ from torch import Tensor, nn
 from typedrl import _validation
 from typedrl.errors import ConfigError
 from typedrl.normalization import RunningMeanStd
-from typedrl.policies._features import flat_size
+from typedrl.policies._features import DiscreteOneHot, key_spaces
 
 __all__ = ["FlatActor"]
 
 
 def _normalization_stats(
-    normalizers: nn.ModuleDict | None, keys: tuple[str, ...]
-) -> tuple[Tensor, Tensor, float | None]:
-    """The concatenated float64 mean and ``rsqrt(var + epsilon)`` of ``keys``, and the clip."""
-    if normalizers is None:
-        empty = torch.zeros(0, dtype=torch.float64)
-        return empty, empty.clone(), None
+    normalizers: nn.ModuleDict | None, keys: tuple[str, ...], widths: dict[str, int]
+) -> tuple[Tensor, Tensor, Tensor, float | None]:
+    """The layout's float64 mean, ``rsqrt(var + epsilon)``, normalised columns and clip.
+
+    A key without a normaliser (an index or 0/1 key) has mean 0, scale 1 and is left out of
+    the mask.
+    """
     means: list[Tensor] = []
     scales: list[Tensor] = []
+    masks: list[Tensor] = []
     clips: set[float | None] = set()
     for key in keys:
-        # The policies put a RunningMeanStd under every key.
+        width = widths[key]
+        if normalizers is None or key not in normalizers:
+            means.append(torch.zeros(width, dtype=torch.float64))
+            scales.append(torch.ones(width, dtype=torch.float64))
+            masks.append(torch.zeros(width, dtype=torch.bool))
+            continue
+        # The policies put a RunningMeanStd under every Box key.
         normalizer = cast("RunningMeanStd", normalizers[key])
         # (x - mean) * rsqrt(var + epsilon), as RunningMeanStd.normalize computes it.
         variance = normalizer.var.detach().to(torch.float64)
         means.append(normalizer.mean.detach().to(torch.float64).reshape(-1))
         scales.append(torch.rsqrt(variance + normalizer.epsilon).reshape(-1))
+        masks.append(torch.ones(width, dtype=torch.bool))
         clips.add(normalizer.clip)
     if len(clips) > 1:
         raise ConfigError(f"FlatActor: the observation keys are clipped differently: {clips}")
-    return torch.cat(means), torch.cat(scales), clips.pop()
+    return torch.cat(means), torch.cat(scales), torch.cat(masks), clips.pop() if clips else None
 
 
 @final
@@ -56,9 +66,13 @@ class FlatActor(nn.Module):
     :meth:`DifferentiableMLPPolicy.deterministic_actor
     <typedrl.policies.DifferentiableMLPPolicy.deterministic_actor>`.
 
+    Its input is the flat layout of the actor's keys (an index observation is
+    one column), encoded as the policy encodes it
+    (:class:`~typedrl.policies.DiscreteOneHot`).
+
     Raises:
-        ConfigError: An observation key is not a ``Box``, or the keys'
-            normalisers clip differently.
+        ConfigError: An observation key is of a space a network cannot read,
+            or the keys' normalisers clip differently.
     """
 
     def __init__(
@@ -78,19 +92,24 @@ class FlatActor(nn.Module):
     ) -> None:
         super().__init__()
         self.net = copy.deepcopy(net)
-        self.obs_dim = flat_size(observation_space, keys, "FlatActor")
+        self.encoding = DiscreteOneHot(observation_space, keys, "FlatActor")
+        self.obs_dim = self.encoding.layout_width
         self.action_shape = action_shape
         self.discrete = discrete
         self.action_start = action_start
         self.squash = squash
         self.net_dtype = next(iter(self.net.parameters())).dtype
-        self.normalizes = normalizers is not None
-        mean, scale, self.clip = _normalization_stats(normalizers, keys)
+        spaces = key_spaces(observation_space)
+        widths = {key: math.prod(spaces[key].shape or ()) for key in keys}
+        mean, scale, normalized, self.clip = _normalization_stats(normalizers, keys, widths)
+        self.normalizes = normalizers is not None and bool(normalized.any())
         self.obs_mean: Tensor
         self.obs_scale: Tensor
         self.register_buffer("obs_mean", mean)
         self.register_buffer("obs_scale", scale)
         mask = None if normalize_mask is None else normalize_mask.detach().clone()
+        if self.normalizes and not bool(normalized.all()):
+            mask = normalized if mask is None else mask & normalized
         # Features whose mask entry is False (sines, one-hot codes) bypass the normaliser.
         self.partial_mask = mask is not None and not bool(mask.all())
         self.normalize_mask: Tensor
@@ -129,7 +148,7 @@ class FlatActor(nn.Module):
                 if self.partial_mask
                 else normalized
             )
-        out: Tensor = self.net(features.to(self.net_dtype))
+        out: Tensor = self.net(self.encoding(features.to(self.net_dtype)))
         if self.discrete:
             index = out.argmax(-1)
             return index + self.action_start if self.action_start else index
