@@ -17,8 +17,31 @@ from typedrl.types import ObsVector
 __all__ = ["GymnasiumVectorView", "NumpyVectorView"]
 
 
+class _TorchEnvView:
+    """What both views share: the torch env, its spaces batched, its action dtype, its close.
+
+    Each view declares ``torch_env`` itself, so that the API reference documents it there.
+    """
+
+    def __init__(self, env: BaseTorchVecEnv) -> None:
+        self._env = env
+        self.num_envs = env.num_envs
+        self.single_observation_space = env.single_observation_space
+        self.single_action_space = env.single_action_space
+        self.observation_space = batch_space(env.single_observation_space, env.num_envs)
+        self.action_space = batch_space(env.single_action_space, env.num_envs)
+        self._action_dtype = (
+            env.dtype if isinstance(env.single_action_space, gym.spaces.Box) else torch.int64
+        )
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close the wrapped torch env."""
+        del kwargs
+        self._env.close()
+
+
 @final
-class GymnasiumVectorView(gym.vector.VectorEnv[Tensor, Tensor, Tensor]):
+class GymnasiumVectorView(_TorchEnvView, gym.vector.VectorEnv[Tensor, Tensor, Tensor]):
     """Gymnasium's ``VectorEnv`` interface over a :class:`BaseTorchVecEnv`.
 
     This is what ``gymnasium.make_vec("typedrl/<Name>-v0", num_envs=N,
@@ -57,17 +80,6 @@ class GymnasiumVectorView(gym.vector.VectorEnv[Tensor, Tensor, Tensor]):
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}  # noqa: RUF012
 
-    def __init__(self, env: BaseTorchVecEnv) -> None:
-        self._env = env
-        self.num_envs = env.num_envs
-        self.single_observation_space = env.single_observation_space
-        self.single_action_space = env.single_action_space
-        self.observation_space = batch_space(env.single_observation_space, env.num_envs)
-        self.action_space = batch_space(env.single_action_space, env.num_envs)
-        self._action_dtype = (
-            env.dtype if isinstance(env.single_action_space, gym.spaces.Box) else torch.int64
-        )
-
     @property
     def torch_env(self) -> BaseTorchVecEnv:
         """The wrapped torch env."""
@@ -105,14 +117,11 @@ class GymnasiumVectorView(gym.vector.VectorEnv[Tensor, Tensor, Tensor]):
             info["_final_obs"] = result.done
         return result.obs["obs"], result.reward, result.terminated, result.truncated, info
 
-    def close_extras(self, **kwargs: Any) -> None:
-        """Close the wrapped torch env."""
-        del kwargs
-        self._env.close()
-
 
 @final
-class NumpyVectorView(gym.vector.VectorEnv[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]):
+class NumpyVectorView(
+    _TorchEnvView, gym.vector.VectorEnv[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]
+):
     """Gymnasium's ``VectorEnv`` interface over a :class:`BaseTorchVecEnv`, with NumPy arrays.
 
     This is what ``gymnasium.make_vec("typedrl/<Name>-v0", num_envs=N)`` returns
@@ -150,17 +159,6 @@ class NumpyVectorView(gym.vector.VectorEnv[npt.NDArray[Any], npt.NDArray[Any], n
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}  # noqa: RUF012
-
-    def __init__(self, env: BaseTorchVecEnv) -> None:
-        self._env = env
-        self.num_envs = env.num_envs
-        self.single_observation_space = env.single_observation_space
-        self.single_action_space = env.single_action_space
-        self.observation_space = batch_space(env.single_observation_space, env.num_envs)
-        self.action_space = batch_space(env.single_action_space, env.num_envs)
-        self._action_dtype = (
-            env.dtype if isinstance(env.single_action_space, gym.spaces.Box) else torch.int64
-        )
 
     @property
     def torch_env(self) -> BaseTorchVecEnv:
@@ -202,11 +200,6 @@ class NumpyVectorView(gym.vector.VectorEnv[npt.NDArray[Any], npt.NDArray[Any], n
             info["final_obs"] = final_obs
             info["_final_obs"] = done
         return _numpy(result.obs["obs"]), _numpy(result.reward), terminated, truncated, info
-
-    def close_extras(self, **kwargs: Any) -> None:
-        """Close the wrapped torch env."""
-        del kwargs
-        self._env.close()
 
 
 def _numpy(tensor: Tensor) -> npt.NDArray[Any]:
