@@ -18,7 +18,6 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
 
@@ -144,7 +143,6 @@ class DiscreteOneHot(nn.Module):
         self.encodes = any(count > 0 for *_, count in self._segments)
         """Whether some column is an index (else the module returns its input)."""
 
-    @_validation.no_type_check
     def forward(self, flat: Tensor) -> Tensor:
         """``[batch, layout_width]`` features as ``[batch, width]``, in ``flat``'s dtype."""
         if not self.encodes:
