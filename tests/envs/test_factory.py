@@ -131,10 +131,15 @@ def test_async_workers_ignore_group_signals_but_not_their_parent() -> None:
     # The workers are still there: the step goes through.
     _, reward, _, _, _ = env.step(torch.zeros(2, dtype=torch.int64))
     assert reward.shape == (2,)
-    # A forced close terminates them (SIGTERM from their parent) instead of hanging.
-    raw.close(terminate=True)
-    assert all(not process.is_alive() for process in raw.processes)
+    # A SIGTERM from their parent ends them (sent while their pipes are still open, so
+    # that no worker can end first on the end of file a close would give it).
+    for process in raw.processes:
+        process.terminate()
+    for process in raw.processes:
+        process.join(timeout=10)
     assert [process.exitcode for process in raw.processes] == [128 + signal.SIGTERM] * 2
+    # A forced close of the ended workers returns instead of hanging.
+    raw.close(terminate=True)
 
 
 def test_async_envs_leave_this_process_signals_alone() -> None:
