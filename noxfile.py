@@ -16,7 +16,7 @@ nox.needs_version = ">=2024.10.9"
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
-nox.options.sessions = ["lint", "typecheck", "tests", "property_tests", "docs"]
+nox.options.sessions = ["lint", "typecheck", "tests", "docs"]
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
@@ -34,25 +34,32 @@ def _install(session: nox.Session, *groups: str, package: bool = True) -> None:
     session.install(*CONSTRAINTS, *targets, *requirements)
 
 
+def _hypothesis_profile() -> dict[str, str]:
+    """Hypothesis profile ``ci`` under CI, else ``dev``; a set HYPOTHESIS_PROFILE wins."""
+    return {
+        "HYPOTHESIS_PROFILE": os.environ.get(
+            "HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"
+        )
+    }
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit, integration and doc tests with jaxtyping + beartype shape checks on."""
+    """Unit, integration, doc and property tests, with jaxtyping + beartype shape checks on.
+
+    One pytest run over ``tests``, ``property_tests`` and the doctests of ``src``
+    (pyproject's ``testpaths``): one install and one pool of workers for both
+    suites. Paths after ``--`` run those alone.
+    """
     _install(session, "test")
-    session.run("pytest", *PARALLEL, *session.posargs)
+    session.run("pytest", *PARALLEL, *session.posargs, env=_hypothesis_profile())
 
 
-@nox.session
+@nox.session(default=False)
 def property_tests(session: nox.Session) -> None:
-    """Hypothesis property tests: profile ``ci`` under CI, else ``dev``; HYPOTHESIS_PROFILE wins."""
+    """Only the hypothesis property tests (the default ``tests`` session runs them too)."""
     _install(session, "test")
-    profile = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
-    session.run(
-        "pytest",
-        "property_tests",
-        *PARALLEL,
-        *session.posargs,
-        env={"HYPOTHESIS_PROFILE": profile},
-    )
+    session.run("pytest", "property_tests", *PARALLEL, *session.posargs, env=_hypothesis_profile())
 
 
 @nox.session

@@ -38,6 +38,7 @@ def _train_cartpole(env_id: str, seed: int, num_envs: int, config: PPOConfig) ->
     return score
 
 
+@pytest.mark.slow
 def test_cartpole_v1_reaches_475_within_100k_steps() -> None:
     """Gymnasium CartPole-v1, 8 envs, seed 0: deterministic eval return >= 475 in 100k steps."""
     assert _train_cartpole("CartPole-v1", 0, 8, CARTPOLE) >= 475.0

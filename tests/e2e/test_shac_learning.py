@@ -63,6 +63,7 @@ def _swing_up(*, seed: int, num_envs: int, total_updates: int) -> tuple[float, f
     return before, after
 
 
+@pytest.mark.slow
 def test_swing_up_improves_clearly_in_100_updates() -> None:
     """32 envs, 100 windows of 32 steps (about 10 s), seed 0: eval score 0 -> above 100."""
     before, after = _swing_up(seed=0, num_envs=32, total_updates=100)
