@@ -31,6 +31,7 @@ from typedrl._config_fields import (
     boolean,
     field_checks,
     from_dict,
+    non_empty_text,
     text,
     to_dict,
 )
@@ -48,6 +49,7 @@ from typedrl._validation import (
     unit_interval,
 )
 from typedrl._wrapper_spec import wrapper_text
+from typedrl.configs import _file_path, _run_options, _tuned_fields
 from typedrl.errors import ConfigError
 
 
@@ -100,6 +102,10 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
     json_object: ([1, 2], {1: "a"}, {"shape": (1, 2)}, {"x": np.float64(1.0)}),
     boolean: (1, 0, "yes", None),
     text: (3, b"text", None),
+    non_empty_text: ("", " ", 3, None),
+    _tuned_fields: ([], {"seed": 1}),
+    _run_options: ([], {"devices": 2}),
+    _file_path: (3, b"tuned.yaml"),
     wrapper_text: (3, None, "", "Frame(4)", "Frame(a=x)", {"name": "Frame"}),
 }
 """Values each check of typedrl._validation and _config_fields refuses (its boundaries)."""
@@ -143,7 +149,22 @@ def test_the_config_classes_are_found() -> None:
         "DifferentiableTrainerConfig",
         "RunOptions",
         "RunSettings",
+        "TunedConfig",
     }
+
+
+_REQUIRED: dict[str, dict[str, Any]] = {
+    "DifferentiableTrainerConfig": {"total_updates": 1},
+    "TunedConfig": {
+        "source": "measured",
+        "algo": "ppo",
+        "env_id": "CartPole-v1",
+        "num_envs": 1,
+        "config": {},
+    },
+}
+"""What a class needs beyond its defaults (the trainer config: exactly one budget; a tuned
+file: its required keys)."""
 
 
 @pytest.mark.usefixtures("without_runtime_checks")
@@ -158,7 +179,7 @@ def test_every_field_refuses_its_invalid_values(cls: type[Any], owner: str) -> N
     failures: list[str] = []
     for field_, rule in field_checks(cls):
         for value in _refused(rule):
-            given = {field_.name: value}
+            given = {**_REQUIRED.get(cls.__name__, {}), field_.name: value}
             builds = {
                 "the constructor": partial(construct, **given),
                 "from_dict": partial(from_dict, cls, given, owner=owner),
@@ -181,10 +202,6 @@ def _refusal(build: Callable[[], object], owner: str, name: str, value: object) 
             return ""
         return f"{name}={value!r}: {message}"
     return f"{name}={value!r} was accepted"
-
-
-_REQUIRED: dict[str, dict[str, Any]] = {"DifferentiableTrainerConfig": {"total_updates": 1}}
-"""What a class needs beyond its defaults (the trainer config: exactly one budget)."""
 
 
 @pytest.mark.parametrize(("cls", "owner"), _BY_CLASS)
