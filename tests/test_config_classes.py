@@ -51,6 +51,7 @@ from typedrl._validation import (
 from typedrl._wrapper_spec import wrapper_text
 from typedrl.configs import _file_path, _run_options, _tuned_fields
 from typedrl.errors import ConfigError
+from typedrl.testing._isaaclab_fake import _int
 
 
 def _config_classes() -> list[tuple[type[Any], str]]:
@@ -106,6 +107,7 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
     _tuned_fields: ([], {"seed": 1}),
     _run_options: ([], {"devices": 2}),
     _file_path: (3, b"tuned.yaml"),
+    _int: (True, 1.0, "1"),
     wrapper_text: (3, None, "", "Frame(4)", "Frame(a=x)", {"name": "Frame"}),
 }
 """Values each check of typedrl._validation and _config_fields refuses (its boundaries)."""
