@@ -50,6 +50,8 @@ from typedrl._validation import (
 )
 from typedrl._wrapper_spec import wrapper_text
 from typedrl.configs import _file_path, _run_options, _tuned_fields
+from typedrl.envs._mjcf_task import _bound, _model_file
+from typedrl.envs.newton._task import _keywords, _one_or_per_dof
 from typedrl.errors import ConfigError
 from typedrl.testing._isaaclab_fake import _int
 
@@ -57,7 +59,8 @@ from typedrl.testing._isaaclab_fake import _int
 def _config_classes() -> list[tuple[type[Any], str]]:
     """Every class whose ``__post_init__`` calls ``_config_fields.validate``, with its owner name.
 
-    Found in the package's source, so a new config class is covered without naming it here.
+    Found in the package's source, so a new config class is covered without naming it here;
+    the package's subclasses of such a class (which inherit the call) are covered too.
     """
     root = Path(typedrl.__file__).parent
     found: list[tuple[type[Any], str]] = []
@@ -81,7 +84,19 @@ def _config_classes() -> list[tuple[type[Any], str]]:
                     if keyword.arg == "owner" and isinstance(keyword.value, ast.Constant):
                         owner = str(keyword.value.value)
                 found.append((getattr(module, node.name), owner))
-    return found
+    subclasses = [
+        (sub, sub.__name__)
+        for cls, _ in found
+        for sub in _subclasses(cls)
+        # dataclass(slots=True) leaves the class it replaced among the subclasses.
+        if sub.__module__.startswith("typedrl.")
+        and getattr(importlib.import_module(sub.__module__), sub.__name__, None) is sub
+    ]
+    return found + [pair for pair in subclasses if pair not in found]
+
+
+def _subclasses(cls: type[Any]) -> list[type[Any]]:
+    return [deep for sub in cls.__subclasses__() for deep in (sub, *_subclasses(sub))]
 
 
 CONFIG_CLASSES = _config_classes()
@@ -108,6 +123,10 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
     _run_options: ([], {"devices": 2}),
     _file_path: (3, b"tuned.yaml"),
     _int: (True, 1.0, "1"),
+    _model_file: (3, Path("absent/model.xml")),
+    _bound: (0, -1.0, math.nan, True, "1"),
+    _one_or_per_dof: (-1.0, [-1.0], math.nan, True),
+    _keywords: ([("floating", True)], {1: True}),
     wrapper_text: (3, None, "", "Frame(4)", "Frame(a=x)", {"name": "Frame"}),
 }
 """Values each check of typedrl._validation and _config_fields refuses (its boundaries)."""
@@ -152,11 +171,24 @@ def test_the_config_classes_are_found() -> None:
         "RunOptions",
         "RunSettings",
         "TunedConfig",
+        "FakeRLEnvCfg",
+        "MujocoTaskSpec",
+        "NewtonTaskSpec",
     }
 
 
+_MJCF_TASK = {
+    "model_path": Path(typedrl.__file__).parent / "envs" / "mujoco" / "assets" / "cartpole.xml",
+    "max_episode_steps": 1,
+    "observation_high": (1.0,),
+    "observation_normalize_mask": (True,),
+    "num_initial_draws": 1,
+}
 _REQUIRED: dict[str, dict[str, Any]] = {
     "DifferentiableTrainerConfig": {"total_updates": 1},
+    "BaseMjcfTaskSpec": _MJCF_TASK,
+    "MujocoTaskSpec": _MJCF_TASK,
+    "NewtonTaskSpec": {**_MJCF_TASK, "actuated_dofs": (0,), "gear": (1.0,)},
     "TunedConfig": {
         "source": "measured",
         "algo": "ppo",
@@ -166,7 +198,7 @@ _REQUIRED: dict[str, dict[str, Any]] = {
     },
 }
 """What a class needs beyond its defaults (the trainer config: exactly one budget; a tuned
-file: its required keys)."""
+file and a task spec: their required fields)."""
 
 
 @pytest.mark.usefixtures("without_runtime_checks")
@@ -206,13 +238,18 @@ def _refusal(build: Callable[[], object], owner: str, name: str, value: object) 
     return f"{name}={value!r} was accepted"
 
 
+def _json(data: dict[str, Any]) -> Any:
+    """``data`` through JSON, a path as its string (a task spec's model file)."""
+    return json.loads(json.dumps(data, default=str))
+
+
 @pytest.mark.parametrize(("cls", "owner"), _BY_CLASS)
 def test_every_config_round_trips_through_json(cls: type[Any], owner: str) -> None:
     """to_dict gives JSON values in field order, and from_dict rebuilds the same config."""
     config = cls(**_REQUIRED.get(cls.__name__, {}))
-    data = json.loads(json.dumps(to_dict(config)))
+    data = _json(to_dict(config))
     assert list(data) == [field_.name for field_ in dataclasses.fields(cls)]
-    assert to_dict(from_dict(cls, data, owner=owner)) == data
+    assert _json(to_dict(from_dict(cls, data, owner=owner))) == data
     if hasattr(cls, "from_dict"):
         assert config.to_dict() == data
         assert to_dict(cls.from_dict(data)) == data

@@ -73,7 +73,7 @@ def test_spec_rejects_bad_fields(tmp_path: Path) -> None:
         "num_initial_draws": 1,
     }
     for name, value, message in [
-        ("model_path", tmp_path / "nope.xml", "no MJCF file"),
+        ("model_path", tmp_path / "nope.xml", "no model file"),
         ("frame_skip", 0, "frame_skip"),
         ("observation_high", (), "observation_high"),
         ("observation_high", (-1.0,), "observation_high"),
