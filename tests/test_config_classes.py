@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import typedrl
 from typedrl._config_fields import (
@@ -35,10 +36,12 @@ from typedrl._config_fields import (
     text,
     to_dict,
 )
+from typedrl._results import _objective_scale
 from typedrl._validation import (
     MAX_SEED,
     adam_betas,
     finite_float,
+    float_mapping,
     half_open_unit_interval,
     json_object,
     non_negative_float,
@@ -123,6 +126,17 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
     _run_options: ([], {"devices": 2}),
     _file_path: (3, b"tuned.yaml"),
     _int: (True, 1.0, "1"),
+    float_mapping: ({"a": math.nan}, {2: 1.0}, 3),
+    _objective_scale: (
+        -1.0,
+        math.inf,
+        True,
+        torch.ones(3, dtype=torch.int64),
+        torch.ones(3, 1),
+        torch.ones(0),
+        torch.ones(3, requires_grad=True),
+        torch.tensor([1.0, -1.0]),
+    ),
     _model_file: (3, Path("absent/model.xml")),
     _bound: (0, -1.0, math.nan, True, "1"),
     _one_or_per_dof: (-1.0, [-1.0], math.nan, True),
@@ -186,6 +200,8 @@ _MJCF_TASK = {
 }
 _REQUIRED: dict[str, dict[str, Any]] = {
     "DifferentiableTrainerConfig": {"total_updates": 1},
+    "DifferentiableRolloutSpec": {"num_steps": 1},
+    "EvaluationResult": {"metrics": {}, "score": 0.0, "num_items": 1},
     "BaseMjcfTaskSpec": _MJCF_TASK,
     "MujocoTaskSpec": _MJCF_TASK,
     "NewtonTaskSpec": {**_MJCF_TASK, "actuated_dofs": (0,), "gear": (1.0,)},
