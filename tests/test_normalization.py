@@ -242,7 +242,7 @@ def test_without_check_finite_nan_is_not_checked() -> None:
     ("kwargs", "message"),
     [
         ({"epsilon": -1.0}, "epsilon must be >= 0"),
-        ({"clip": 0.0}, r"clip must be > 0 or None"),
+        ({"clip": 0.0}, r"clip must be > 0"),
         ({"clip": math.inf}, "clip must be a finite float"),
         ({"shape": (2, -1)}, r"shape\[1\] must be a non-negative int"),
     ],

@@ -27,7 +27,7 @@ from torch.nn.modules.module import _IncompatibleKeys
 from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.distributed import Distributed, agree_on
-from typedrl.errors import CheckpointError, ConfigError, NonFiniteError, SpecError
+from typedrl.errors import CheckpointError, NonFiniteError, SpecError
 
 __all__ = ["RewardNormalizer", "RunningMeanStd"]
 
@@ -133,7 +133,7 @@ class RunningMeanStd(nn.Module):
         for index, size in enumerate(shape):
             _validation.non_negative_int(owner, f"shape[{index}]", size)
         self.epsilon = _validation.non_negative_float(owner, "epsilon", epsilon)
-        self.clip = _optional_positive(owner, "clip", clip)
+        self.clip = None if clip is None else _validation.positive_float(owner, "clip", clip)
         self.check_finite = check_finite
         self._frozen = False
         # Whether the ranks have confirmed that they share this shape (once per process).
@@ -419,15 +419,6 @@ def _validate_state(
     return mean, var
 
 
-def _optional_positive(owner: str, name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    result = _validation.finite_float(owner, name, value)
-    if result <= 0.0:
-        raise ConfigError(f"{owner}.{name} must be > 0 or None, got {describe(value)}")
-    return result
-
-
 def _non_finite_summary(x: Tensor) -> str:
     bad = ~torch.isfinite(x)
     return f"{int(bad.sum())} of {x.numel()} values, first at index {bad.nonzero()[0].tolist()}"
@@ -491,7 +482,7 @@ class RewardNormalizer:
     ) -> None:
         owner = "RewardNormalizer"
         self.gamma = _validation.unit_interval(owner, "gamma", gamma)
-        self.clip = _optional_positive(owner, "clip", clip)
+        self.clip = None if clip is None else _validation.positive_float(owner, "clip", clip)
         self._stats = RunningMeanStd((), epsilon=epsilon, check_finite=check_finite, device=device)
         self._returns: Tensor | None = None
 
