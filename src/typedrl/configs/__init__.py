@@ -144,7 +144,7 @@ class TunedConfig:
     """The file the values were read from, if any."""
 
     def __post_init__(self) -> None:
-        named = isinstance(self.path, Path)
+        named = isinstance(self.path, str | os.PathLike)
         _config_fields.validate(self, owner=f"{self.path}: TunedConfig" if named else None)
 
 
