@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import typedrl
 from typedrl._config_fields import (
@@ -31,13 +32,16 @@ from typedrl._config_fields import (
     boolean,
     field_checks,
     from_dict,
+    non_empty_text,
     text,
     to_dict,
 )
+from typedrl._results import _objective_scale
 from typedrl._validation import (
     MAX_SEED,
     adam_betas,
     finite_float,
+    float_mapping,
     half_open_unit_interval,
     json_object,
     non_negative_float,
@@ -48,13 +52,18 @@ from typedrl._validation import (
     unit_interval,
 )
 from typedrl._wrapper_spec import wrapper_text
+from typedrl.configs import _file_path, _run_options, _tuned_fields
+from typedrl.envs._mjcf_task import _bound, _model_file
+from typedrl.envs.newton._task import _keywords, _one_or_per_dof
 from typedrl.errors import ConfigError
+from typedrl.testing._isaaclab_fake import _int
 
 
 def _config_classes() -> list[tuple[type[Any], str]]:
     """Every class whose ``__post_init__`` calls ``_config_fields.validate``, with its owner name.
 
-    Found in the package's source, so a new config class is covered without naming it here.
+    Found in the package's source, so a new config class is covered without naming it here;
+    the package's subclasses of such a class (which inherit the call) are covered too.
     """
     root = Path(typedrl.__file__).parent
     found: list[tuple[type[Any], str]] = []
@@ -78,7 +87,19 @@ def _config_classes() -> list[tuple[type[Any], str]]:
                     if keyword.arg == "owner" and isinstance(keyword.value, ast.Constant):
                         owner = str(keyword.value.value)
                 found.append((getattr(module, node.name), owner))
-    return found
+    subclasses = [
+        (sub, sub.__name__)
+        for cls, _ in found
+        for sub in _subclasses(cls)
+        # dataclass(slots=True) leaves the class it replaced among the subclasses.
+        if sub.__module__.startswith("typedrl.")
+        and getattr(importlib.import_module(sub.__module__), sub.__name__, None) is sub
+    ]
+    return found + [pair for pair in subclasses if pair not in found]
+
+
+def _subclasses(cls: type[Any]) -> list[type[Any]]:
+    return [deep for sub in cls.__subclasses__() for deep in (sub, *_subclasses(sub))]
 
 
 CONFIG_CLASSES = _config_classes()
@@ -100,6 +121,26 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
     json_object: ([1, 2], {1: "a"}, {"shape": (1, 2)}, {"x": np.float64(1.0)}),
     boolean: (1, 0, "yes", None),
     text: (3, b"text", None),
+    non_empty_text: ("", " ", 3, None),
+    _tuned_fields: ([], {"seed": 1}),
+    _run_options: ([], {"devices": 2}),
+    _file_path: (3, b"tuned.yaml"),
+    _int: (True, 1.0, "1"),
+    float_mapping: ({"a": math.nan}, {2: 1.0}, 3),
+    _objective_scale: (
+        -1.0,
+        math.inf,
+        True,
+        torch.ones(3, dtype=torch.int64),
+        torch.ones(3, 1),
+        torch.ones(0),
+        torch.ones(3, requires_grad=True),
+        torch.tensor([1.0, -1.0]),
+    ),
+    _model_file: (3, Path("absent/model.xml")),
+    _bound: (0, -1.0, math.nan, True, "1"),
+    _one_or_per_dof: (-1.0, [-1.0], math.nan, True),
+    _keywords: ([("floating", True)], {1: True}),
     wrapper_text: (3, None, "", "Frame(4)", "Frame(a=x)", {"name": "Frame"}),
 }
 """Values each check of typedrl._validation and _config_fields refuses (its boundaries)."""
@@ -143,7 +184,37 @@ def test_the_config_classes_are_found() -> None:
         "DifferentiableTrainerConfig",
         "RunOptions",
         "RunSettings",
+        "TunedConfig",
+        "FakeRLEnvCfg",
+        "MujocoTaskSpec",
+        "NewtonTaskSpec",
     }
+
+
+_MJCF_TASK = {
+    "model_path": Path(typedrl.__file__).parent / "envs" / "mujoco" / "assets" / "cartpole.xml",
+    "max_episode_steps": 1,
+    "observation_high": (1.0,),
+    "observation_normalize_mask": (True,),
+    "num_initial_draws": 1,
+}
+_REQUIRED: dict[str, dict[str, Any]] = {
+    "DifferentiableTrainerConfig": {"total_updates": 1},
+    "DifferentiableRolloutSpec": {"num_steps": 1},
+    "EvaluationResult": {"metrics": {}, "score": 0.0, "num_items": 1},
+    "BaseMjcfTaskSpec": _MJCF_TASK,
+    "MujocoTaskSpec": _MJCF_TASK,
+    "NewtonTaskSpec": {**_MJCF_TASK, "actuated_dofs": (0,), "gear": (1.0,)},
+    "TunedConfig": {
+        "source": "measured",
+        "algo": "ppo",
+        "env_id": "CartPole-v1",
+        "num_envs": 1,
+        "config": {},
+    },
+}
+"""What a class needs beyond its defaults (the trainer config: exactly one budget; a tuned
+file and a task spec: their required fields)."""
 
 
 @pytest.mark.usefixtures("without_runtime_checks")
@@ -158,7 +229,7 @@ def test_every_field_refuses_its_invalid_values(cls: type[Any], owner: str) -> N
     failures: list[str] = []
     for field_, rule in field_checks(cls):
         for value in _refused(rule):
-            given = {field_.name: value}
+            given = {**_REQUIRED.get(cls.__name__, {}), field_.name: value}
             builds = {
                 "the constructor": partial(construct, **given),
                 "from_dict": partial(from_dict, cls, given, owner=owner),
@@ -183,17 +254,18 @@ def _refusal(build: Callable[[], object], owner: str, name: str, value: object) 
     return f"{name}={value!r} was accepted"
 
 
-_REQUIRED: dict[str, dict[str, Any]] = {"DifferentiableTrainerConfig": {"total_updates": 1}}
-"""What a class needs beyond its defaults (the trainer config: exactly one budget)."""
+def _json(data: dict[str, Any]) -> Any:
+    """``data`` through JSON, a path as its string (a task spec's model file)."""
+    return json.loads(json.dumps(data, default=str))
 
 
 @pytest.mark.parametrize(("cls", "owner"), _BY_CLASS)
 def test_every_config_round_trips_through_json(cls: type[Any], owner: str) -> None:
     """to_dict gives JSON values in field order, and from_dict rebuilds the same config."""
     config = cls(**_REQUIRED.get(cls.__name__, {}))
-    data = json.loads(json.dumps(to_dict(config)))
+    data = _json(to_dict(config))
     assert list(data) == [field_.name for field_ in dataclasses.fields(cls)]
-    assert to_dict(from_dict(cls, data, owner=owner)) == data
+    assert _json(to_dict(from_dict(cls, data, owner=owner))) == data
     if hasattr(cls, "from_dict"):
         assert config.to_dict() == data
         assert to_dict(cls.from_dict(data)) == data

@@ -86,6 +86,7 @@ __all__ = [
     "check",
     "field_checks",
     "from_dict",
+    "non_empty_text",
     "optional",
     "plain",
     "sequence_of",
@@ -119,6 +120,13 @@ def text(owner: str, name: str, value: object) -> str:
     if type(value) is str:
         return value
     raise ConfigError(f"{owner}.{name} must be a str, got {describe(value)}")
+
+
+def non_empty_text(owner: str, name: str, value: object) -> str:
+    """Check that ``value`` is a builtin ``str`` with more than whitespace in it."""
+    if type(value) is str and value.strip():
+        return value
+    raise ConfigError(f"{owner}.{name} must be a non-empty string, got {describe(value)}")
 
 
 def optional(rule: Check) -> Check:

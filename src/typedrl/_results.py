@@ -11,7 +11,8 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from typedrl import _validation
+from typedrl import _config_fields, _validation
+from typedrl._config_fields import check
 from typedrl._validation import (
     describe,
     finite_float,
@@ -200,6 +201,25 @@ def _check_row_tensor(
         )
 
 
+def _objective_scale(owner: str, name: str, value: object) -> float | Tensor:
+    """A finite float >= 0, or a detached, finite, non-negative float tensor ``[num_envs]``."""
+    if not isinstance(value, Tensor):
+        return non_negative_float(owner, name, value)
+    if not value.is_floating_point() or value.ndim != 1 or value.numel() == 0:
+        raise ConfigError(
+            f"{owner}.{name} tensor must be a non-empty float tensor of shape [num_envs], "
+            f"got dtype {value.dtype} and shape {list(value.shape)}"
+        )
+    if value.requires_grad:
+        raise ConfigError(
+            f"{owner}.{name} must be detached (requires_grad=False); call .detach() first"
+        )
+    # Checked once per rollout, not per step: the host sync is acceptable here.
+    if not bool(torch.isfinite(value).all()) or bool((value < 0).any()):
+        raise ConfigError(f"{owner}.{name} must be finite and >= 0, got {value.tolist()}")
+    return value
+
+
 @final
 @_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,42 +237,19 @@ class DifferentiableRolloutSpec:
         got 0 (type int)
     """
 
-    num_steps: int
+    num_steps: int = field(metadata=check(positive_int))
     """Full horizon of the rollout, in env steps (a positive ``int``, not a ``bool``)."""
 
-    objective_scale: float | ObjectiveScale = 1.0
+    objective_scale: float | ObjectiveScale = field(default=1.0, metadata=check(_objective_scale))
     """Weight of the rollout's objective: a finite float >= 0, or a detached,
     finite, non-negative float tensor ``[num_envs]``."""
 
-    metadata: Mapping[str, float] = field(default_factory=dict)
+    metadata: Mapping[str, float] = field(default_factory=dict, metadata=check(float_mapping))
     """Scalars describing the rollout (difficulty, curriculum stage), for logging.
     Stored as a read-only copy."""
 
     def __post_init__(self) -> None:
-        owner = "DifferentiableRolloutSpec"
-        positive_int(owner, "num_steps", self.num_steps)
-        scale: object = self.objective_scale
-        if isinstance(scale, Tensor):
-            _check_objective_scale_tensor(scale)
-        else:
-            object.__setattr__(
-                self, "objective_scale", non_negative_float(owner, "objective_scale", scale)
-            )
-        object.__setattr__(self, "metadata", float_mapping(owner, "metadata", self.metadata))
-
-
-def _check_objective_scale_tensor(scale: Tensor) -> None:
-    prefix = "DifferentiableRolloutSpec.objective_scale"
-    if not scale.is_floating_point() or scale.ndim != 1 or scale.numel() == 0:
-        raise ConfigError(
-            f"{prefix} tensor must be a non-empty float tensor of shape [num_envs], "
-            f"got dtype {scale.dtype} and shape {list(scale.shape)}"
-        )
-    if scale.requires_grad:
-        raise ConfigError(f"{prefix} must be detached (requires_grad=False); call .detach() first")
-    # Validated once per rollout, not per step: the host sync is acceptable here.
-    if not bool(torch.isfinite(scale).all()) or bool((scale < 0).any()):
-        raise ConfigError(f"{prefix} must be finite and >= 0, got {scale.tolist()}")
+        _config_fields.validate(self)
 
 
 @final
@@ -268,17 +265,14 @@ class EvaluationResult:
         (480.0, 10)
     """
 
-    metrics: Mapping[str, float]
+    metrics: Mapping[str, float] = field(metadata=check(float_mapping))
     """Named finite scalars (mean/std return, length, success rate...). Read-only copy."""
 
-    score: float
+    score: float = field(metadata=check(finite_float))
     """The single finite number best-checkpoint selection maximises."""
 
-    num_items: int
+    num_items: int = field(metadata=check(positive_int))
     """How many items (completed episodes) the metrics summarise; at least 1."""
 
     def __post_init__(self) -> None:
-        owner = "EvaluationResult"
-        object.__setattr__(self, "metrics", float_mapping(owner, "metrics", self.metrics))
-        object.__setattr__(self, "score", finite_float(owner, "score", self.score))
-        positive_int(owner, "num_items", self.num_items)
+        _config_fields.validate(self)

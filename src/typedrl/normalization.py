@@ -27,7 +27,7 @@ from torch.nn.modules.module import _IncompatibleKeys
 from typedrl import _validation
 from typedrl._validation import describe
 from typedrl.distributed import Distributed, agree_on
-from typedrl.errors import CheckpointError, ConfigError, NonFiniteError, SpecError
+from typedrl.errors import CheckpointError, NonFiniteError, SpecError
 
 __all__ = ["RewardNormalizer", "RunningMeanStd"]
 
@@ -64,12 +64,6 @@ def _merge(a: _Moments, b: _Moments) -> _Moments:
     return count, torch.where(empty, mean_a, mean), torch.where(empty, var_a, var)
 
 
-def _check_floating(tensor: Tensor, where: str) -> Tensor:
-    if not tensor.is_floating_point():
-        raise SpecError(f"{where} must be a floating-point torch.Tensor, got {describe(tensor)}")
-    return tensor
-
-
 @final
 class RunningMeanStd(nn.Module):
     """Mean and variance of a stream of batches; normalises with them.
@@ -91,7 +85,9 @@ class RunningMeanStd(nn.Module):
     a collective.
 
     The device is the module's (``device=`` or :meth:`~torch.nn.Module.to`);
-    inputs must be on it.
+    inputs must be on it. Inputs are not re-checked per call: jaxtyping checks
+    their dtypes and shapes where runtime checks are on, torch refuses a
+    device mismatch, and :meth:`update` refuses a batch of another feature shape.
 
     Freezing: while :attr:`frozen` is ``True``, :meth:`update` returns at once,
     without a collective. Every rank must freeze and unfreeze together.
@@ -137,7 +133,7 @@ class RunningMeanStd(nn.Module):
         for index, size in enumerate(shape):
             _validation.non_negative_int(owner, f"shape[{index}]", size)
         self.epsilon = _validation.non_negative_float(owner, "epsilon", epsilon)
-        self.clip = _optional_positive(owner, "clip", clip)
+        self.clip = None if clip is None else _validation.positive_float(owner, "clip", clip)
         self.check_finite = check_finite
         self._frozen = False
         # Whether the ranks have confirmed that they share this shape (once per process).
@@ -191,34 +187,6 @@ class RunningMeanStd(nn.Module):
     def frozen(self, value: bool) -> None:
         self._frozen = bool(value)
 
-    # ------------------------------------------------------------------ checks
-
-    def _check_input(self, x: Tensor, where: str, *, batch_dims: int | None) -> Tensor:
-        """Check dtype, device and trailing shape.
-
-        ``batch_dims`` is the exact number of leading sample axes, or ``None`` for "any".
-        """
-        tensor = _check_floating(x, where)
-        device = self.device
-        if tensor.device != device:
-            raise SpecError(
-                f"{where} is on {tensor.device} but the statistics are on {device}; "
-                "move the normaliser with .to(device) or pass device= at construction"
-            )
-        shape = self.shape
-        lead = tensor.ndim - len(shape)
-        if lead < 0 or tuple(tensor.shape[lead:]) != shape or (batch_dims not in (None, lead)):
-            expected = "[batch, " if batch_dims == 1 else "[..., "
-            raise SpecError(
-                f"{where} must have shape {expected}{', '.join(map(str, shape))}]"
-                f", got {list(tensor.shape)}"
-            )
-        return tensor
-
-    def _raise_if_non_finite(self, x: Tensor, where: str) -> None:
-        if self.check_finite and not bool(torch.isfinite(x).all()):
-            raise NonFiniteError(f"{where} holds NaN or infinity: {_non_finite_summary(x)}")
-
     # ------------------------------------------------------------------ update
 
     def update(self, batch: _Batch, *, dist: Distributed, mask: _BatchMask | None = None) -> None:
@@ -231,7 +199,7 @@ class RunningMeanStd(nn.Module):
                 transitions) are ignored, even if they hold NaN.
 
         Raises:
-            SpecError: On a wrong dtype, shape or device.
+            SpecError: If ``batch`` is not ``[batch, *shape]``.
             NonFiniteError: With ``check_finite``, on every rank, if any rank's
                 unmasked rows hold NaN or infinity; the statistics are unchanged.
             DistributedError: If ranks disagree on the feature shape (checked at
@@ -239,8 +207,13 @@ class RunningMeanStd(nn.Module):
         """
         if self._frozen:
             return
-        data = self._check_input(batch, "RunningMeanStd.update batch", batch_dims=1).detach()
         shape = self.shape
+        if tuple(batch.shape[1:]) != shape:
+            raise SpecError(
+                f"RunningMeanStd.update batch must have shape [batch, "
+                f"{', '.join(map(str, shape))}], got {list(batch.shape)}"
+            )
+        data = batch.detach()
         if dist.world_size > 1 and not self._shape_agreed:
             agree_on("RunningMeanStd feature shape", shape, dist)
         self._shape_agreed = True
@@ -249,11 +222,6 @@ class RunningMeanStd(nn.Module):
         if mask is None:
             keep = torch.ones(rows, 1, dtype=torch.bool, device=flat.device)
         else:
-            if mask.dtype != torch.bool or mask.shape != (rows,):
-                raise SpecError(
-                    f"RunningMeanStd.update mask must be a bool tensor of shape [{rows}], "
-                    f"got {describe(mask)}"
-                )
             keep = mask.to(flat.device).reshape(rows, 1)
         # Masked rows are replaced, not multiplied, so that NaN in them cannot leak.
         values = torch.where(keep, flat, 0.0)
@@ -302,40 +270,27 @@ class RunningMeanStd(nn.Module):
         """Return ``(x - mean) / sqrt(var + epsilon)``, clamped, in ``x``'s dtype.
 
         Args:
-            x: ``[..., *shape]``.
+            x: ``[..., *shape]``, on the statistics' device.
 
         Raises:
-            SpecError: On a wrong dtype, trailing shape or device.
             NonFiniteError: With ``check_finite``, if ``x`` holds NaN or infinity.
         """
-        return self._normalize(
-            self._check_input(x, "RunningMeanStd.normalize input", batch_dims=None)
-        )
-
-    def _normalize(self, x: _AnyFloat) -> _AnyFloat:
-        """:meth:`normalize` without its input checks, for the package's own callers.
-
-        ``x`` must be floating point, on the statistics' device and of shape
-        ``[..., *shape]`` (the callers' own checks or construction ensure it);
-        only ``check_finite`` is honoured.
-        """
-        if self.check_finite:
-            self._raise_if_non_finite(x, "RunningMeanStd.normalize input")
+        if self.check_finite and not bool(torch.isfinite(x).all()):
+            raise NonFiniteError(
+                f"RunningMeanStd.normalize input holds NaN or infinity: {_non_finite_summary(x)}"
+            )
         mean, var = self._tensor(_MEAN), self._tensor(_VAR)
         out = (x.to(torch.float64) - mean) * torch.rsqrt(var + self.epsilon)
         if self.clip is not None:
             out = out.clamp(-self.clip, self.clip)
         return out.to(x.dtype)
 
-    def denormalize(self, x: _AnyFloat) -> _AnyFloat:
-        """Return ``x * sqrt(var + epsilon) + mean`` in ``x``'s dtype (clamping is not undone).
+    _normalize = normalize  # the spelling of the package's differentiable policies
 
-        Raises:
-            SpecError: On a wrong dtype, trailing shape or device.
-        """
-        tensor = self._check_input(x, "RunningMeanStd.denormalize input", batch_dims=None)
-        out = tensor.to(torch.float64) * torch.sqrt(self.var + self.epsilon) + self.mean
-        return out.to(tensor.dtype)
+    def denormalize(self, x: _AnyFloat) -> _AnyFloat:
+        """Return ``x * sqrt(var + epsilon) + mean`` in ``x``'s dtype (clamping is not undone)."""
+        out = x.to(torch.float64) * torch.sqrt(self.var + self.epsilon) + self.mean
+        return out.to(x.dtype)
 
     def forward(self, x: _AnyFloat) -> _AnyFloat:
         """Same as :meth:`normalize`; never updates the statistics."""
@@ -457,20 +412,11 @@ def _validate_state(
             )
         if not bool(torch.isfinite(value).all()):
             raise CheckpointError(f"{where}: {name} holds NaN or infinity")
-    if not isinstance(mean, Tensor) or not isinstance(var, Tensor):  # narrowing only
-        raise CheckpointError(f"{where}: {_MEAN} and {_VAR} must be tensors")
+    # The loop above proved both tensors.
+    mean, var = cast("Tensor", mean), cast("Tensor", var)
     if bool((var < 0).any()):
         raise CheckpointError(f"{where}: {_VAR} has negative entries")
     return mean, var
-
-
-def _optional_positive(owner: str, name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    result = _validation.finite_float(owner, name, value)
-    if result <= 0.0:
-        raise ConfigError(f"{owner}.{name} must be > 0 or None, got {describe(value)}")
-    return result
 
 
 def _non_finite_summary(x: Tensor) -> str:
@@ -536,7 +482,7 @@ class RewardNormalizer:
     ) -> None:
         owner = "RewardNormalizer"
         self.gamma = _validation.unit_interval(owner, "gamma", gamma)
-        self.clip = _optional_positive(owner, "clip", clip)
+        self.clip = None if clip is None else _validation.positive_float(owner, "clip", clip)
         self._stats = RunningMeanStd((), epsilon=epsilon, check_finite=check_finite, device=device)
         self._returns: Tensor | None = None
 
@@ -579,27 +525,11 @@ class RewardNormalizer:
             mask: ``[num_steps, num_envs]`` bool; ``False`` marks ghost rows.
 
         Raises:
-            SpecError: On a wrong shape, dtype or device, or a changed ``num_envs``.
+            SpecError: If ``num_envs`` differs from the running returns' (a
+                restored state of another number of env rows).
             NonFiniteError: With ``check_finite``, on every rank, if a rank's
                 rewards hold NaN or infinity; nothing is changed.
         """
-        reward = _check_floating(reward, "RewardNormalizer.update reward")
-        if reward.ndim != 2:
-            raise SpecError(
-                "RewardNormalizer.update reward must have shape [num_steps, num_envs], "
-                f"got {list(reward.shape)}"
-            )
-        flags = {"terminated": terminated, "truncated": truncated, "mask": mask}
-        for name, flag in flags.items():
-            if flag is not None and (
-                flag.dtype != torch.bool
-                or flag.shape != reward.shape
-                or flag.device != reward.device
-            ):
-                raise SpecError(
-                    f"RewardNormalizer.update {name} must be a bool tensor of shape "
-                    f"{list(reward.shape)} on {reward.device}, got {describe(flag)}"
-                )
         num_steps, num_envs = reward.shape
         returns = self._returns
         if returns is None:
@@ -626,33 +556,21 @@ class RewardNormalizer:
         """Return ``reward / sqrt(var(G) + epsilon)``, clamped, in ``reward``'s dtype.
 
         Raises:
-            SpecError: If ``reward`` is not a floating-point tensor.
             NonFiniteError: With ``check_finite``, if ``reward`` holds NaN or infinity.
         """
-        tensor = _check_floating(reward, "RewardNormalizer.normalize reward")
-        if tensor.device != self._stats.count.device:
-            raise SpecError(
-                f"RewardNormalizer.normalize reward is on {tensor.device}, the statistics "
-                f"on {self._stats.count.device}"
-            )
-        if self._stats.check_finite and not bool(torch.isfinite(tensor).all()):
+        if self._stats.check_finite and not bool(torch.isfinite(reward).all()):
             raise NonFiniteError(
                 f"RewardNormalizer.normalize reward holds NaN or infinity: "
-                f"{_non_finite_summary(tensor)}"
+                f"{_non_finite_summary(reward)}"
             )
-        out = tensor.to(torch.float64) / self.scale
+        out = reward.to(torch.float64) / self.scale
         if self.clip is not None:
             out = out.clamp(-self.clip, self.clip)
-        return out.to(tensor.dtype)
+        return out.to(reward.dtype)
 
     def denormalize(self, reward: _AnyFloat) -> _AnyFloat:
-        """Return ``reward * sqrt(var(G) + epsilon)`` in ``reward``'s dtype (no un-clamping).
-
-        Raises:
-            SpecError: If ``reward`` is not a floating-point tensor.
-        """
-        tensor = _check_floating(reward, "RewardNormalizer.denormalize reward")
-        return (tensor.to(torch.float64) * self.scale).to(tensor.dtype)
+        """Return ``reward * sqrt(var(G) + epsilon)`` in ``reward``'s dtype (no un-clamping)."""
+        return (reward.to(torch.float64) * self.scale).to(reward.dtype)
 
     def state_dict(self) -> dict[str, Any]:
         """Statistics (``return_stats.*``) and, once known, this rank's ``running_return``."""

@@ -71,9 +71,15 @@ def test_make_rejects_bad_arguments(kwargs: dict[str, object], message: str) -> 
         make("CartPole-v1", **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("without_runtime_checks")
 def test_builtin_dtype_from_env_kwargs_is_checked() -> None:
-    """An env_kwargs dtype (untyped, from YAML) other than float32/float64 raises ConfigError."""
-    with pytest.raises(ConfigError, match=r"env_kwargs dtype must be 'float32' or 'float64'"):
+    """An env_kwargs dtype (untyped, from YAML) other than float32/float64 raises ConfigError.
+
+    Without the suite's runtime type checks, as in production: the env's own check answers.
+    """
+    with pytest.raises(
+        ConfigError, match=r"Pendulum.dtype must be one of \['float32', 'float64'\]"
+    ):
         make("typedrl/Pendulum-v0", num_envs=1, env_kwargs={"dtype": "float16"})
 
 

@@ -34,14 +34,16 @@ Example:
 
 import dataclasses
 import importlib.resources
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, final, get_args
 
 import yaml
 
-from typedrl import _validation
+from typedrl import _config_fields, _validation
+from typedrl._config_fields import check, non_empty_text, optional
 from typedrl._validation import describe, positive_int
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
 from typedrl.errors import ConfigError
@@ -84,64 +86,66 @@ TrainerConfig: TypeAlias = PPOConfig | DifferentiableTrainerConfig
 """The config a trainer of any :data:`Algorithm` takes."""
 
 
+def _tuned_fields(owner: str, name: str, value: object) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{owner}.{name} must be a mapping, got {describe(value)}")
+    if "seed" in value:
+        raise ConfigError(
+            f"{owner}.{name}.seed: a tuned file never sets the seed (it is the run's choice)"
+        )
+    return value
+
+
+def _run_options(owner: str, name: str, value: object) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{owner}.{name} must be a mapping, got {describe(value)}")
+    unknown = sorted(str(key) for key in value if key not in TUNED_RUN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{owner}.{name}: a tuned file sets only the env options {list(TUNED_RUN_KEYS)}; "
+            f"got {unknown}"
+        )
+    return value
+
+
+def _file_path(owner: str, name: str, value: object) -> Path:
+    if isinstance(value, str | os.PathLike):
+        return Path(value)
+    raise ConfigError(f"{owner}.{name} must be a str or os.PathLike, got {describe(value)}")
+
+
 @final
-@_validation.no_type_check
+@_validation.no_type_check  # built from a YAML file's values: checked here, in words
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TunedConfig:
     """One tuned file: the env rows and the config fields known to work for (algo, env).
 
     ``config`` holds only the fields the file sets, as plain YAML values; build
     the full dataclass with :func:`build_config`.
+
+    Raises:
+        ConfigError: A field is invalid; the message names the file, when there
+            is one, and the field.
     """
 
-    source: str
+    source: str = field(metadata=check(non_empty_text))
     """Where the values come from and what they reach, measured."""
     algo: Algorithm
     """The algorithm the values are for."""
-    env_id: str
+    env_id: str = field(metadata=check(non_empty_text))
     """The env the values are for."""
-    num_envs: int
+    num_envs: int = field(metadata=check(positive_int))
     """Env rows per rank."""
-    config: Mapping[str, Any]
-    """The config fields the file sets (nested mappings for ``algorithm``)."""
-    run: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    config: Mapping[str, Any] = field(metadata=check(_tuned_fields))
+    """The config fields the file sets (nested mappings for ``algorithm``); never ``seed``."""
+    run: Mapping[str, Any] = field(default_factory=dict, metadata=check(_run_options))
     """Env options the values were measured with (keys among :data:`TUNED_RUN_KEYS`)."""
-    path: Path | None = None
+    path: Path | None = field(default=None, metadata=check(optional(_file_path)))
     """The file the values were read from, if any."""
 
     def __post_init__(self) -> None:
-        where = f"{self.path}: " if self.path is not None else ""
-        if type(self.source) is not str or not self.source.strip():
-            raise ConfigError(
-                f"{where}source must be a non-empty string saying where the values come "
-                f"from, got {describe(self.source)}"
-            )
-        if self.algo not in ALGORITHMS:
-            raise ConfigError(
-                f"{where}algo must be one of {list(ALGORITHMS)}, got {describe(self.algo)}"
-            )
-        if type(self.env_id) is not str or not self.env_id:
-            raise ConfigError(
-                f"{where}env_id must be a non-empty string, got {describe(self.env_id)}"
-            )
-        try:
-            positive_int("TunedConfig", "num_envs", self.num_envs)
-        except ConfigError as error:
-            raise ConfigError(f"{where}{error}") from None
-        if not isinstance(self.config, Mapping):
-            raise ConfigError(f"{where}config must be a mapping, got {describe(self.config)}")
-        if "seed" in self.config:
-            raise ConfigError(
-                f"{where}config.seed: a tuned file never sets the seed (it is the run's choice)"
-            )
-        if not isinstance(self.run, Mapping):
-            raise ConfigError(f"{where}run must be a mapping, got {describe(self.run)}")
-        unknown = sorted(str(key) for key in self.run if key not in TUNED_RUN_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"{where}run: a tuned file sets only the env options {list(TUNED_RUN_KEYS)}; "
-                f"got {unknown}"
-            )
+        named = isinstance(self.path, str | os.PathLike)
+        _config_fields.validate(self, owner=f"{self.path}: TunedConfig" if named else None)
 
 
 def file_name(env_id: str) -> str:
@@ -329,8 +333,6 @@ def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> Tr
 
 
 def _plain_dict(values: Mapping[str, Any], prefix: str, name: str) -> dict[str, Any]:
-    if not isinstance(values, Mapping):
-        raise ConfigError(f"{prefix}{name} must be a mapping, got {describe(values)}")
     data: dict[str, Any] = {}
     for key, value in values.items():
         if type(key) is not str:
@@ -343,7 +345,7 @@ def _plain_dict(values: Mapping[str, Any], prefix: str, name: str) -> dict[str, 
 
 def _check_fields(cls: type[Any], data: dict[str, Any], prefix: str, path: str) -> None:
     """Refuse unknown fields (listing the valid ones) and scalars where a list belongs."""
-    fields = {field.name: field for field in dataclasses.fields(cls)}
+    fields = {item.name: item for item in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(

@@ -418,8 +418,7 @@ class IsaacLabVecEnv:
         self._check_row("reward", reward, floating=True)
         self._check_row("terminated", terminated, floating=False)
         self._check_row("time_outs", time_outs, floating=False)
-        if not isinstance(extras, dict):
-            raise SpecError(f"{where}: extras must be a dict, got {describe(extras)}")
+        info = self._info(extras, where)
         obs = self._to_tensordict(raw_obs, where)
         if self.is_finite_horizon:
             # The horizon is part of the MDP: a time-out is a true termination.
@@ -436,7 +435,7 @@ class IsaacLabVecEnv:
             reward.clone(),
             new_terminated,
             truncated,
-            self._info(extras, where),
+            info,
             final_obs=final_obs,
         )
 
@@ -517,7 +516,7 @@ class IsaacLabVecEnv:
                 nested.setdefault(group, {})[term] = leaf
         return self._assemble(flat, nested)
 
-    def _final_obs(self, obs: Obs, done: Done, extras: dict[str, Any]) -> Obs:
+    def _final_obs(self, obs: Obs, done: Done, extras: Mapping[str, Any]) -> Obs:
         where = "IsaacLabVecEnv.step"
         raw = extras.get("final_obs")
         if raw is None:
@@ -577,6 +576,7 @@ class IsaacLabVecEnv:
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
 
     def _info(self, extras: object, where: str) -> dict[str, Any]:
+        """``info`` from ``extras`` (a fresh ``extras["log"]``); refuses extras that are no dict."""
         if not isinstance(extras, Mapping):
             raise SpecError(f"{where}: extras must be a dict, got {describe(extras)}")
         log = extras.get("log")

@@ -205,12 +205,7 @@ def _builtin_dtype(
     """The built-in env's dtype: ``env_kwargs["dtype"]`` when given, else ``float_dtype``."""
     if from_kwargs is None:
         return float_dtype
-    # env_kwargs come untyped from the run's YAML: this is where their dtype is checked.
-    if from_kwargs not in ("float32", "float64"):
-        raise ConfigError(
-            f"make({env_id!r}): env_kwargs dtype must be 'float32' or 'float64', "
-            f"got {describe(from_kwargs)}"
-        )
+    # env_kwargs come untyped from the run's YAML: the env's constructor checks the value.
     if float_dtype not in ("float32", from_kwargs):
         raise ConfigError(
             f"make({env_id!r}): float_dtype={float_dtype!r} and env_kwargs dtype="

@@ -1,13 +1,16 @@
 """The task contract the MJCF backends share (mujoco-torch, Newton): spec fields, step hooks."""
 
 import abc
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from jaxtyping import Float
 from torch import Tensor
 
+from typedrl import _config_fields
+from typedrl._config_fields import check, sequence_of
 from typedrl._validation import describe, positive_int
 from typedrl.errors import ConfigError
 from typedrl.types import Done, ObsVector, Reward
@@ -18,63 +21,70 @@ StateT = TypeVar("StateT")
 """The state of every row as a backend's task hooks see it (``MujocoState``, ``NewtonState``)."""
 
 
+def _model_file(owner: str, name: str, value: object) -> Path:
+    """Check a path (``str`` or :class:`os.PathLike`) of an existing file; give a ``Path``."""
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(f"{owner}.{name} must be a pathlib.Path, got {describe(value)}")
+    if not Path(value).is_file():
+        raise ConfigError(f"{owner}.{name}: no model file at {str(value)!r}")
+    return Path(value)
+
+
+def _bound(owner: str, name: str, value: object) -> float:
+    """Check a real number greater than zero, ``math.inf`` included (an unbounded feature)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(
+            f"{owner}.{name} must be a float > 0 (math.inf: unbounded), got {describe(value)}"
+        )
+    return float(value)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BaseMjcfTaskSpec:
     """What every MJCF task declares: its model file, time limit, observations and reset draws.
 
     Each backend's spec (:class:`~typedrl.envs.mujoco.MujocoTaskSpec`,
     :class:`~typedrl.envs.newton.NewtonTaskSpec`) adds its physics settings.
+    Each field declares its check (the one config validator of
+    :mod:`typedrl._config_fields`); a spec refuses an invalid value with a
+    :class:`~typedrl.errors.ConfigError` that names it.
     """
 
-    _MODEL_FILE: ClassVar[str] = "MJCF file"
-    """What :attr:`model_path` names, in error messages."""
-
-    model_path: Path
+    model_path: Path = field(metadata=check(_model_file))
     """The model file (read once, when the env is built; nothing is downloaded).
 
     MJCF for every backend; the Newton backend also reads URDF and USD
     (:class:`~typedrl.envs.newton.NewtonTaskSpec`).
     """
 
-    max_episode_steps: int
+    max_episode_steps: int = field(metadata=check(positive_int))
     """Default time limit of the task."""
 
-    observation_high: tuple[float, ...]
+    observation_high: tuple[float, ...] = field(
+        metadata=check(sequence_of(_bound, expected="a tuple of floats > 0"))
+    )
     """Symmetric bounds of each observation feature (``math.inf`` for unbounded)."""
 
-    observation_normalize_mask: tuple[bool, ...]
+    observation_normalize_mask: tuple[bool, ...] = field(
+        metadata=check(sequence_of(_config_fields.boolean, expected="a tuple of bools"))
+    )
     """Per feature, whether a trainer may normalise it (``False`` for cosines, sines)."""
 
-    num_initial_draws: int
+    num_initial_draws: int = field(metadata=check(positive_int))
     """Uniforms in ``(0, 1]`` that the task's ``initial_state`` takes per episode."""
 
     def __post_init__(self) -> None:
-        self._check_layout(type(self).__name__)
+        _config_fields.validate(self)
+        self._check_rules(type(self).__name__)
 
-    def _check_layout(self, owner: str) -> None:
-        """Check the fields above; a bad one is a :class:`~typedrl.errors.ConfigError`."""
-        if not isinstance(self.model_path, Path):
-            raise ConfigError(
-                f"{owner}.model_path must be a pathlib.Path, got {describe(self.model_path)}"
-            )
-        if not self.model_path.is_file():
-            raise ConfigError(
-                f"{owner}.model_path: no {self._MODEL_FILE} at {str(self.model_path)!r}"
-            )
-        for name in ("max_episode_steps", "num_initial_draws"):
-            positive_int(owner, name, getattr(self, name))
+    def _check_rules(self, owner: str) -> None:
+        """Check the rules that span fields (after each field's own check)."""
         high, mask = self.observation_high, self.observation_normalize_mask
-        if not high or not all(
-            isinstance(h, int | float) and not isinstance(h, bool) and h > 0 for h in high
-        ):
+        if not high or len(mask) != len(high):
             raise ConfigError(
-                f"{owner}.observation_high must be a non-empty tuple of positive floats, "
-                f"got {describe(high)}"
-            )
-        if len(mask) != len(high) or not all(isinstance(flag, bool) for flag in mask):
-            raise ConfigError(
-                f"{owner}.observation_normalize_mask must hold one bool per observation feature "
-                f"({len(high)}), got {describe(mask)}"
+                f"{owner}.observation_normalize_mask must hold one bool per observation "
+                f"feature, and observation_high at least one feature; got {len(mask)} and "
+                f"{len(high)}"
             )
 
 

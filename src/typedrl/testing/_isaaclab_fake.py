@@ -21,7 +21,7 @@ import math
 import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, final
 
 import gymnasium as gym
@@ -29,7 +29,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from typedrl._validation import finite_float, positive_int
+from typedrl import _config_fields
+from typedrl._config_fields import check, optional
+from typedrl._validation import describe, non_negative_float, positive_float, positive_int
 from typedrl.envs._isaaclab import IsaacLabObs
 from typedrl.errors import ConfigError
 from typedrl.types import Action, Done, Reward
@@ -37,6 +39,12 @@ from typedrl.types import Action, Done, Reward
 __all__ = ["FakeDirectRLEnv", "FakeManagerBasedRLEnv", "FakeRLEnvCfg"]
 
 _StepReturn = tuple[IsaacLabObs, Reward, Done, Done, dict[str, Any]]
+
+
+def _int(owner: str, name: str, value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ConfigError(f"{owner}.{name} must be an int, got {describe(value)}")
 
 
 @final
@@ -55,28 +63,28 @@ class FakeRLEnvCfg:
         10
     """
 
-    num_envs: int = 4
+    num_envs: int = field(default=4, metadata=check(positive_int))
     """Number of parallel environments (``scene.num_envs`` upstream)."""
 
-    action_dim: int = 2
+    action_dim: int = field(default=2, metadata=check(positive_int))
     """Dimension of the point's position and of the action."""
 
-    sim_dt: float = 0.05
+    sim_dt: float = field(default=0.05, metadata=check(positive_float))
     """Physics time step in seconds (``sim.dt`` upstream)."""
 
-    decimation: int = 2
+    decimation: int = field(default=2, metadata=check(positive_int))
     """Physics sub-steps per env step."""
 
-    episode_length_s: float = 1.0
+    episode_length_s: float = field(default=1.0, metadata=check(positive_float))
     """Episode duration in seconds; ``max_episode_length = ceil(episode_length_s / step_dt)``."""
 
-    termination_radius: float = 2.0
+    termination_radius: float = field(default=2.0, metadata=check(positive_float))
     """A row terminates when a coordinate's magnitude exceeds this (> 0)."""
 
-    init_range: float = 1.0
+    init_range: float = field(default=1.0, metadata=check(non_negative_float))
     """Initial positions are uniform in ``[-init_range, init_range]`` (>= 0)."""
 
-    action_bound: float | None = None
+    action_bound: float | None = field(default=None, metadata=check(optional(positive_float)))
     """Bound of the Box action space; ``None`` for unbounded, as Isaac Lab declares."""
 
     is_finite_horizon: bool = False
@@ -89,27 +97,14 @@ class FakeRLEnvCfg:
     """Layout of the ``"critic"`` group (position, last action, episode progress):
     one concatenated tensor, a dict of terms, or no critic group at all."""
 
-    seed: int | None = None
+    seed: int | None = field(default=None, metadata=check(optional(_int)))
     """Seed of the env's generator at construction; ``None`` leaves it unseeded."""
 
     device: str = "cpu"
     """Simulation device."""
 
     def __post_init__(self) -> None:
-        owner = "FakeRLEnvCfg"
-        positive_int(owner, "num_envs", self.num_envs)
-        positive_int(owner, "action_dim", self.action_dim)
-        positive_int(owner, "decimation", self.decimation)
-        for name in ("sim_dt", "episode_length_s", "termination_radius"):
-            if finite_float(owner, name, getattr(self, name)) <= 0.0:
-                raise ConfigError(f"{owner}.{name} must be > 0, got {getattr(self, name)!r}")
-        if finite_float(owner, "init_range", self.init_range) < 0.0:
-            raise ConfigError(f"{owner}.init_range must be >= 0, got {self.init_range!r}")
-        if (
-            self.action_bound is not None
-            and finite_float(owner, "action_bound", self.action_bound) <= 0.0
-        ):
-            raise ConfigError(f"{owner}.action_bound must be > 0, got {self.action_bound!r}")
+        _config_fields.validate(self)
 
 
 def _action_space(cfg: FakeRLEnvCfg) -> gym.spaces.Box:

@@ -1,11 +1,12 @@
 """What a task adds to an MJCF model: reset distribution, observation, reward, termination."""
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jaxtyping import Float
 from torch import Tensor
 
+from typedrl._config_fields import check
 from typedrl._validation import positive_int
 from typedrl.envs._mjcf_task import BaseMjcfTaskSpec, MjcfTask
 
@@ -33,22 +34,16 @@ class MujocoState:
 class MujocoTaskSpec(BaseMjcfTaskSpec):
     """The static description of a task: its model and the shape of its observations."""
 
-    frame_skip: int = 1
+    frame_skip: int = field(default=1, metadata=check(positive_int))
     """Physics steps per env step; the control interval is ``frame_skip * timestep``."""
 
-    solver_iterations: int = 4
+    solver_iterations: int = field(default=4, metadata=check(positive_int))
     """Iterations of the constraint solver (and of its line search) per physics step.
 
     The solver always runs exactly this many (the early exit does not batch), so
     fewer iterations are faster; models with many contacts need more for a
     smooth, accurate step (an ant-like model needs about 16).
     """
-
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        self._check_layout(owner)
-        for name in ("frame_skip", "solver_iterations"):
-            positive_int(owner, name, getattr(self, name))
 
 
 class MujocoTask(MjcfTask[MujocoState]):

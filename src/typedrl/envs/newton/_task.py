@@ -4,12 +4,19 @@ import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import ClassVar, Literal
+from typing import Literal
 
 from jaxtyping import Float
 from torch import Tensor
 
-from typedrl._validation import describe, non_negative_float, positive_float, positive_int
+from typedrl._config_fields import check, sequence_of
+from typedrl._validation import (
+    describe,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from typedrl.envs._mjcf_task import BaseMjcfTaskSpec, MjcfTask
 from typedrl.errors import ConfigError
 
@@ -37,6 +44,30 @@ ReferenceQ = Float[Tensor, " nq"]
 """The model's reference coordinates (``joint_q`` of one world as the model file places it)."""
 Joints = tuple[Float[Tensor, "num_envs nq"], Float[Tensor, "num_envs nv"]]
 """``(joint_q, joint_qd)`` of every row."""
+
+
+def _one_or_per_dof(owner: str, name: str, value: object) -> float | tuple[float, ...]:
+    """A float >= 0, or a list or tuple of them (one per actuated dof)."""
+    if isinstance(value, list | tuple):
+        return tuple(
+            non_negative_float(owner, f"{name}[{i}]", item) for i, item in enumerate(value)
+        )
+    return non_negative_float(owner, name, value)
+
+
+def _keywords(owner: str, name: str, value: object) -> Mapping[str, object]:
+    """A mapping of keyword names to values, as a read-only copy.
+
+    The copy keeps the caller's dict from changing the frozen spec or the model it builds.
+    """
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise ConfigError(
+            f"{owner}.{name} must be a mapping of keyword names to values, got {describe(value)}"
+        )
+    return MappingProxyType(dict(value))
+
+
+_NON_NEGATIVE = check(non_negative_float)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,33 +98,35 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
     ``newton-usd`` extra (``usd-core`` and ``newton-usd-schemas``).
     """
 
-    _MODEL_FILE: ClassVar[str] = "model file"
-
-    actuated_dofs: tuple[int, ...]
+    actuated_dofs: tuple[int, ...] = field(
+        metadata=check(sequence_of(non_negative_int, expected="a tuple of dof indices"))
+    )
     """The generalised velocities (indices into ``joint_qd`` of one world) the actions drive."""
 
-    gear: tuple[float, ...]
+    gear: tuple[float, ...] = field(
+        metadata=check(sequence_of(positive_float, expected="a tuple of floats > 0"))
+    )
     """Generalised force per unit of action, one per actuated dof (``joint_f = gear * a``)."""
 
-    substeps: int = 16
+    substeps: int = field(default=16, metadata=check(positive_int))
     """Featherstone steps per env step."""
 
-    substep_dt: float = 1.0 / 960.0
+    substep_dt: float = field(default=1.0 / 960.0, metadata=check(positive_float))
     """Seconds per Featherstone step; the control interval is ``substeps * substep_dt``."""
 
-    contact_ke: float = 4.0e4
+    contact_ke: float = field(default=4.0e4, metadata=_NON_NEGATIVE)
     """Penalty contact stiffness (N/m) of every shape and of the ground."""
 
-    contact_kd: float = 1.0e4
+    contact_kd: float = field(default=1.0e4, metadata=_NON_NEGATIVE)
     """Penalty contact damping (N s/m)."""
 
-    contact_kf: float = 3.0e3
+    contact_kf: float = field(default=3.0e3, metadata=_NON_NEGATIVE)
     """Friction stiffness: the slope of the friction force at low sliding speed."""
 
-    contact_mu: float = 0.75
+    contact_mu: float = field(default=0.75, metadata=_NON_NEGATIVE)
     """Coulomb friction coefficient."""
 
-    contact_gap: float = 0.1
+    contact_gap: float = field(default=0.1, metadata=_NON_NEGATIVE)
     """Distance (m) within which a shape pair enters an env step's contact set.
 
     The set is found once per env step; a pair in it pushes only while it
@@ -102,16 +135,16 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
     where the contact force is zero.
     """
 
-    joint_damping: float | tuple[float, ...] = 1.0
+    joint_damping: float | tuple[float, ...] = field(default=1.0, metadata=check(_one_or_per_dof))
     """Viscous damping of the actuated joints (N m s/rad): one value, or one per actuated dof."""
 
-    joint_stiffness: float | tuple[float, ...] = 0.0
+    joint_stiffness: float | tuple[float, ...] = field(default=0.0, metadata=check(_one_or_per_dof))
     """Passive springs of the actuated joints toward angle 0 (N m/rad): one, or one per dof."""
 
-    joint_limit_ke: float = 1.0e3
+    joint_limit_ke: float = field(default=1.0e3, metadata=_NON_NEGATIVE)
     """Stiffness of the joint-limit springs."""
 
-    joint_limit_kd: float = 10.0
+    joint_limit_kd: float = field(default=10.0, metadata=_NON_NEGATIVE)
     """Damping of the joint-limit springs."""
 
     ground: bool = True
@@ -120,76 +153,30 @@ class NewtonTaskSpec(BaseMjcfTaskSpec):
     ``False``: placed at the origin, such a model would otherwise intersect the ground."""
 
     importer_options: Mapping[str, object] = field(
-        default_factory=lambda: MappingProxyType({}), hash=False
+        default_factory=lambda: MappingProxyType({}), hash=False, metadata=check(_keywords)
     )
     """Keyword arguments for Newton's importer of the model's format, e.g.
     ``{"floating": True}`` for a URDF robot with a free base (a URDF's base is
     fixed by default; an MJCF or USD model says so itself). typedrl passes
     ``enable_self_collisions=False`` unless this mapping sets it."""
 
-    def __post_init__(self) -> None:
-        owner = type(self).__name__
-        self._check_layout(owner)
+    def _check_rules(self, owner: str) -> None:
+        BaseMjcfTaskSpec._check_rules(self, owner)
         if self.model_path.suffix.lower() not in MODEL_FORMATS:
             raise ConfigError(
                 f"{owner}.model_path must end in one of {', '.join(MODEL_FORMATS)} "
                 f"(MJCF, URDF or USD), got {str(self.model_path)!r}"
             )
-        if not isinstance(self.ground, bool):
-            raise ConfigError(f"{owner}.ground must be a bool, got {describe(self.ground)}")
-        if not isinstance(self.importer_options, Mapping) or not all(
-            isinstance(key, str) for key in self.importer_options
-        ):
-            raise ConfigError(
-                f"{owner}.importer_options must be a mapping of keyword names to values, "
-                f"got {describe(self.importer_options)}"
-            )
-        # A read-only copy: the caller's dict can change neither this frozen spec nor
-        # the model it builds.
-        object.__setattr__(self, "importer_options", MappingProxyType(dict(self.importer_options)))
-        self._validate_actuation(owner)
-        positive_int(owner, "substeps", self.substeps)
-        positive_float(owner, "substep_dt", self.substep_dt)
-        for name in (
-            "contact_ke",
-            "contact_kd",
-            "contact_kf",
-            "contact_mu",
-            "contact_gap",
-            "joint_limit_ke",
-            "joint_limit_kd",
-        ):
-            non_negative_float(owner, name, getattr(self, name))
-
-    def _validate_actuation(self, owner: str) -> None:
-        if not self.actuated_dofs or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.actuated_dofs
-        ):
-            raise ConfigError(
-                f"{owner}.actuated_dofs must be a non-empty tuple of non-negative ints, "
-                f"got {describe(self.actuated_dofs)}"
-            )
-        if len(set(self.actuated_dofs)) != len(self.actuated_dofs):
-            raise ConfigError(
-                f"{owner}.actuated_dofs must not repeat a dof, got {self.actuated_dofs}"
-            )
-        if len(self.gear) != len(self.actuated_dofs):
-            raise ConfigError(
-                f"{owner}.gear must hold one value per actuated dof "
-                f"({len(self.actuated_dofs)}), got {describe(self.gear)}"
-            )
-        for value in self.gear:
-            positive_float(owner, "gear", value)
-        for name in ("joint_damping", "joint_stiffness"):
+        dofs = self.actuated_dofs
+        if not dofs or len(set(dofs)) != len(dofs):
+            raise ConfigError(f"{owner}.actuated_dofs must name distinct dofs, got {dofs}")
+        for name in ("gear", "joint_damping", "joint_stiffness"):
             value = getattr(self, name)
-            values = value if isinstance(value, tuple) else (value,)
-            if isinstance(value, tuple) and len(value) != len(self.actuated_dofs):
+            if (name == "gear" or isinstance(value, tuple)) and len(value) != len(dofs):
                 raise ConfigError(
-                    f"{owner}.{name} must be one float or one per actuated dof "
-                    f"({len(self.actuated_dofs)}), got {describe(value)}"
+                    f"{owner}.{name} must hold one value per actuated dof ({len(dofs)}), "
+                    f"got {describe(value)}"
                 )
-            for item in values:
-                non_negative_float(owner, name, item)
 
     def per_dof(self, name: str) -> tuple[float, ...]:
         """``joint_damping`` or ``joint_stiffness``, one value per actuated dof."""
