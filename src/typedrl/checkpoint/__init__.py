@@ -22,8 +22,13 @@ plain dict of tensors, numbers, strings and containers, and read back with
 
 Only one process should write a file. In a distributed run the caller saves on
 global rank 0 after gathering every rank's :func:`capture_rng_state` into
-:attr:`Checkpoint.rng` (index = global rank); this package performs no
-collectives.
+:attr:`Checkpoint.rng` (index = global rank); the functions above perform no
+collectives. A trainer's whole state goes through
+:meth:`AbstractTrainer.save <typedrl.training.AbstractTrainer.save>` and
+:meth:`~typedrl.training.AbstractTrainer.load`, which gather, write, read and
+restore it on every rank with the private modules of this package: what a
+trainer checkpoints (:class:`~typedrl.training.TrainerState`), whether a
+checkpoint fits the resuming trainer, and the RNG streams restored or re-derived.
 
 Example:
     >>> import tempfile

@@ -14,6 +14,10 @@ kernel, :class:`GradientStep` (optimizers from :func:`build_optimizer`, schedule
 from :func:`build_scheduler`).
 """
 
+from typedrl.checkpoint._state import Counters as Counters
+from typedrl.checkpoint._state import GeneratorState as GeneratorState
+from typedrl.checkpoint._state import SupportsSharedState as SupportsSharedState
+from typedrl.checkpoint._state import TrainerState as TrainerState
 from typedrl.training._fabric import Launch as Launch
 from typedrl.training._fabric import default_fabric as default_fabric
 from typedrl.training._fabric import fabric_from_environment as fabric_from_environment
@@ -22,10 +26,6 @@ from typedrl.training._fabric import read_launch as read_launch
 from typedrl.training._fabric import setup_module_and_optimizer as setup_module_and_optimizer
 from typedrl.training._options import RunOptions as RunOptions
 from typedrl.training._signals import StopRequest as StopRequest
-from typedrl.training._state import Counters as Counters
-from typedrl.training._state import GeneratorState as GeneratorState
-from typedrl.training._state import SupportsSharedState as SupportsSharedState
-from typedrl.training._state import TrainerState as TrainerState
 from typedrl.training._summary import SUMMARY_FILE as SUMMARY_FILE
 from typedrl.training._summary import RunSummary as RunSummary
 from typedrl.training._summary import UpdatePath as UpdatePath

@@ -14,22 +14,16 @@ from lightning_fabric import Fabric
 from lightning_fabric.loggers.logger import Logger
 from torch.optim.lr_scheduler import LambdaLR
 
-from typedrl._config_fields import plain
 from typedrl._results import EvaluationResult
 from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, positive_int
-from typedrl.checkpoint import (
-    Checkpoint,
-    CheckpointKind,
-    CheckpointMetadata,
-    CheckpointPaths,
-    capture_rng_state,
-    check_kind,
-    load_checkpoint,
-    load_into,
-    reseed_rng,
-    restore_rng_state,
-    save_checkpoint,
+from typedrl.checkpoint import Checkpoint, CheckpointKind, CheckpointPaths, check_kind
+from typedrl.checkpoint._match import resume_mismatch
+from typedrl.checkpoint._state import Progress, TrainerState
+from typedrl.checkpoint._trainer_io import (
+    read_trainer_checkpoint,
+    restore_trainer_state,
+    save_trainer_state,
 )
 from typedrl.distributed import (
     Distributed,
@@ -56,12 +50,11 @@ from typedrl.metrics import (
     TIME_ITERATION_SECONDS,
 )
 from typedrl.policies import PolicyFactory
-from typedrl.protocols import Evaluator, Policy, SupportsStateDict, VecEnv
+from typedrl.protocols import Evaluator, Policy, VecEnv
 from typedrl.seeding import derive_seed
 from typedrl.training._fabric import default_fabric, require_fabric
 from typedrl.training._options import RunOptions
 from typedrl.training._signals import StopRequest
-from typedrl.training._state import GeneratorState, SupportsSharedState, TrainerState
 from typedrl.training._summary import RunSummary, UpdatePath, finite_or_none, write_summary
 from typedrl.training._update import restart_schedule as restart_lr_schedule
 from typedrl.training._update import resync_schedule
@@ -579,12 +572,7 @@ class AbstractTrainer(ABC):
         keep = self.options.keep_checkpoints
         if keep is None or self.paths is None or not self.dist.is_main:
             return
-        numbered: list[tuple[int, Path]] = []
-        for path in self.paths.directory.glob("epoch_*.ckpt"):
-            digits = path.stem.removeprefix("epoch_")
-            if digits.isdigit():
-                numbered.append((int(digits), path))
-        for _, path in sorted(numbered)[:-keep]:
+        for _, path in self.paths.periodic_files()[keep:]:
             path.unlink(missing_ok=True)
 
     def _evaluate_on_schedule(self, metrics: dict[str, float]) -> None:
@@ -718,40 +706,18 @@ class AbstractTrainer(ABC):
             The file written on rank 0, ``None`` on the other ranks.
         """
         self.setup()
-        if path is None and self.dist.world_size == 1:
-            return None
-        state = self._state()
-        rng = tuple(self.dist.all_gather_object(capture_rng_state()))
-        per_rank = self.dist.all_gather_object(
-            {name: _to_cpu(item.state_dict()) for name, item in state.rank_local.items()}
+        return save_trainer_state(
+            path,
+            self._state,
+            dist=self.dist,
+            kind=self.kind,
+            progress=Progress(
+                iteration=self.iteration, env_steps=self.env_steps, best_score=self.best_score
+            ),
+            config=self._config_dict,
+            policy_factory=self.policy_factory,
+            env_id=self.options.env_id,
         )
-        written: Path | None = None
-        error: TypedRLError | None = None
-        if path is not None and self.dist.is_main:
-            modules = {name: item.state_dict() for name, item in state.modules.items()}
-            for rank, states in enumerate(per_rank):
-                for name, rank_state in states.items():
-                    modules[f"{name}.rank{rank}"] = rank_state
-            try:
-                checkpoint = Checkpoint(
-                    kind=self.kind,
-                    policy_factory=self.policy_factory,
-                    modules=modules,
-                    optimizers={name: item.state_dict() for name, item in state.optimizers.items()},
-                    schedulers={name: item.state_dict() for name, item in state.schedulers.items()},
-                    counters={_ITERATION: self.iteration, _ENV_STEPS: self.env_steps},
-                    best_score=self.best_score,
-                    config=self._config_dict(),
-                    env_id=self.options.env_id,
-                    rng=rng,
-                    metadata=CheckpointMetadata.now(world_size=self.dist.world_size),
-                )
-                written = save_checkpoint(path, checkpoint)
-            except TypedRLError as failure:
-                error = failure
-        # A failed write on rank 0 stops every rank instead of leaving them in a barrier.
-        raise_together(error, f"writing the checkpoint {path}", self.dist)
-        return written
 
     def load(
         self, path: str | Path, *, strict_config: bool = True, restart_schedule: bool = False
@@ -791,133 +757,38 @@ class AbstractTrainer(ABC):
         and the global RNGs are re-seeded with :func:`~typedrl.seeding.derive_seed`
         (index: the iteration resumed at) and the collectors reset their envs.
         """
-        failure: TypedRLError | None = None
-        checkpoint: Checkpoint | None = None
-        try:
-            checkpoint = load_checkpoint(path, expected_kind=self.kind)
-        except TypedRLError as error:  # a file one rank cannot read stops every rank
-            failure = error
-        # The checkpoint holds rank 0's config (ranks may differ, in batch_size for
-        # one): rank 0 compares, and a mismatch stops every rank.
-        if checkpoint is not None and strict_config and self.dist.is_main:
-            failure = self._config_mismatch(checkpoint.config, path) or self._policy_mismatch(
-                checkpoint, path
+
+        def mismatch(checkpoint: Checkpoint) -> CheckpointError | None:
+            return resume_mismatch(
+                checkpoint,
+                path,
+                config=self._config_dict(),
+                resumable_changes=self.resumable_changes,
+                policy_factory=self.policy_factory,
             )
-        raise_together(failure, f"reading the checkpoint {path}", self.dist)
-        if checkpoint is None:  # not reached: raise_together raised this rank's error
-            raise CheckpointError(f"{path}: the checkpoint could not be read")
+
+        checkpoint = read_trainer_checkpoint(
+            path, dist=self.dist, kind=self.kind, mismatch=mismatch if strict_config else None
+        )
         self.setup()
-        file = Path(path)
         state = self._state()
-        saved_world = len(checkpoint.rng)
-        same_world = saved_world == self.dist.world_size
-        # Another world size: rank 0's rank-local state is the one whose shared part is kept.
-        suffix = f".rank{self.dist.rank if same_world else 0}"
-        rank_local = {
-            name.removesuffix(suffix): value
-            for name, value in checkpoint.modules.items()
-            if name.endswith(suffix)
-        }
-        groups: list[tuple[str, dict[str, SupportsStateDict], dict[str, dict[str, Any]]]] = [
-            ("modules", dict(state.modules), checkpoint.modules),
-            ("optimizers", dict(state.optimizers), checkpoint.optimizers),
-            ("schedulers", dict(state.schedulers), checkpoint.schedulers),
-        ]
-        if same_world:
-            groups.append(("rank_local", dict(state.rank_local), rank_local))
-        for group, targets, saved in groups:
-            missing = sorted(set(targets) - set(saved))
-            if missing:
-                raise CheckpointError(
-                    f"{file}: no {group} state for {missing} (it holds {sorted(saved)}); "
-                    f"not a checkpoint of this {type(self).__name__}'s setup"
-                )
-            for name, target in targets.items():
-                load_into(target, saved[name], name=f"{group}[{name!r}]", path=file)
-        counters = checkpoint.counters
-        self.iteration = int(counters.get(_ITERATION, counters.get("epoch", 0)))
-        self.env_steps = int(counters.get(_ENV_STEPS, 0))
-        self.best_score = checkpoint.best_score
+        progress = restore_trainer_state(
+            checkpoint,
+            state,
+            file=Path(path),
+            dist=self.dist,
+            owner=type(self).__name__,
+            seed=self.seed,
+        )
+        self.iteration = progress.iteration
+        self.env_steps = progress.env_steps
+        self.best_score = progress.best_score
         if self._score_is_return_mean():
-            self._best_return_mean = checkpoint.best_score
+            self._best_return_mean = progress.best_score
         every = self.options.eval_every_steps
         if every is not None:
             self._next_eval = (self.env_steps // every + 1) * every
-        if same_world:
-            restore_rng_state(checkpoint.rng_state(self.dist.rank))
-        else:
-            self._restart_rank_streams(state, rank_local, file, saved_world=saved_world)
         _put_on_curve(state, restart=restart_schedule)
-
-    def _restart_rank_streams(
-        self,
-        state: TrainerState,
-        saved: dict[str, dict[str, Any]],
-        file: Path,
-        *,
-        saved_world: int,
-    ) -> None:
-        """Rank-local state after a resume on another number of ranks (see :meth:`load`)."""
-        rank, index = self.dist.rank, self.iteration
-        for name, target in state.rank_local.items():
-            if isinstance(target, SupportsSharedState):
-                if name not in saved:
-                    raise CheckpointError(
-                        f"{file}: no rank_local state for {name!r} of rank 0 (it holds "
-                        f"{sorted(saved)}); not a checkpoint of this {type(self).__name__}'s setup"
-                    )
-                target.load_shared_state_dict(saved[name])
-            elif isinstance(target, GeneratorState):
-                target.generator.manual_seed(
-                    derive_seed(self.seed, "sampler", rank=rank, index=index)
-                )
-        reseed_rng(derive_seed(self.seed, "init", rank=rank, index=index))
-        if self.dist.is_main:
-            print(
-                f"world size changed {saved_world} -> {self.dist.world_size} on resume from "
-                f"{file}: weights, optimizers, schedules, normaliser statistics, counters and best "
-                "score restored; envs reset and per-rank random streams re-derived (a valid "
-                "resume, not bit-exact)",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def _policy_mismatch(self, checkpoint: Checkpoint, path: str | Path) -> CheckpointError | None:
-        """A checkpoint whose recorded policy factory differs from this trainer's.
-
-        Checked only where both record one (a file of schema 1 or 2, or a policy
-        given without a factory, records none to compare).
-        """
-        saved, current = checkpoint.policy_factory, self.policy_factory
-        if not isinstance(saved, PolicyFactory) or current is None:
-            return None
-        if plain(saved.to_dict()) == plain(current.to_dict()):
-            return None
-        return CheckpointError(
-            f"{path}: saved with the policy factory {saved.target} {dict(saved.kwargs)}, now "
-            f"{current.target} {dict(current.kwargs)}; resume with the policy it trained "
-            "(typedrl train --resume RUN_DIR rebuilds it from the run's config.yaml)"
-        )
-
-    def _config_mismatch(self, saved: dict[str, Any], path: str | Path) -> CheckpointError | None:
-        current = self._config_dict()
-        missing = object()
-        # Fields the checkpoint lacks (added to the config after it was written) are
-        # not compared; fields it has that the config no longer has are.
-        changed = [
-            f"{name}: saved {saved[name]!r}, now {current.get(name, '(absent)')!r}"
-            for name in sorted(saved)
-            if name not in self.resumable_changes
-            and plain(saved[name]) != plain(current.get(name, missing))
-        ]
-        if not changed:
-            return None
-        return CheckpointError(
-            f"{path}: saved with another config ({'; '.join(changed)}). Resume with the "
-            "saved config (the checkpoint's config field; on the command line, "
-            "`typedrl train --resume RUN_DIR` takes the run's own), or, from Python, pass "
-            "strict_config=False to change hyper-parameters on purpose"
-        )
 
 
 def _put_on_curve(state: TrainerState, *, restart: bool) -> None:
@@ -925,14 +796,3 @@ def _put_on_curve(state: TrainerState, *, restart: bool) -> None:
     for scheduler in state.schedulers.values():
         if isinstance(scheduler, LambdaLR):
             (restart_lr_schedule if restart else resync_schedule)(scheduler)
-
-
-def _to_cpu(value: Any) -> Any:
-    """``value`` with every tensor moved to the CPU (for gathering and saving)."""
-    if isinstance(value, dict):
-        return {key: _to_cpu(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_to_cpu(item) for item in value)
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    return value

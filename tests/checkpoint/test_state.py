@@ -1,4 +1,4 @@
-"""Tests for typedrl.training._state: TrainerState, GeneratorState and Counters."""
+"""Tests for typedrl.checkpoint._state: TrainerState, GeneratorState and Counters."""
 
 from pathlib import Path
 from typing import Any

@@ -11,7 +11,7 @@ from typedrl._validation import describe
 from typedrl.errors import ConfigError
 from typedrl.protocols import SupportsStateDict
 
-__all__ = ["Counters", "GeneratorState", "SupportsSharedState", "TrainerState"]
+__all__ = ["Counters", "GeneratorState", "Progress", "SupportsSharedState", "TrainerState"]
 
 _GROUPS = ("modules", "optimizers", "schedulers", "rank_local")
 
@@ -70,6 +70,24 @@ class TrainerState:
                 "TrainerState.modules must hold the policy under 'policy', "
                 f"got {sorted(self.modules)}"
             )
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    """Where a run stands: the trainer core's counters and best score, saved beside its state.
+
+    Example:
+        >>> Progress(iteration=3, env_steps=768, best_score=None).env_steps
+        768
+    """
+
+    iteration: int
+    """Iterations done (over the whole run)."""
+    env_steps: int
+    """Env steps taken over every env row of every rank."""
+    best_score: float | None
+    """The best value of the run's best metric so far; ``None`` before any evaluation."""
 
 
 @runtime_checkable
