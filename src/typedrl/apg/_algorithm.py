@@ -647,8 +647,7 @@ def _nonfinite_env_outputs(
             more = f", ... ({len(rows)} rows)" if len(rows) > _ROWS_SHOWN else ""
             kind = "NaN" if bool(torch.isnan(values[step]).any()) else "an infinity"
             found.append(
-                f"{kind} in its {name} at step {first + step} of the update "
-                f"(rows [{shown}{more}])"
+                f"{kind} in its {name} at step {first + step} of the update (rows [{shown}{more}])"
             )
             break
     if not found:

@@ -66,8 +66,7 @@ _ACTOR_SUMS = (*POLICY_STATISTICS, "cut_rows")
 
 @runtime_checkable
 class WindowCollector(Protocol):
-    """What :meth:`SHAC.update` rolls a window out with (a
-    :class:`~typedrl.apg.DifferentiableCollector`)."""
+    """What :meth:`SHAC.update` rolls a window out with: a differentiable collector."""
 
     def collect(
         self, policy: DifferentiablePolicy, *, num_steps: int, iteration: int
@@ -255,7 +254,7 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
             values = self.return_normalizer.denormalize(values)
         return values.reshape(batch)
 
-    def update(
+    def update(  # noqa: PLR0915 - one iteration, read top to bottom in its numbered steps
         self, collector: WindowCollector, *, num_steps: int, iteration: int = 0
     ) -> tuple[UpdateOutcome, EpochEpisodes]:
         """One SHAC iteration: a window, an actor step, a critic regression, a target update.
