@@ -9,8 +9,8 @@ import pytest
 
 from tests.shac.windows import FeaturePolicy, make_shac
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig
-from typedrl.shac import SHACConfig
 from typedrl.errors import ConfigError
+from typedrl.shac import SHACConfig
 
 
 def test_defaults() -> None:

@@ -11,7 +11,7 @@ averaging. :meth:`SHAC.update` is one iteration, top to bottom.
 
 import copy
 import math
-from typing import Protocol, final, runtime_checkable
+from typing import Protocol, cast, final, runtime_checkable
 
 import torch
 from tensordict import TensorDict
@@ -297,10 +297,11 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
         actor, config, dist = self.config.actor, self.config, self.dist
         gamma = actor.gamma
         self.kernel.clear()
-        failure: TypedRLError | None = None
         try:
             # 1. The window: graph-preserving, continuing the env's running episodes.
-            window = collector.collect(self.policy, num_steps=num_steps, iteration=iteration)
+            window = collector.collect(
+                cast("DifferentiablePolicy", self.policy), num_steps=num_steps, iteration=iteration
+            )
             rewards, valid = window.rewards, window.valid
             rows = rewards.shape[1]
             # 2. The actor loss. A row whose observation exploded is cut like a termination
@@ -330,15 +331,15 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
             torch.autograd.backward(loss)
             collector.detach_state()
         except TypedRLError as error:
-            failure = error
+            # A bad env output on one rank stops every rank with its message, before the
+            # update's all-reduce would wait for it; nothing of the update is kept.
+            self.kernel.clear()
+            raise_together(error, "collecting the rollouts", dist)
+            raise
         except BaseException:
             self.kernel.clear()
             raise
-        if failure is not None:
-            self.kernel.clear()
-        # A bad env output on one rank stops every rank with its message, before the
-        # update's all-reduce would wait for it.
-        raise_together(failure, "collecting the rollouts", dist)
+        raise_together(None, "collecting the rollouts", dist)
         # 4. One all-reduce: the gradient averaged per step and over the ranks, with the
         # window's statistics (read after the backward) summed over the ranks.
         statistics = policy_statistics(loss, objective, entropy, window.adjoint)
