@@ -340,8 +340,9 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
             self.kernel.clear()
             raise
         raise_together(None, "collecting the rollouts", dist)
-        # 4. One all-reduce: the gradient averaged per step and over the ranks, with the
-        # window's statistics (read after the backward) summed over the ranks.
+        # 4. Clip. One all-reduce: the gradient averaged per step and over the ranks, with
+        # the window's statistics (read after the backward) summed over the ranks; the
+        # decision to skip is then the same on every rank.
         statistics = policy_statistics(loss, objective, entropy, window.adjoint)
         statistics["cut_rows"] = cut.sum().to(torch.float64)
         device = self.parameters[0].device
@@ -392,8 +393,8 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
             self.counters["skipped"] += 1
             self.kernel.skip()
             return UpdateOutcome(applied=False, metrics=metrics), window.episodes
-        # 4-5. Clip to max_grad_norm, write the gradient back, step; the schedule counts
-        # applied updates only.
+        # 5. Step: the kernel clips the reduced gradient to max_grad_norm, writes it back
+        # and steps the optimizer; the schedule counts applied updates only.
         self.kernel.apply(reduced)
         self.counters["applied"] += 1
         self.scheduler.step()
