@@ -13,9 +13,10 @@ from types import FrameType
 from typing import Any
 
 import typedrl
-from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig, SHACConfig
+from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.envs import make
 from typedrl.ppo import PPOAgent, PPOConfig
+from typedrl.shac import SHACConfig
 from typedrl.training import AbstractTrainer, RunOptions
 
 PACKAGE = Path(typedrl.__file__).resolve().parent

@@ -12,7 +12,7 @@ import torch
 
 import typedrl
 
-_LAZY_PACKAGES = ("typedrl", "typedrl.ppo", "typedrl.apg", "typedrl.policies")
+_LAZY_PACKAGES = ("typedrl", "typedrl.ppo", "typedrl.apg", "typedrl.shac", "typedrl.policies")
 # Gymnasium is light: import typedrl imports it to register the built-in envs.
 _HEAVY = ("torch", "tensordict", "lightning", "lightning_fabric")
 

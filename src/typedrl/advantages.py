@@ -100,8 +100,12 @@ def compute_gae(
         >>> advantages.flatten().tolist()  # the truncation at t=1 cuts the recursion
         [4.0, 6.0, 1.0]
     """
-    gamma = unit_interval("compute_gae", "gamma", gamma)
-    gae_lambda = unit_interval("compute_gae", "gae_lambda", gae_lambda)
+    # The common case inline (a call costs about what the check does); anything else, an
+    # int or a value out of range, goes to the validator, which converts or raises.
+    if type(gamma) is not float or not 0.0 <= gamma <= 1.0:
+        gamma = unit_interval("compute_gae", "gamma", gamma)
+    if type(gae_lambda) is not float or not 0.0 <= gae_lambda <= 1.0:
+        gae_lambda = unit_interval("compute_gae", "gae_lambda", gae_lambda)
     if dtype is None:
         dtype = torch.promote_types(
             torch.promote_types(rewards.dtype, values.dtype), next_values.dtype

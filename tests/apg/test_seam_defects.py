@@ -14,19 +14,19 @@ import torch
 from tensordict import TensorDict
 
 from tests.multiprocess import run_two_ranks
+from tests.shac.windows import FixedWindow
 from tests.training.test_fabric import launch_two_rank_fabric
 from typedrl.apg import (
     APGConfig,
     DifferentiableRollout,
     DifferentiableTrainer,
     DifferentiableTrainerConfig,
-    SHACConfig,
 )
-from typedrl.apg._shac import SHAC
 from typedrl.distributed import SingleProcess
 from typedrl.envs import make
 from typedrl.episodes import EpochEpisodes
 from typedrl.errors import DistributedError
+from typedrl.shac import SHAC, SHACConfig
 from typedrl.testing import ScheduledQuadraticEnv
 from typedrl.training import IterationResult, RunOptions
 
@@ -127,10 +127,11 @@ def test_shac_entropy_skips_the_step_a_row_is_cut() -> None:
         seed=0,
         feature_width=1,
     )
-    entropies = torch.tensor([[1.0, 10.0], [100.0, 1000.0]])
-    _, _, entropy, _ = shac._segment_loss(_window(entropies, exploded_row=1), torch.ones(2))
-    # Row 1 is cut at step 0: its 10.0 does not count; everything else does (over 2 rows).
-    assert float(entropy) == pytest.approx((1.0 + 100.0 + 1000.0) / 2)
+    # Leaves that require grad, so that the actor's backward has something to reach.
+    entropies = torch.tensor([[1.0, 10.0], [100.0, 1000.0]], requires_grad=True)
+    outcome, _ = shac.update(FixedWindow(_window(entropies, exploded_row=1)), num_steps=2)
+    # Row 1 is cut at step 0: its 10.0 does not count; everything else does (per row and step).
+    assert outcome.metrics["train/entropy"] == pytest.approx((1.0 + 100.0 + 1000.0) / 2 / 2)
 
 
 def _metrics_worker(rank: int, port: int, out_dir: str) -> None:

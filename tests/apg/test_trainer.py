@@ -15,7 +15,12 @@ from torch import Tensor
 from tests.loggers import RecordingLogger
 from tests.multiprocess import run_in_fresh_process
 from typedrl._results import StepResult
-from typedrl.apg import APGConfig, DifferentiableTrainer, DifferentiableTrainerConfig
+from typedrl.apg import (
+    APGConfig,
+    DifferentiableAlgorithm,
+    DifferentiableTrainer,
+    DifferentiableTrainerConfig,
+)
 from typedrl.checkpoint import load_checkpoint
 from typedrl.envs import make
 from typedrl.errors import CheckpointError, ConfigError, EnvError, NonFiniteError
@@ -603,6 +608,7 @@ def test_an_env_exception_mid_update_cancels_it(tmp_path: Path) -> None:
         trainer.train()
     assert isinstance(info.value.__cause__, RuntimeError)
     assert len(snapshots) == 1
+    assert isinstance(trainer.algorithm, DifferentiableAlgorithm)
     assert not trainer.algorithm.updating
     assert all(p.grad is None for p in trainer.model.parameters())
     assert_same(full_state(trainer), snapshots[0])
@@ -631,6 +637,7 @@ def test_nonfinite_raise_stops_training_with_the_last_update_intact() -> None:
     with pytest.raises(NonFiniteError, match=r"non-finite gradient norm \(nan\) at update 1"):
         trainer.train()
     assert trainer.iteration == 1
+    assert isinstance(trainer.algorithm, DifferentiableAlgorithm)
     assert not trainer.algorithm.updating
     assert_same(full_state(trainer), snapshots[0])
     assert int(obs_normalizer(trainer).count) == 32

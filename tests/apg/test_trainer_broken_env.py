@@ -9,7 +9,12 @@ import pytest
 
 from tests.apg.broken_envs import DetachedReward, NaNReward, SingularReward, point_mass
 from tests.loggers import RecordingLogger
-from typedrl.apg import APGConfig, DifferentiableTrainer, DifferentiableTrainerConfig
+from typedrl.apg import (
+    APGConfig,
+    DifferentiableAlgorithm,
+    DifferentiableTrainer,
+    DifferentiableTrainerConfig,
+)
 from typedrl.cli import main
 from typedrl.errors import EnvContractError, NonFiniteError
 from typedrl.training import SUMMARY_FILE, RunOptions
@@ -52,6 +57,7 @@ def test_a_detached_reward_stops_training_at_the_third_update() -> None:
     assert "typedrl check-env" in message
     assert trainer.iteration == 2
     assert trainer.algorithm.counters.state_dict() == {"applied": 2, "skipped": 0}
+    assert isinstance(trainer.algorithm, DifferentiableAlgorithm)
     assert not trainer.algorithm.updating
 
 

@@ -7,9 +7,10 @@
   gradient that flows back through each row's action.
 - :class:`APG` (with :class:`APGConfig`) turns rollouts into optimizer updates:
   truncated segments or complete rollouts, one gradient all-reduce per update.
-- :class:`SHAC` (with :class:`SHACConfig`), the short-horizon actor-critic: short
-  windows ended by a learned target critic's value, the critic regressed on
-  TD(lambda) targets; the same life cycle, trainer and collector as APG.
+- SHAC, the short-horizon actor-critic, lives in :mod:`typedrl.shac` (its
+  :class:`~typedrl.shac.SHACConfig` and :class:`~typedrl.shac.SHAC` are
+  re-exported here): short windows ended by a learned target critic's value,
+  on the same trainer and collector as APG.
 - :class:`DifferentiableTrainer` (with :class:`DifferentiableTrainerConfig`) runs
   it all on the shared trainer core (:mod:`typedrl.training`): budgets,
   evaluation, checkpoints, exact resume, DDP.
@@ -32,12 +33,12 @@ if TYPE_CHECKING:
     from typedrl.apg._config import APGConfig as APGConfig
     from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
     from typedrl.apg._rollout import first_done_mask as first_done_mask
-    from typedrl.apg._shac import SHAC as SHAC
-    from typedrl.apg._shac_config import SHACConfig as SHACConfig
     from typedrl.apg._trainer import DifferentiableTrainer as DifferentiableTrainer
     from typedrl.apg._trainer_config import (
         DifferentiableTrainerConfig as DifferentiableTrainerConfig,
     )
+    from typedrl.shac._algorithm import SHAC as SHAC
+    from typedrl.shac._config import SHACConfig as SHACConfig
 else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
@@ -52,8 +53,8 @@ else:
             "APGConfig": "typedrl.apg._config",
             "DifferentiableRollout": "typedrl.apg._rollout",
             "first_done_mask": "typedrl.apg._rollout",
-            "SHAC": "typedrl.apg._shac",
-            "SHACConfig": "typedrl.apg._shac_config",
+            "SHAC": "typedrl.shac._algorithm",
+            "SHACConfig": "typedrl.shac._config",
             "DifferentiableTrainer": "typedrl.apg._trainer",
             "DifferentiableTrainerConfig": "typedrl.apg._trainer_config",
         },

@@ -1,6 +1,6 @@
-"""Algorithms that learn by backpropagating through a differentiable env, and APG itself.
+"""APG, the analytic policy gradient, and what every policy update through an env shares.
 
-Every such algorithm has one life cycle, driven by
+An APG update has one life cycle, driven by
 :class:`~typedrl.apg.DifferentiableTrainer`: :meth:`~DifferentiableAlgorithm.begin_update`,
 then one or more ``accumulate_*`` calls (each runs its backward at once, so the
 simulator's graph is freed segment by segment), then
@@ -8,13 +8,18 @@ simulator's graph is freed segment by segment), then
 all-reduce across ranks, the finite check, clipping, the optimizer step; then,
 when applied, everything that follows an applied update) or
 :meth:`~DifferentiableAlgorithm.cancel_update` (nothing changes).
+
+The module functions are what any update of a policy through a differentiable
+env shares, APG's and :class:`~typedrl.shac.SHAC`'s alike: the statistics pooled
+with the gradient (:func:`policy_statistics`), the update's metrics
+(:func:`policy_metrics`) and the refusals that stop a run (:func:`refuse_update`).
 """
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal, cast, final
+from typing import Any, Final, Literal, cast, final
 
 import torch
 from jaxtyping import Float
@@ -22,6 +27,7 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl.advantages import discount_weights
+from typedrl.apg._adjoint import ActionAdjointClipper
 from typedrl.apg._config import APGConfig
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed
@@ -44,7 +50,6 @@ from typedrl.protocols import SupportsNormalizerUpdate, SupportsStateDict
 from typedrl.training import Counters
 from typedrl.training._update import (
     GradientStep,
-    ReducedGradient,
     UpdateOutcome,
     build_optimizer,
     build_scheduler,
@@ -52,15 +57,18 @@ from typedrl.training._update import (
 
 __all__ = [
     "APG",
+    "POLICY_STATISTICS",
     "ZERO_GRADIENT_UPDATES",
     "AlgorithmState",
     "DifferentiableAlgorithm",
     "UpdateData",
+    "policy_metrics",
+    "policy_statistics",
+    "refuse_update",
 ]
 
 _Mode = Literal["segmented", "complete"]
-# Scalars reduced with the gradient in the update's one all-reduce.
-_SUMMED = (
+POLICY_STATISTICS: Final = (
     "loss",
     "objective",
     "entropy",
@@ -69,6 +77,7 @@ _SUMMED = (
     "adjoint_nonfinite",
     "adjoint_norm_sum",
 )
+"""The scalars a policy update reduces with its gradient in its one all-reduce, in order."""
 ZERO_GRADIENT_UPDATES: Final = 3
 """A run whose policy gradient is exactly zero on each of its first this many updates stops
 with :class:`~typedrl.errors.EnvContractError`: its objective does not depend on the actions."""
@@ -79,14 +88,12 @@ _ROWS_SHOWN = 8
 @final
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class UpdateData:
-    """The detached data of one update's rollouts: what follows an applied update learns from.
+    """The detached observations of one update's rollouts, for the observation normaliser.
 
     The trainer builds it from the rollouts it accumulated and hands it to
     :meth:`DifferentiableAlgorithm.finish_update`.
     """
 
-    rollouts: tuple[DifferentiableRollout, ...]
-    """The update's rollouts, detached (SHAC's critic regresses on the last window)."""
     observations: TensorDict
     """Every observation the update acted on, flat ``[samples]`` and detached."""
     observation_mask: Tensor
@@ -107,7 +114,6 @@ class UpdateData:
         chosen = masks if masks is not None else [rollout.valid for rollout in detached]
         observations: list[Any] = [rollout.observations.reshape(-1) for rollout in detached]
         return cls(
-            rollouts=detached,
             observations=cast("TensorDict", torch.cat(observations)),
             observation_mask=torch.cat([mask.reshape(-1) for mask in chosen]),
         )
@@ -129,15 +135,14 @@ class AlgorithmState:
 
 
 class DifferentiableAlgorithm(ABC):
-    """The one interface of the algorithms :class:`~typedrl.apg.DifferentiableTrainer` drives.
+    """The life cycle of an analytic policy gradient update, whatever its objective.
 
     A subclass implements the objective (:meth:`_segment_loss`,
-    :meth:`_complete_loss`) and, where it trains more than the policy (SHAC's
-    critic), :meth:`_learn_from` and :meth:`state`. The life cycle, the state
-    checks, the update kernel (:class:`~typedrl.training.GradientStep`: one
-    gradient all-reduce, the finite checks, clipping, the optimizer step) and
-    what follows an applied update (:meth:`_after_applied_update`) are written
-    here once.
+    :meth:`_complete_loss`). The life cycle, the state checks, the update
+    kernel (:class:`~typedrl.training.GradientStep`: one gradient all-reduce,
+    the finite checks, clipping, the optimizer step) and what follows an
+    applied update (:meth:`_after_applied_update`) are written here once.
+    :class:`~typedrl.shac.SHAC` writes its own update from the same parts.
 
     Args:
         policy: The differentiable policy (on the trainer's device, identical on
@@ -150,9 +155,6 @@ class DifferentiableAlgorithm(ABC):
             (``policy.update_normalizers``) after each applied update, from the
             update's alive rows.
     """
-
-    _summed: ClassVar[tuple[str, ...]] = _SUMMED
-    """Scalars reduced with the gradient (a subclass adds its own to the pending sums)."""
 
     def __init__(
         self,
@@ -206,29 +208,8 @@ class DifferentiableAlgorithm(ABC):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """``(loss, objective, entropy)`` of one complete rollout (means over rows)."""
 
-    def _learn_from(self, data: UpdateData | None) -> dict[str, float]:
-        """What the algorithm learns besides the policy after an applied step; its metrics."""
-        del data
-        return {}
-
-    def _pool(self, name: str, value: Tensor) -> None:
-        """Add a scalar to the update's sums (reduced over the ranks with the gradient).
-
-        Outside an update (an objective evaluated on its own) there is nothing to add to.
-        """
-        pending = self._pending
-        if pending is None:
-            return
-        copied = value.detach().to(torch.float64).clone()
-        sums = pending.sums
-        sums[name] = sums[name] + copied if name in sums else copied
-
     def state(self) -> AlgorithmState:
-        """What the algorithm checkpoints besides the policy.
-
-        Its optimizers, schedulers and counters and, for an actor-critic, the
-        critics and the per-rank samplers.
-        """
+        """What the algorithm checkpoints besides the policy: optimizer, schedule, counters."""
         return AlgorithmState(
             modules={"algorithm": self.counters},
             optimizers={"policy": self.optimizer},
@@ -344,18 +325,17 @@ class DifferentiableAlgorithm(ABC):
         A zero gradient later in a run is applied as any other.
 
         Args:
-            data: The update's detached rollouts and observations (what the
-                trainer collected), for what follows an applied update: the
-                observation normaliser's statistics and, for SHAC, the critic's
-                regression. ``None`` when there is nothing to learn from but the
-                policy gradient.
+            data: The update's detached observations (what the trainer
+                collected), for the observation normaliser's statistics after an
+                applied update. ``None`` when there is nothing to learn from but
+                the policy gradient.
 
         Returns:
             Whether the update was applied, and ``loss/policy``,
             ``train/objective``, ``train/entropy``, ``train/grad_norm``,
             ``train/skipped_nonfinite``, ``train/skipped_large``,
-            ``train/learning_rate``, the adjoint statistics and what follows an
-            applied update adds (identical on every rank).
+            ``train/learning_rate`` and the adjoint statistics (identical on every
+            rank).
 
         Raises:
             StateError: No update in progress.
@@ -375,11 +355,11 @@ class DifferentiableAlgorithm(ABC):
         sums = torch.stack(
             [
                 pending.sums.get(name, torch.zeros((), device=device)).to(torch.float64)
-                for name in self._summed
+                for name in POLICY_STATISTICS
             ]
         )
         reduced = self.kernel.reduce(sums, scale=per_step)
-        totals = dict(zip(self._summed, reduced.pooled.tolist(), strict=True))
+        totals = dict(zip(POLICY_STATISTICS, reduced.pooled.tolist(), strict=True))
         grad_norm = float(reduced.norm)
         # A non-finite loss is skipped too, even when its gradient came out finite (a NaN
         # reward that carries no gradient, or one whose adjoint rows were zeroed).
@@ -389,39 +369,47 @@ class DifferentiableAlgorithm(ABC):
             and config.skip_grad_norm_above is not None
             and grad_norm > config.skip_grad_norm_above
         )
-        learning_rate = float(self.optimizer.param_groups[0]["lr"])
-        metrics = self._metrics(
-            pending,
-            totals=totals,
+        metrics = policy_metrics(
+            totals,
+            steps=max(pending.steps, 1) if pending.mode == "segmented" else 1,
             grad_norm=grad_norm,
             finite=finite,
             large=large,
-            learning_rate=learning_rate,
+            learning_rate=float(self.optimizer.param_groups[0]["lr"]),
+            norm_max=pending.norm_max,
+            dist=self.dist,
         )
-        self._refuse(pending, reduced, totals, finite)
+        self._zero_gradients = refuse_update(
+            type(self).__name__,
+            totals=totals,
+            grad_norm=grad_norm,
+            finite=finite,
+            config=config,
+            update=self.counters["applied"] + self.counters["skipped"],
+            zero_gradients=self._zero_gradients,
+            env_outputs=pending.env_outputs,
+            dist=self.dist,
+            cancel=self.cancel_update,
+        )
         applied = finite and not large
         if applied:
             self.kernel.apply(reduced)
             self.counters["applied"] += 1
-            metrics.update(self._after_applied_update(data))
+            self._after_applied_update(data)
         else:
             self.counters["skipped"] += 1
             self.kernel.skip()
         self._pending = None
         return UpdateOutcome(applied=applied, metrics=metrics)
 
-    def _after_applied_update(self, data: UpdateData | None) -> dict[str, float]:
-        """Everything that follows an applied policy step, in order; their metrics.
+    def _after_applied_update(self, data: UpdateData | None) -> None:
+        """Everything that follows an applied policy step, in order.
 
         1. The learning-rate schedule steps (it counts applied updates only).
-        2. What the algorithm learns besides the policy (:meth:`_learn_from`: SHAC's
-           critic regression and target update, with the normalisation the
-           update's actions saw).
-        3. The observation normaliser's statistics take in the update's alive rows
+        2. The observation normaliser's statistics take in the update's alive rows
            (so that every forward of the update saw the same normalisation).
         """
         self.scheduler.step()
-        metrics = self._learn_from(data)
         policy = self.policy
         if (
             self.normalize_observations
@@ -429,47 +417,6 @@ class DifferentiableAlgorithm(ABC):
             and data is not None
         ):
             policy.update_normalizers(data.observations, dist=self.dist, mask=data.observation_mask)
-        return metrics
-
-    def _refuse(
-        self,
-        pending: "_Pending",
-        reduced: ReducedGradient,
-        totals: Mapping[str, float],
-        finite: bool,
-    ) -> None:
-        """Raise where the update must stop the run: non-finite with ``"raise"``, zero gradients."""
-        update = self.counters["applied"] + self.counters["skipped"]
-        grad_norm = float(reduced.norm)
-        if not finite and self.config.nonfinite == "raise":
-            cause = self._nonfinite_env_outputs(pending)
-            self.cancel_update()
-            advice = (
-                f"{cause}: the simulation itself went non-finite, not only the gradient; find "
-                "why (typedrl check-env ENV) before lowering the learning rate"
-                if cause
-                else "The env's rewards and observations of this update were finite, so the "
-                "backward pass overflowed: lower the learning rate or the horizon, or clip "
-                "the action adjoint (adjoint_max_norm)"
-            )
-            raise NonFiniteError(
-                f"{type(self).__name__}: non-finite gradient norm ({grad_norm}) at update "
-                f"{update}; nothing was updated. {advice}"
-            )
-        if update < ZERO_GRADIENT_UPDATES:
-            # Rows the adjoint clipper zeroed for being non-finite leave no gradient either.
-            zero = finite and grad_norm == 0.0 and totals["adjoint_nonfinite"] == 0.0
-            self._zero_gradients += int(zero)
-            if self._zero_gradients == ZERO_GRADIENT_UPDATES:
-                self.cancel_update()
-                raise EnvContractError(
-                    f"{type(self).__name__}: the policy gradient was exactly 0 on each of the "
-                    f"first {ZERO_GRADIENT_UPDATES} updates, so training can never change the "
-                    "policy: the objective does not depend on the actions. Most likely the "
-                    "env's reward (or observation) is not connected to the action through its "
-                    "autograd graph (a .detach(), .item(), NumPy or torch.no_grad() step inside "
-                    "step()); run `typedrl check-env ENV` to see which output lost its gradient"
-                )
 
     def cancel_update(self) -> None:
         """Drop the update in progress: gradients cleared, nothing stepped.
@@ -517,93 +464,15 @@ class DifferentiableAlgorithm(ABC):
                 rollout.terminal_observations.detach(),
             )
         )
-        values = {"loss": loss, "objective": objective, "entropy": entropy}
+        sums = pending.sums
+        for name, value in policy_statistics(loss, objective, entropy, rollout.adjoint).items():
+            sums[name] = sums[name] + value if name in sums else value
         clipper = rollout.adjoint
         if clipper is not None:
-            values.update(
-                {
-                    "adjoint_rows": clipper.rows,
-                    "adjoint_clipped": clipper.clipped,
-                    "adjoint_nonfinite": clipper.nonfinite,
-                    "adjoint_norm_sum": clipper.norm_sum,
-                }
-            )
             norm_max = clipper.norm_max.detach().to(torch.float64).clone()
             pending.norm_max = (
                 norm_max if pending.norm_max is None else torch.maximum(pending.norm_max, norm_max)
             )
-        for name, value in values.items():
-            self._pool(name, value)
-
-    def _metrics(
-        self,
-        pending: "_Pending",
-        *,
-        totals: Mapping[str, float],
-        grad_norm: float,
-        finite: bool,
-        large: bool,
-        learning_rate: float,
-    ) -> dict[str, float]:
-        """The update's metrics from the statistics summed over the ranks."""
-        world = self.dist.world_size
-        segmented = pending.mode == "segmented"
-        per_step = max(pending.steps, 1) if segmented else 1
-        metrics = {
-            LOSS_POLICY: totals["loss"] / world / (per_step if segmented else 1),
-            TRAIN_OBJECTIVE: totals["objective"] / world / per_step,
-            TRAIN_ENTROPY: totals["entropy"] / world / per_step,
-            TRAIN_GRAD_NORM: grad_norm,
-            TRAIN_SKIPPED_NONFINITE: float(not finite),
-            TRAIN_SKIPPED_LARGE: float(large),
-            TRAIN_LEARNING_RATE: learning_rate,
-        }
-        if pending.norm_max is not None:
-            rows = totals["adjoint_rows"]
-            finite_rows = rows - totals["adjoint_nonfinite"]
-            norm_max = pending.norm_max.detach().reshape(1).to(torch.float64)
-            if world > 1:
-                # The one statistic a sum cannot carry: gathered for its maximum.
-                norm_max = self.dist.all_gather(norm_max).max().reshape(1)
-            metrics[ADJOINT_ROWS] = rows
-            metrics[ADJOINT_CLIPPED_FRACTION] = totals["adjoint_clipped"] / max(rows, 1.0)
-            metrics[ADJOINT_NONFINITE_ROWS] = totals["adjoint_nonfinite"]
-            metrics[ADJOINT_NORM_MEAN] = totals["adjoint_norm_sum"] / max(finite_rows, 1.0)
-            metrics[ADJOINT_NORM_MAX] = float(norm_max[0])
-        metrics.update(self._pooled_metrics(totals))
-        return metrics
-
-    def _pooled_metrics(self, totals: Mapping[str, float]) -> dict[str, float]:
-        """A subclass's metrics from its own pooled sums (applied and skipped updates alike)."""
-        del totals
-        return {}
-
-    def _nonfinite_env_outputs(self, pending: "_Pending") -> str:
-        """Where this rank's env returned a NaN or an infinity in the update ("" if nowhere)."""
-        found: list[str] = []
-        for name in ("rewards", "observations"):
-            for first, rewards, observations in pending.env_outputs:
-                values = rewards if name == "rewards" else _flat_leaves(observations)
-                bad = ~torch.isfinite(values)
-                if values.ndim > 2:
-                    bad = bad.any(dim=-1)
-                steps = bad.any(dim=1).nonzero()
-                if steps.numel() == 0:
-                    continue
-                step = int(steps[0])
-                rows = bad[step].nonzero().flatten().tolist()
-                shown = ", ".join(str(row) for row in rows[:_ROWS_SHOWN])
-                more = f", ... ({len(rows)} rows)" if len(rows) > _ROWS_SHOWN else ""
-                kind = "NaN" if bool(torch.isnan(values[step]).any()) else "an infinity"
-                found.append(
-                    f"{kind} in its {name} at step {first + step} of the update "
-                    f"(rows [{shown}{more}])"
-                )
-                break
-        if not found:
-            return ""
-        where = f" on rank {self.dist.rank}" if self.dist.world_size > 1 else ""
-        return f"The env returned {' and '.join(found)}{where}"
 
 
 @final
@@ -621,6 +490,170 @@ class _Pending:
         # Each rollout's first step in the update, rewards and env observations (detached
         # references, read only to say what went wrong when an update raises).
         self.env_outputs: list[tuple[int, Tensor, TensorDict]] = []
+
+
+def policy_statistics(
+    loss: Tensor, objective: Tensor, entropy: Tensor, adjoint: ActionAdjointClipper | None
+) -> dict[str, Tensor]:
+    """One rollout's scalars to reduce with the gradient, as float64 copies (read after backward).
+
+    Keyed by :data:`POLICY_STATISTICS`; the adjoint's counts only when the rollout had a clipper.
+    """
+    values = {"loss": loss, "objective": objective, "entropy": entropy}
+    if adjoint is not None:
+        values.update(
+            {
+                "adjoint_rows": adjoint.rows,
+                "adjoint_clipped": adjoint.clipped,
+                "adjoint_nonfinite": adjoint.nonfinite,
+                "adjoint_norm_sum": adjoint.norm_sum,
+            }
+        )
+    return {name: value.detach().to(torch.float64).clone() for name, value in values.items()}
+
+
+def policy_metrics(
+    totals: Mapping[str, float],
+    *,
+    steps: int,
+    grad_norm: float,
+    finite: bool,
+    large: bool,
+    learning_rate: float,
+    norm_max: Tensor | None,
+    dist: Distributed,
+) -> dict[str, float]:
+    """A policy update's metrics from its :data:`POLICY_STATISTICS` summed over the ranks.
+
+    Args:
+        totals: The statistics summed over the ranks.
+        steps: What the per-step means divide by (a segmented update's steps; 1 for
+            complete rollouts, whose statistics carry their own scales).
+        grad_norm: The reduced gradient's norm, before clipping.
+        finite: Whether the gradient and the loss were finite.
+        large: Whether the update was skipped for a norm above ``skip_grad_norm_above``.
+        learning_rate: The rate the update used.
+        norm_max: This rank's largest action-adjoint row norm (``None``: not measured).
+        dist: The ranks (the one statistic a sum cannot carry is gathered).
+    """
+    world = dist.world_size
+    metrics = {
+        LOSS_POLICY: totals["loss"] / world / steps,
+        TRAIN_OBJECTIVE: totals["objective"] / world / steps,
+        TRAIN_ENTROPY: totals["entropy"] / world / steps,
+        TRAIN_GRAD_NORM: grad_norm,
+        TRAIN_SKIPPED_NONFINITE: float(not finite),
+        TRAIN_SKIPPED_LARGE: float(large),
+        TRAIN_LEARNING_RATE: learning_rate,
+    }
+    if norm_max is not None:
+        rows = totals["adjoint_rows"]
+        finite_rows = rows - totals["adjoint_nonfinite"]
+        largest = norm_max.detach().reshape(1).to(torch.float64)
+        if world > 1:
+            # The one statistic a sum cannot carry: gathered for its maximum.
+            largest = dist.all_gather(largest).max().reshape(1)
+        metrics[ADJOINT_ROWS] = rows
+        metrics[ADJOINT_CLIPPED_FRACTION] = totals["adjoint_clipped"] / max(rows, 1.0)
+        metrics[ADJOINT_NONFINITE_ROWS] = totals["adjoint_nonfinite"]
+        metrics[ADJOINT_NORM_MEAN] = totals["adjoint_norm_sum"] / max(finite_rows, 1.0)
+        metrics[ADJOINT_NORM_MAX] = float(largest[0])
+    return metrics
+
+
+def refuse_update(
+    owner: str,
+    *,
+    totals: Mapping[str, float],
+    grad_norm: float,
+    finite: bool,
+    config: APGConfig,
+    update: int,
+    zero_gradients: int,
+    env_outputs: Sequence[tuple[int, Tensor, TensorDict]],
+    dist: Distributed,
+    cancel: Callable[[], None],
+) -> int:
+    """Raise where a policy update must stop the run; the run's count of zero gradients.
+
+    A non-finite update raises :class:`~typedrl.errors.NonFiniteError` with
+    ``nonfinite="raise"`` (saying where this rank's env returned a NaN or an
+    infinity, if it did); a policy gradient of exactly zero on each of the run's
+    first :data:`ZERO_GRADIENT_UPDATES` updates raises
+    :class:`~typedrl.errors.EnvContractError`. ``cancel`` drops the update first.
+
+    Args:
+        owner: The algorithm, named in the messages.
+        totals: The update's statistics summed over the ranks.
+        grad_norm: The reduced gradient's norm.
+        finite: Whether the gradient and the loss were finite.
+        config: The policy's optimisation (its ``nonfinite`` rule).
+        update: The update's index in the run (applied and skipped ones before it).
+        zero_gradients: How many of the run's earlier updates had a gradient of 0.
+        env_outputs: Per rollout of the update: its first step, rewards and env observations.
+        dist: The ranks (the message names this one).
+        cancel: Drops the update in progress.
+    """
+    if not finite and config.nonfinite == "raise":
+        cause = _nonfinite_env_outputs(env_outputs, dist)
+        cancel()
+        advice = (
+            f"{cause}: the simulation itself went non-finite, not only the gradient; find "
+            "why (typedrl check-env ENV) before lowering the learning rate"
+            if cause
+            else "The env's rewards and observations of this update were finite, so the "
+            "backward pass overflowed: lower the learning rate or the horizon, or clip "
+            "the action adjoint (adjoint_max_norm)"
+        )
+        raise NonFiniteError(
+            f"{owner}: non-finite gradient norm ({grad_norm}) at update "
+            f"{update}; nothing was updated. {advice}"
+        )
+    if update >= ZERO_GRADIENT_UPDATES:
+        return zero_gradients
+    # Rows the adjoint clipper zeroed for being non-finite leave no gradient either.
+    zero = finite and grad_norm == 0.0 and totals["adjoint_nonfinite"] == 0.0
+    zero_gradients += int(zero)
+    if zero_gradients == ZERO_GRADIENT_UPDATES:
+        cancel()
+        raise EnvContractError(
+            f"{owner}: the policy gradient was exactly 0 on each of the "
+            f"first {ZERO_GRADIENT_UPDATES} updates, so training can never change the "
+            "policy: the objective does not depend on the actions. Most likely the "
+            "env's reward (or observation) is not connected to the action through its "
+            "autograd graph (a .detach(), .item(), NumPy or torch.no_grad() step inside "
+            "step()); run `typedrl check-env ENV` to see which output lost its gradient"
+        )
+    return zero_gradients
+
+
+def _nonfinite_env_outputs(
+    env_outputs: Sequence[tuple[int, Tensor, TensorDict]], dist: Distributed
+) -> str:
+    """Where this rank's env returned a NaN or an infinity in the update ("" if nowhere)."""
+    found: list[str] = []
+    for name in ("rewards", "observations"):
+        for first, rewards, observations in env_outputs:
+            values = rewards if name == "rewards" else _flat_leaves(observations)
+            bad = ~torch.isfinite(values)
+            if values.ndim > 2:
+                bad = bad.any(dim=-1)
+            steps = bad.any(dim=1).nonzero()
+            if steps.numel() == 0:
+                continue
+            step = int(steps[0])
+            rows = bad[step].nonzero().flatten().tolist()
+            shown = ", ".join(str(row) for row in rows[:_ROWS_SHOWN])
+            more = f", ... ({len(rows)} rows)" if len(rows) > _ROWS_SHOWN else ""
+            kind = "NaN" if bool(torch.isnan(values[step]).any()) else "an infinity"
+            found.append(
+                f"{kind} in its {name} at step {first + step} of the update (rows [{shown}{more}])"
+            )
+            break
+    if not found:
+        return ""
+    where = f" on rank {dist.rank}" if dist.world_size > 1 else ""
+    return f"The env returned {' and '.join(found)}{where}"
 
 
 def _flat_leaves(observations: TensorDict) -> Tensor:

@@ -1,6 +1,6 @@
 """The differentiable collector: steps a differentiable env with a policy, keeping the graph."""
 
-from typing import Any, final
+from typing import Any, cast, final
 
 import gymnasium as gym
 import numpy as np
@@ -157,6 +157,8 @@ class DifferentiableCollector:
         )
         self._obs: Obs | None = None
         self._check_dtypes = FirstObsDtypeCheck(env)
+        # The last policy whose first action passed the check.
+        self._checked_policy: object = None
 
     @property
     def needs_reset(self) -> bool:
@@ -215,12 +217,15 @@ class DifferentiableCollector:
         Raises:
             ConfigError: The policy is not reparameterised, ``num_steps`` is not
                 a non-negative int, or no reset yet.
-            SpecError: The policy returned no ``"action"``, or an action or
-                entropy of the wrong shape, dtype or device (the step is named).
+            SpecError: The policy returned no ``"action"``, an entropy of the
+                wrong shape or dtype, or a first action (the first this collector
+                sees from ``policy``) of the wrong shape, dtype or device (the step
+                is named; the env checks every later action itself).
             EnvContractError: The env returned no ``final_obs`` (the step is named).
             EnvError: The env raised an exception of its own (chained).
         """
-        non_negative_int(f"{_OWNER}.collect", "num_steps", num_steps)
+        if type(num_steps) is not int or num_steps < 0:
+            non_negative_int(f"{_OWNER}.collect", "num_steps", num_steps)
         _check_policy(policy)
         start = obs = self._require_obs()
         env = self.env
@@ -240,7 +245,7 @@ class DifferentiableCollector:
                 # A masked row's observation is garbage (often NaN): the policy sees zeros.
                 obs = cuts.observation(obs)
             outputs = policy.act(obs, deterministic=deterministic)
-            action = self._action_of(outputs, t)
+            action = self._action_of(outputs, t, policy)
             if self._bounds is not None:
                 low, high = self._bounds
                 action = torch.clamp(action, low.to(action.dtype), high.to(action.dtype))
@@ -273,8 +278,10 @@ class DifferentiableCollector:
             valid.append(step_valid)
             finals.append(final_obs)
             obs = result.obs
-        # Outside the loop: the last step's observation has the step's dtypes.
-        self._obs = self._check_dtypes(obs, "step" if num_steps else "reset")
+        # Outside the loop: the last step's observation has the step's dtypes (checked
+        # until one step passed, once in a run).
+        check = self._check_dtypes
+        self._obs = obs if check.done else check(obs, "step" if num_steps else "reset")
         if num_steps == 0:
             return self._empty_rollout(start, adjoint)
         if cuts is not None:
@@ -305,7 +312,7 @@ class DifferentiableCollector:
             return None
         return ActionAdjointClipper(max_norm=self.adjoint_max_norm, device=self.device)
 
-    def _action_of(self, outputs: object, step: int) -> Tensor:
+    def _action_of(self, outputs: object, step: int, policy: object) -> Tensor:
         action = outputs.get("action", None) if isinstance(outputs, TensorDict) else None
         if action is None:
             keys = sorted(outputs.keys()) if isinstance(outputs, TensorDict) else None
@@ -314,8 +321,12 @@ class DifferentiableCollector:
                 f"'action', got {describe(outputs) if keys is None else f'keys {keys}'} at "
                 f"step {step}"
             )
-        checked: Tensor = self._check_action(action)
-        return checked
+        if self._checked_policy is not policy:
+            # The first action of each policy the collector sees (shape, dtype, device): its
+            # later steps run the same code, and the env checks every action it is given.
+            self._check_action(action)
+            self._checked_policy = policy
+        return cast("Tensor", action)
 
     def _empty_rollout(
         self, start: Obs, adjoint: ActionAdjointClipper | None

@@ -1,4 +1,4 @@
-"""The differentiable trainer: APG (and SHAC) on the shared trainer core, with DDP."""
+"""The differentiable trainer: APG and SHAC on the shared trainer core, with DDP."""
 
 import math
 import time
@@ -16,8 +16,6 @@ from typedrl._results import DifferentiableRolloutSpec
 from typedrl.apg._algorithm import APG, DifferentiableAlgorithm, UpdateData
 from typedrl.apg._collector import DifferentiableCollector
 from typedrl.apg._rollout import DifferentiableRollout
-from typedrl.apg._shac import SHAC
-from typedrl.apg._shac_config import SHACConfig
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
@@ -37,6 +35,8 @@ from typedrl.protocols import (
     VecEnv,
 )
 from typedrl.seeding import derive_seed
+from typedrl.shac._algorithm import SHAC
+from typedrl.shac._config import SHACConfig
 from typedrl.training import (
     AbstractTrainer,
     Budget,
@@ -59,7 +59,9 @@ class DifferentiableTrainer(AbstractTrainer):
     """Trains a policy by backpropagating through a differentiable vector env.
 
     A trainer on the core (:class:`~typedrl.training.AbstractTrainer`): one
-    iteration is one optimizer update of the algorithm (:class:`~typedrl.apg.APG`).
+    iteration is one optimizer update of the algorithm, :class:`~typedrl.apg.APG`
+    or, with a :class:`~typedrl.shac.SHACConfig`, :class:`~typedrl.shac.SHAC`
+    (whose :meth:`~typedrl.shac.SHAC.update` is the whole iteration).
 
     - **Segmented** (``rollout_mode="segmented"``): the env keeps running; an
       update spans ``update_horizon`` steps cut into segments of
@@ -369,7 +371,7 @@ class DifferentiableTrainer(AbstractTrainer):
         self.model = model
         # Checked in __init__ (a given policy) or by construction (the default one).
         self._policy = cast("DifferentiablePolicy", model)
-        self.algorithm: DifferentiableAlgorithm
+        self.algorithm: DifferentiableAlgorithm | SHAC
         if isinstance(config.algorithm, SHACConfig):
             self.algorithm = SHAC(
                 model,
@@ -419,6 +421,9 @@ class DifferentiableTrainer(AbstractTrainer):
     def _train_iteration(self) -> IterationResult:
         """One optimizer update of the algorithm.
 
+        SHAC's is :meth:`~typedrl.shac.SHAC.update` (a window, an actor step, a
+        critic regression, a target update), followed by step 4. APG's:
+
         1. ``begin_update``: gradients cleared.
         2. Collect and backpropagate: segmented, ``update_horizon //
            segment_length`` segments of the running env, each backpropagated at
@@ -428,19 +433,27 @@ class DifferentiableTrainer(AbstractTrainer):
            rank and raises there.
         3. ``finish_update``: the update kernel (one all-reduce, the skip decision,
            clipping, the optimizer step) and, when applied, what follows an
-           applied update (schedule step, SHAC's critic, observation normaliser).
+           applied update (schedule step, observation normaliser).
         4. The iteration's metrics: the update's, episodes', schedule's and speed.
         """
         started = time.perf_counter()
         algorithm = self.algorithm
+        if isinstance(algorithm, SHAC):
+            outcome, episodes = algorithm.update(
+                self.collector, num_steps=self.config.segment_length, iteration=self.iteration
+            )
+            self._record_episodes(episodes)
+            return self._iteration_result(
+                outcome.metrics, {}, self.config.segment_length, started, algorithm.counters
+            )
         algorithm.begin_update()
         failure: TypedRLError | None = None
         collected: _Collected | None = None
         try:
             collected = (
-                self._segmented_update()
+                self._segmented_update(algorithm)
                 if self.config.rollout_mode == "segmented"
-                else self._complete_update()
+                else self._complete_update(algorithm)
             )
         except TypedRLError as error:
             algorithm.cancel_update()
@@ -456,29 +469,39 @@ class DifferentiableTrainer(AbstractTrainer):
             raise StateError("the update collected nothing")
         data, local_steps, schedule = collected
         metrics = algorithm.finish_update(data).metrics
+        return self._iteration_result(metrics, schedule, local_steps, started, algorithm.counters)
+
+    def _iteration_result(
+        self,
+        metrics: dict[str, float],
+        schedule: dict[str, float],
+        local_steps: int,
+        started: float,
+        counters: Counters,
+    ) -> IterationResult:
+        """Step 4: the update's metrics, the episodes', the schedule's, the speed, the count."""
         metrics.update(self._episode_means())
         metrics.update(schedule)
         steps = local_steps * self.global_num_envs
-        elapsed = time.perf_counter() - started
-        metrics[TIME_SPS] = steps / elapsed
-        metrics[TRAIN_APPLIED_UPDATES] = float(algorithm.counters["applied"])
+        metrics[TIME_SPS] = steps / (time.perf_counter() - started)
+        metrics[TRAIN_APPLIED_UPDATES] = float(counters["applied"])
         return IterationResult(metrics=metrics, env_steps=steps)
 
-    def _segmented_update(self) -> _Collected:
+    def _segmented_update(self, algorithm: DifferentiableAlgorithm) -> _Collected:
         config = self.config
         rollouts: list[DifferentiableRollout] = []
         for _ in range(config.horizon // config.segment_length):
             rollout = self.collector.collect(
                 self._policy, num_steps=config.segment_length, iteration=self.iteration
             )
-            self.algorithm.accumulate_segment(rollout)
+            algorithm.accumulate_segment(rollout)
             self.collector.detach_state()
             self._record_episodes(rollout.episodes)
             rollouts.append(rollout.detach())
         masks = [rollout.valid for rollout in rollouts]
         return UpdateData.of(rollouts, masks), config.horizon, {}
 
-    def _complete_update(self) -> _Collected:
+    def _complete_update(self, algorithm: DifferentiableAlgorithm) -> _Collected:
         config, env = self.config, self.env
         accumulation = config.gradient_accumulation_steps
         rollouts: list[DifferentiableRollout] = []
@@ -498,7 +521,7 @@ class DifferentiableTrainer(AbstractTrainer):
             rollout = self.collector.collect(
                 self._policy, num_steps=spec.num_steps, iteration=self.iteration
             )
-            self.algorithm.accumulate_complete_rollout(
+            algorithm.accumulate_complete_rollout(
                 rollout,
                 objective_scale=spec.objective_scale,
                 accumulation_scale=1.0 / accumulation,

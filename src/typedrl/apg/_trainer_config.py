@@ -8,9 +8,9 @@ from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, optional, sequence_of
 from typedrl._validation import finite_float, json_object, positive_float, positive_int, seed_int
 from typedrl.apg._config import APGConfig
-from typedrl.apg._shac_config import SHACConfig
 from typedrl.errors import ConfigError
 from typedrl.policies import Activation
+from typedrl.shac._config import SHACConfig
 
 __all__ = ["DifferentiableTrainerConfig", "RolloutMode"]
 
@@ -93,7 +93,7 @@ multiple of segment_length (16)
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
     algorithm: APGConfig | SHACConfig = field(default_factory=APGConfig)
     """The algorithm: :class:`~typedrl.apg.APGConfig` for plain analytic policy gradients,
-    :class:`~typedrl.apg.SHACConfig` for the short-horizon actor-critic (segmented only,
+    :class:`~typedrl.shac.SHACConfig` for the short-horizon actor-critic (segmented only,
     one window of ``segment_length`` steps per update)."""
     seed: int = field(default=0, metadata=check(seed_int))
     """Seed of the run, in ``[0, 2**32 - 1]`` (every stream derives its seed from it)."""
@@ -151,7 +151,7 @@ multiple of segment_length (16)
     def from_dict(cls, data: Mapping[str, Any]) -> "DifferentiableTrainerConfig":
         """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError.
 
-        An ``algorithm`` dict is a :class:`~typedrl.apg.SHACConfig` when it names SHAC's
+        An ``algorithm`` dict is a :class:`~typedrl.shac.SHACConfig` when it names SHAC's
         fields (its ``actor``, a ``critic_*``), else an :class:`~typedrl.apg.APGConfig`.
         """
         return _config_fields.from_dict(cls, data)

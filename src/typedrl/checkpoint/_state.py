@@ -140,8 +140,11 @@ class GeneratorState:
 
 
 @final
-class Counters:
+class Counters(dict[str, int]):
     """Named integer counters of a trainer or algorithm, as one checkpointable object.
+
+    A dict of its names (reading and counting cost what a dict's do), saved and
+    restored by name.
 
     Example:
         >>> counters = Counters("applied", "skipped")
@@ -153,17 +156,11 @@ class Counters:
     """
 
     def __init__(self, *names: str) -> None:
-        self._values = dict.fromkeys(names, 0)
-
-    def __getitem__(self, name: str) -> int:
-        return self._values[name]
-
-    def __setitem__(self, name: str, value: int) -> None:
-        self._values[name] = int(value)
+        super().__init__(dict.fromkeys(names, 0))
 
     def state_dict(self) -> dict[str, Any]:
         """Every counter by name."""
-        return dict(self._values)
+        return dict(self)
 
     def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
         """Restore :meth:`state_dict`.
@@ -171,7 +168,7 @@ class Counters:
         Raises:
             ConfigError: The names differ from this object's.
         """
-        if set(state_dict) != set(self._values):
-            raise ConfigError(f"Counters expects {sorted(self._values)}, got {sorted(state_dict)}")
+        if set(state_dict) != set(self):
+            raise ConfigError(f"Counters expects {sorted(self)}, got {sorted(state_dict)}")
         for name, value in state_dict.items():
-            self._values[name] = int(value)
+            self[name] = int(value)

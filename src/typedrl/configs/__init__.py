@@ -45,10 +45,11 @@ import yaml
 from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, non_empty_text, optional
 from typedrl._validation import describe, positive_int
-from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
+from typedrl.apg import APGConfig, DifferentiableTrainerConfig
 from typedrl.errors import ConfigError
 from typedrl.ppo import PPOConfig
 from typedrl.ppo._config import upgrade_fields
+from typedrl.shac import SHACConfig
 
 __all__ = [
     "ALGORITHMS",
@@ -275,7 +276,7 @@ def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> Tr
     Fields the values leave out keep the dataclass defaults; APG and SHAC train
     :data:`DEFAULT_DIFFERENTIABLE_TIMESTEPS` env steps when neither
     ``total_timesteps`` nor ``total_updates`` is set, and a SHAC config always
-    gets :class:`~typedrl.apg.SHACConfig` as its algorithm.
+    gets :class:`~typedrl.shac.SHACConfig` as its algorithm.
 
     Args:
         algo: The algorithm whose config to build.

@@ -163,7 +163,8 @@ class FirstObsDtypeCheck:
     Called with every reset's and step's observation, it runs
     :func:`check_obs_dtypes` on resets until a step's observation has been
     checked, and then never again: the rollout loop stays free of it (collectors
-    pass it the last step's observation, after the loop).
+    pass it the last step's observation, after the loop, and stop calling it
+    once :attr:`done`).
 
     Args:
         env: The env whose ``single_observation_space`` declares the dtypes.
@@ -172,13 +173,14 @@ class FirstObsDtypeCheck:
     def __init__(self, env: VecEnv) -> None:
         self._space = env.single_observation_space
         self._name = type(env).__name__
-        self._done = False
+        self.done = False
+        """Whether a step's observation passed: every later call returns at once."""
 
     def __call__(self, obs: TensorDict, call: Literal["reset", "step"]) -> TensorDict:
         """Check ``obs``, returned by the env's ``call``, unless a step was checked; return it."""
-        if not self._done:
+        if not self.done:
             check_obs_dtypes(obs, self._space, where=f"{self._name}.{call}()")
-            self._done = call == "step"
+            self.done = call == "step"
         return obs
 
 

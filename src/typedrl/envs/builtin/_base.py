@@ -213,6 +213,9 @@ class BaseTorchVecEnv(abc.ABC):
             device=self._device,
             where=self._where,
         )
+        self._action_shape = torch.Size((self._num_envs, *(self._action_space.shape or ())))
+        # The dtype of the last action the checker accepted (None before the first).
+        self._accepted_action_dtype: torch.dtype | None = None
         # Per-row state and the step at which each row's episode started; valid
         # after reset(). self._steps counts every step since construction.
         self._state = torch.zeros(0, dtype=self._dtype, device=self._device)
@@ -432,7 +435,16 @@ class BaseTorchVecEnv(abc.ABC):
             EnvContractError: If :meth:`reset` was never called, or the env was
                 closed.
         """
-        self._check_action(action)
+        # The common case inline (a call costs about what the check does): an action like
+        # the last one accepted needs no second look; any other goes to the checker.
+        if not (
+            type(action) is Tensor
+            and action.dtype is self._accepted_action_dtype
+            and action.shape == self._action_shape
+            and action.device == self._device
+        ):
+            self._check_action(action)
+            self._accepted_action_dtype = action.dtype
         if self._closed or not self._has_reset:
             if self._closed:
                 raise EnvContractError(_closed_message(self._where))

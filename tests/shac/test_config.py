@@ -1,4 +1,4 @@
-"""Tests for typedrl.apg._shac_config: validation, defaults, round trips, the trainer's rules."""
+"""Tests for typedrl.shac._config: validation, defaults, round trips, the trainer's rules."""
 
 import dataclasses
 import itertools
@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.apg.test_shac import FeaturePolicy, make_shac
-from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
+from tests.shac.windows import FeaturePolicy, make_shac
+from typedrl.apg import APGConfig, DifferentiableTrainerConfig
 from typedrl.errors import ConfigError
+from typedrl.shac import SHACConfig
 
 
 def test_defaults() -> None:

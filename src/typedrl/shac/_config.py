@@ -35,7 +35,7 @@ def _default_actor() -> APGConfig:
 @_validation.no_type_check
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SHACConfig:
-    """Hyper-parameters of :class:`~typedrl.apg.SHAC`.
+    """Hyper-parameters of :class:`~typedrl.shac.SHAC`.
 
     The defaults follow the paper's CartPoleSwingUp settings (Xu et al., "Accelerated
     Policy Learning with Parallel Differentiable Simulation", ICLR 2022, and its
