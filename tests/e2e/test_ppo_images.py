@@ -121,7 +121,9 @@ def test_pong_builds_the_nature_cnn_and_trains_a_step(tmp_path: Path) -> None:
     policy = agent.policy
     assert isinstance(policy, MLPActorCritic)
     encoder = policy.actor_encoding.images[0]
-    assert isinstance(encoder, ImageEncoder) and encoder.kind == "nature"
+    assert isinstance(encoder, ImageEncoder)
+    assert encoder.kind == "nature"
     first = next(module for module in policy.modules() if isinstance(module, nn.Conv2d | nn.Linear))
-    assert isinstance(first, nn.Conv2d) and first.in_channels == 4
+    assert isinstance(first, nn.Conv2d)
+    assert first.in_channels == 4
     assert max(m.in_features for m in policy.modules() if isinstance(m, nn.Linear)) == 3136

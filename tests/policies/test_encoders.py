@@ -120,7 +120,8 @@ def test_actor_critic_shares_the_cnn_and_never_normalises_images() -> None:
         space, gym.spaces.Discrete(3), encoder="auto", normalize_observations=True
     )
     assert model.actor_encoding.images[0] is model.critic_encoding.images[0]
-    assert model.obs_normalizers is not None and list(model.obs_normalizers) == ["x"]
+    assert model.obs_normalizers is not None
+    assert list(model.obs_normalizers) == ["x"]
     obs = TensorDict(
         {
             "image": torch.randint(0, 256, (6, 7, 7, 3), dtype=torch.uint8),
@@ -130,7 +131,8 @@ def test_actor_critic_shares_the_cnn_and_never_normalises_images() -> None:
     )
     model.update_normalizers(obs, dist=SingleProcess())
     out = model.act(obs)
-    assert out["action"].shape == (6,) and out["value"].shape == (6,)
+    assert out["action"].shape == (6,)
+    assert out["value"].shape == (6,)
     parameters = list(model.parameters())
     assert len(parameters) == len({id(p) for p in parameters})
 
@@ -139,7 +141,8 @@ def test_flatten_keeps_the_mlp_of_earlier_releases() -> None:
     """MLPActorCritic's default reads an image as plain features, with the same weights' names."""
     model = MLPActorCritic(_ATARI, gym.spaces.Discrete(6))
     first = model.actor[0]
-    assert isinstance(first, nn.Linear) and first.in_features == 4 * 84 * 84
+    assert isinstance(first, nn.Linear)
+    assert first.in_features == 4 * 84 * 84
     assert {name.split(".")[0] for name in model.state_dict()} == {"actor", "critic", "log_std"}
     cnn = MLPActorCritic(_ATARI, gym.spaces.Discrete(6), encoder="auto", actor_hidden=())
     assert isinstance(cnn.actor_encoding.images[0].convs[0], nn.Conv2d)

@@ -145,7 +145,7 @@ class TunedConfig:
 
 
 def file_name(env_id: str) -> str:
-    """The tuned file's name for ``env_id``: ``"/"`` and ``":"`` replaced by ``"-"``, plus ``.yaml``.
+    """The tuned file's name for ``env_id``: ``"/"`` and ``":"`` as ``"-"``, plus ``.yaml``.
 
     Example:
         >>> file_name("typedrl/CartPole-v0")

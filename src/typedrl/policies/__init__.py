@@ -1,8 +1,9 @@
 """Policies: the MLP actor-critic of PPO, the differentiable MLP policy of APG and SHAC.
 
 Also their distributions, the MLP builder, the one-hot encoding of index
-observations, the convolutional encoders of image observations, their flat export module and :class:`PolicyFactory`, how a run
-records the policy it trains.
+observations, the convolutional encoders of image observations, their flat
+export module and :class:`PolicyFactory`, how a run records the policy it
+trains.
 """
 
 from typing import TYPE_CHECKING

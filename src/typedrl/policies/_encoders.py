@@ -158,7 +158,7 @@ class ImageEncoder(nn.Module):
     # Traced by torch.jit.trace and torch.export: no runtime checks inside.
     @_validation.no_type_check
     def forward(self, flat: Float[Tensor, "batch pixels"]) -> Float[Tensor, "batch features"]:
-        """``[batch, H * W * C]`` bytes (as floats, in the space's order) as ``[batch, features]``."""
+        """``[batch, pixels]`` bytes (as floats, in the space's order) as ``[batch, features]``."""
         image = flat.reshape(flat.shape[0], *self.shape)
         if self.layout == "hwc":
             image = image.permute(0, 3, 1, 2)
