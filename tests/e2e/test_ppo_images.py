@@ -105,7 +105,7 @@ def test_pong_builds_the_nature_cnn_and_trains_a_step(tmp_path: Path) -> None:
         env_kwargs={"frameskip": 1},
         wrappers=PONG_WRAPPERS,
     )
-    assert tuple(env.single_observation_space.shape) == (4, 84, 84)
+    assert env.single_observation_space.shape == (4, 84, 84)
     config = PPOConfig(
         total_timesteps=64,
         num_steps=32,

@@ -145,5 +145,9 @@ def test_flatten_keeps_the_mlp_of_earlier_releases() -> None:
     assert first.in_features == 4 * 84 * 84
     assert {name.split(".")[0] for name in model.state_dict()} == {"actor", "critic", "log_std"}
     cnn = MLPActorCritic(_ATARI, gym.spaces.Discrete(6), encoder="auto", actor_hidden=())
-    assert isinstance(cnn.actor_encoding.images[0].convs[0], nn.Conv2d)
-    assert cnn.actor[0].in_features == 512
+    encoder = cnn.actor_encoding.images[0]
+    assert isinstance(encoder, ImageEncoder)
+    assert isinstance(encoder.convs[0], nn.Conv2d)
+    head = cnn.actor[0]
+    assert isinstance(head, nn.Linear)
+    assert head.in_features == 512

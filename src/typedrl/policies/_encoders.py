@@ -85,7 +85,8 @@ def _conv(in_channels: int, out_channels: int, kernel: int, stride: int) -> nn.C
     """A convolution with orthogonal weights (gain ``sqrt(2)``) and zero bias, as CleanRL's."""
     layer = nn.Conv2d(in_channels, out_channels, kernel, stride=stride)
     nn.init.orthogonal_(layer.weight, gain=math.sqrt(2.0))
-    nn.init.zeros_(layer.bias)
+    if layer.bias is not None:  # always: Conv2d's bias is typed optional
+        nn.init.zeros_(layer.bias)
     return layer
 
 
@@ -277,7 +278,8 @@ def build_image_encoders(
         layout = None if sub is None else image_layout(sub)
         if sub is None or layout is None:
             continue
-        shape = (int(sub.shape[0]), int(sub.shape[1]), int(sub.shape[2]))
+        first, middle, last = sub.shape or (0, 0, 0)  # three sides: image_layout checked
+        shape = (int(first), int(middle), int(last))
         sides = shape[:2] if layout == "hwc" else shape[1:]
         chosen: Literal["nature", "small"] = (
             kind if kind != "auto" else ("nature" if min(sides) >= NATURE_MIN_SIDE else "small")
