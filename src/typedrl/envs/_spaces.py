@@ -87,7 +87,7 @@ def refuse_unsupported(space: gym.Space[Any]) -> None:
     ``'mission'`` ``Text``, a ``Tuple``), with the ``--wrapper`` that keeps the
     others (``FilterObservation``) and, when Gymnasium can flatten the whole
     space into one ``Box``, ``FlattenObservation`` (the fix of a ``Tuple``); a
-    ``Text`` (MiniGrid's mission) also names MiniGrid's ``ImgObsWrapper``.
+    ``Text`` key (MiniGrid's mission) also names MiniGrid's ``ImgObsWrapper``.
 
     Raises:
         SpecError: One line naming the keys (or the space) and the fix.
@@ -128,8 +128,6 @@ def refuse_unsupported(space: gym.Space[Any]) -> None:
             f"MultiDiscrete, MultiBinary or a Dict of those: {fix}"
         )
     fix = flatten.removeprefix(" or ") if flatten else _OWN_WRAPPER
-    if isinstance(space, gym.spaces.Text):
-        fix = f"{_MINIGRID_IMAGE}, or {fix}"
     raise SpecError(
         f"observation space: unsupported observation space {space!r}; expected Box, Discrete, "
         f"MultiDiscrete, MultiBinary or a Dict of those: {fix}"
