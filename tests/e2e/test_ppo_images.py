@@ -44,6 +44,8 @@ def test_ppo_reads_the_quadrant_from_the_image() -> None:
     eval_env.close()
     assert isinstance(agent.policy, MLPActorCritic)
     assert agent.policy.actor_encoding.images[0].kind == "small"
+    # The rollout stores the image as the env gives it: bytes, not floats.
+    assert agent.collector.buffer.specs["obs", "obs"].dtype == torch.uint8
     assert result.metrics["eval/score"] >= 0.9
 
 
