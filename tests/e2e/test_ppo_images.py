@@ -1,5 +1,6 @@
 """End-to-end: PPO's default policy reads images (a tiny image task, MiniGrid, Atari Pong)."""
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -129,3 +130,16 @@ def test_pong_builds_the_nature_cnn_and_trains_a_step(tmp_path: Path) -> None:
     assert isinstance(first, nn.Conv2d)
     assert first.in_channels == 4
     assert max(m.in_features for m in policy.modules() if isinstance(m, nn.Linear)) == 3136
+
+
+@pytest.mark.slow
+def test_the_doorkey_file_solves_doorkey_within_100k_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tuned DoorKey-5x5 file, seed 0: eval return >= 0.9 (16 episodes) at 100k steps."""
+    argv = ["train", "minigrid:MiniGrid-DoorKey-5x5-v0", "--total-timesteps", "100000"]
+    assert main([*argv, "--no-progress", "--run-dir", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["global_step"] == 100_352
+    assert summary["final_eval_score"] >= 0.9
