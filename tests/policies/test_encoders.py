@@ -151,3 +151,11 @@ def test_flatten_keeps_the_mlp_of_earlier_releases() -> None:
     head = cnn.actor[0]
     assert isinstance(head, nn.Linear)
     assert head.in_features == 512
+
+
+def test_an_unknown_encoder_or_a_bad_width_is_refused() -> None:
+    """The encoder is one of the four names; image_features a positive int."""
+    with pytest.raises(ConfigError, match=r"P: encoder must be one of \['auto', 'nature'"):
+        build_image_encoders(_MINIGRID, ("obs",), "resnet", None, "P")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"P\.image_features must be a positive int, got 0"):
+        build_image_encoders(_MINIGRID, ("obs",), "auto", 0, "P")

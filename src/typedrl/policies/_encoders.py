@@ -13,7 +13,7 @@ images.
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, final, get_args
 
 import gymnasium as gym
 import numpy as np
@@ -22,6 +22,7 @@ from jaxtyping import Float
 from torch import Tensor, nn
 
 from typedrl import _validation
+from typedrl._validation import positive_int
 from typedrl.errors import ConfigError
 from typedrl.policies._features import DiscreteOneHot, key_spaces, layout_width
 
@@ -242,6 +243,8 @@ class ObservationEncoder(nn.Module):
         return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=-1)
 
 
+# A policy factory's keyword arguments come from YAML: checked here, in words.
+@_validation.no_type_check
 def build_image_encoders(
     space: gym.Space[Any],
     keys: Sequence[str],
@@ -260,8 +263,9 @@ def build_image_encoders(
         where: Who reads the keys (named in errors).
 
     Raises:
-        ConfigError: ``kind`` is ``"nature"`` or ``"small"`` and no key is an
-            image, or an image is too small for it.
+        ConfigError: ``kind`` or ``features`` is invalid, ``kind`` is
+            ``"nature"`` or ``"small"`` and no key is an image, or an image is
+            too small for it.
 
     Example:
         >>> space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
@@ -269,6 +273,12 @@ def build_image_encoders(
         ...     space, ("obs",), "auto", None, "MyPolicy").items()}
         {'obs': 'nature'}
     """
+    if kind not in get_args(ImageEncoderKind):
+        raise ConfigError(
+            f"{where}: encoder must be one of {list(get_args(ImageEncoderKind))}, got {kind!r}"
+        )
+    if features is not None:
+        positive_int(where, "image_features", features)
     if kind == "flatten":
         return {}
     spaces = key_spaces(space)
