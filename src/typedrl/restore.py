@@ -272,7 +272,9 @@ def _factory_of(checkpoint: Checkpoint, env: VecEnv, *, path: Path) -> PolicyFac
     # DEFAULT_POLICY: only PPO ("ppo") and APG/SHAC ("apg") wrote files before factories.
     try:
         if checkpoint.kind == PPOAgent.kind:
-            return PPOAgent.default_policy_factory(PPOConfig.from_dict(checkpoint.config))
+            # Files of schema 1 and 2 predate image encoders: their images were flattened.
+            config = PPOConfig.from_dict({"encoder": "flatten", **checkpoint.config})
+            return PPOAgent.default_policy_factory(config, env.single_observation_space)
         if checkpoint.kind == DifferentiableTrainer.kind:
             return DifferentiableTrainer.default_policy_factory(
                 DifferentiableTrainerConfig.from_dict(checkpoint.config),

@@ -217,7 +217,8 @@ def test_new_tensordict_holds_the_leaves_themselves() -> None:
             ),
             r"^observation space\['mission'\]: unsupported observation space Text\(.*\); "
             r"expected .*: keep the other keys with --wrapper "
-            r"'FilterObservation\(filter_keys=\[\"direction\", \"image\"\]\)'$",
+            r"'FilterObservation\(filter_keys=\[\"direction\", \"image\"\]\)' \(MiniGrid: or keep "
+            r"the image alone with --wrapper minigrid.wrappers:ImgObsWrapper\)$",
         ),
         (
             gym.spaces.Tuple((gym.spaces.Discrete(32), gym.spaces.Discrete(11))),

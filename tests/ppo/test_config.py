@@ -137,3 +137,13 @@ def test_minibatches_per_epoch_checks_num_envs(num_envs: Any) -> None:
     """num_envs must be a positive int."""
     with pytest.raises(ConfigError, match="num_envs"):
         PPOConfig().minibatches_per_epoch(num_envs=num_envs)
+
+
+def test_the_image_encoder_fields_are_validated() -> None:
+    """encoder is one of auto, nature, small, flatten; image_features a positive int or None."""
+    assert (PPOConfig().encoder, PPOConfig().image_features) == ("auto", None)
+    assert PPOConfig(encoder="nature", image_features=256).image_features == 256
+    with pytest.raises(ConfigError, match=r"PPOConfig\.encoder"):
+        PPOConfig(encoder="resnet")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"PPOConfig\.image_features"):
+        PPOConfig(image_features=0)

@@ -3,6 +3,8 @@
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
@@ -112,7 +114,8 @@ def test_the_default_policy_records_the_builtin_factory(tmp_path: Path) -> None:
     agent = _agent(tmp_path)
     agent.fit()
     checkpoint = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")
-    assert checkpoint.policy_factory == PPOAgent.default_policy_factory(agent.config)
+    space = agent.env.single_observation_space
+    assert checkpoint.policy_factory == PPOAgent.default_policy_factory(agent.config, space)
     assert isinstance(checkpoint.policy_factory, PolicyFactory)
     assert checkpoint.policy_factory.target == "typedrl.policies:MLPActorCritic"
     assert isinstance(agent.policy, MLPActorCritic)
@@ -169,3 +172,30 @@ def test_ddp_trains_a_user_policy_through_evaluate(tmp_path: Path) -> None:
     assert first["parameters"].keys() == second["parameters"].keys()
     for key, value in first["parameters"].items():
         torch.testing.assert_close(value, second["parameters"][key], rtol=0, atol=0)
+
+
+def test_the_default_factory_records_the_encoder_only_for_images() -> None:
+    """Without an image the factory is the one earlier releases recorded; with one it has both."""
+    config = PPOConfig(encoder="small", image_features=32)
+    box = gym.spaces.Box(-1.0, 1.0, (3,))
+    assert "encoder" not in PPOAgent.default_policy_factory(config, box).kwargs
+    image = gym.spaces.Dict(
+        {"image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8), "x": gym.spaces.Box(-1, 1, (2,))}
+    )
+    factory = PPOAgent.default_policy_factory(config, image)
+    assert (factory.kwargs["encoder"], factory.kwargs["image_features"]) == ("small", 32)
+    policy = factory.build(image, gym.spaces.Discrete(3))
+    assert isinstance(policy, MLPActorCritic)
+    assert policy.actor_encoding.images[0].features == 32
+    built = PPOAgent.build_policy(config, image, gym.spaces.Discrete(3))
+    assert built.state_dict().keys() == policy.state_dict().keys()
+
+
+def test_a_factory_recorded_before_encoders_rebuilds_the_flat_mlp() -> None:
+    """A recorded MLPActorCritic factory without encoder reads images as plain features."""
+    image = gym.spaces.Box(0, 255, (7, 7, 3), np.uint8)
+    old = PolicyFactory("typedrl.policies:MLPActorCritic", kwargs={"actor_hidden": [8]})
+    policy = old.build(image, gym.spaces.Discrete(3))
+    assert isinstance(policy, MLPActorCritic)
+    assert not policy.actor_encoding.has_images
+    assert policy.actor[0].in_features == 147

@@ -1,8 +1,8 @@
 """Tuned hyper-parameters per (algorithm, env), shipped with the package as YAML files.
 
 Each file lives at ``typedrl/configs/<algo>/<file>.yaml``, ``<algo>`` one of
-``ppo``, ``apg`` and ``shac`` and ``<file>`` the env id with ``"/"`` replaced by
-``"-"`` (``ppo/CartPole-v1.yaml``, ``shac/typedrl-CartPoleSwingUp-v0.yaml``),
+``ppo``, ``apg`` and ``shac`` and ``<file>`` the env id with ``"/"`` and ``":"``
+replaced by ``"-"`` (``ppo/CartPole-v1.yaml``, ``shac/typedrl-CartPoleSwingUp-v0.yaml``),
 and holds exactly these keys:
 
 - ``source``: where the values come from and what they reach, measured;
@@ -150,13 +150,15 @@ class TunedConfig:
 
 
 def file_name(env_id: str) -> str:
-    """The tuned file's name for ``env_id``: ``"/"`` replaced by ``"-"``, plus ``.yaml``.
+    """The tuned file's name for ``env_id``: ``"/"`` and ``":"`` as ``"-"``, plus ``.yaml``.
 
     Example:
         >>> file_name("typedrl/CartPole-v0")
         'typedrl-CartPole-v0.yaml'
+        >>> file_name("minigrid:MiniGrid-DoorKey-5x5-v0")
+        'minigrid-MiniGrid-DoorKey-5x5-v0.yaml'
     """
-    return env_id.replace("/", "-") + ".yaml"
+    return env_id.replace("/", "-").replace(":", "-") + ".yaml"
 
 
 def _folder(algo: str) -> Any:

@@ -86,7 +86,8 @@ def refuse_unsupported(space: gym.Space[Any]) -> None:
     Every ``Dict`` key whose space is not supported is named (MiniGrid's
     ``'mission'`` ``Text``, a ``Tuple``), with the ``--wrapper`` that keeps the
     others (``FilterObservation``) and, when Gymnasium can flatten the whole
-    space into one ``Box``, ``FlattenObservation``.
+    space into one ``Box``, ``FlattenObservation`` (the fix of a ``Tuple``); a
+    ``Text`` key (MiniGrid's mission) also names MiniGrid's ``ImgObsWrapper``.
 
     Raises:
         SpecError: One line naming the keys (or the space) and the fix.
@@ -102,6 +103,7 @@ def refuse_unsupported(space: gym.Space[Any]) -> None:
         typedrl.errors.SpecError: observation space['mission']: unsupported observation space
         Text(1, 8, charset=...); expected Box, Discrete, MultiDiscrete, MultiBinary or a Dict
         of those: keep the other keys with --wrapper 'FilterObservation(filter_keys=["image"])'
+        (MiniGrid: or keep the image alone with --wrapper minigrid.wrappers:ImgObsWrapper)
     """
     if _supported(space):
         return
@@ -118,6 +120,9 @@ def refuse_unsupported(space: gym.Space[Any]) -> None:
         keys = ", ".join(f'"{key}"' for key in kept)
         keep = f"keep the other keys with --wrapper 'FilterObservation(filter_keys=[{keys}])'"
         fix = f"{keep}{flatten}" if kept else (flatten.removeprefix(" or ") or _OWN_WRAPPER)
+        if any(key == "mission" or isinstance(space.spaces[key], gym.spaces.Text) for key in bad):
+            # MiniGrid's text mission: its own wrapper keeps the image alone.
+            fix += f" ({_MINIGRID_IMAGE})"
         raise SpecError(
             f"{where}: unsupported observation space {got}; expected Box, Discrete, "
             f"MultiDiscrete, MultiBinary or a Dict of those: {fix}"
@@ -128,6 +133,10 @@ def refuse_unsupported(space: gym.Space[Any]) -> None:
         f"MultiDiscrete, MultiBinary or a Dict of those: {fix}"
     )
 
+
+_MINIGRID_IMAGE: Final = (
+    "MiniGrid: or keep the image alone with --wrapper minigrid.wrappers:ImgObsWrapper"
+)
 
 _OWN_WRAPPER: Final = (
     "encode it as arrays with a gymnasium.ObservationWrapper of your own (--wrapper module:Class)"

@@ -1,8 +1,9 @@
 """Policies: the MLP actor-critic of PPO, the differentiable MLP policy of APG and SHAC.
 
 Also their distributions, the MLP builder, the one-hot encoding of index
-observations, their flat export module and :class:`PolicyFactory`, how a run
-records the policy it trains.
+observations, the convolutional encoders of image observations, their flat
+export module and :class:`PolicyFactory`, how a run records the policy it
+trains.
 """
 
 from typing import TYPE_CHECKING
@@ -16,6 +17,12 @@ if TYPE_CHECKING:
     from typedrl.policies._differentiable import DifferentiableMLPPolicy as DifferentiableMLPPolicy
     from typedrl.policies._distributions import Categorical as Categorical
     from typedrl.policies._distributions import DiagonalGaussian as DiagonalGaussian
+    from typedrl.policies._encoders import ImageEncoder as ImageEncoder
+    from typedrl.policies._encoders import ImageEncoderKind as ImageEncoderKind
+    from typedrl.policies._encoders import ImageLayout as ImageLayout
+    from typedrl.policies._encoders import ObservationEncoder as ObservationEncoder
+    from typedrl.policies._encoders import build_image_encoders as build_image_encoders
+    from typedrl.policies._encoders import image_layout as image_layout
     from typedrl.policies._factory import PolicyFactory as PolicyFactory
     from typedrl.policies._features import DiscreteOneHot as DiscreteOneHot
     from typedrl.policies._flat_actor import FlatActor as FlatActor
@@ -29,6 +36,12 @@ else:
             "Categorical": "typedrl.policies._distributions",
             "DiagonalGaussian": "typedrl.policies._distributions",
             "DiscreteOneHot": "typedrl.policies._features",
+            "ImageEncoder": "typedrl.policies._encoders",
+            "ImageEncoderKind": "typedrl.policies._encoders",
+            "ImageLayout": "typedrl.policies._encoders",
+            "ObservationEncoder": "typedrl.policies._encoders",
+            "build_image_encoders": "typedrl.policies._encoders",
+            "image_layout": "typedrl.policies._encoders",
             "FlatActor": "typedrl.policies._flat_actor",
             "PolicyFactory": "typedrl.policies._factory",
             "Activation": "typedrl.policies._activation",
@@ -43,7 +56,13 @@ __all__ = [
     "DifferentiableMLPPolicy",
     "DiscreteOneHot",
     "FlatActor",
+    "ImageEncoder",
+    "ImageEncoderKind",
+    "ImageLayout",
     "MLPActorCritic",
+    "ObservationEncoder",
     "PolicyFactory",
+    "build_image_encoders",
     "build_mlp",
+    "image_layout",
 ]

@@ -14,7 +14,8 @@ from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
-from typedrl.policies._features import DiscreteOneHot, default_keys, key_spaces
+from typedrl.policies._encoders import ImageEncoderKind, ObservationEncoder, build_image_encoders
+from typedrl.policies._features import default_keys, key_spaces
 from typedrl.policies._flat_actor import FlatActor
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import BatchAction, BatchScalar, EnvScalar, Obs
@@ -24,7 +25,7 @@ __all__ = ["MLPActorCritic"]
 
 @final
 class MLPActorCritic(nn.Module):
-    """Separate MLP actor and critic over flat observation features.
+    """Separate MLP actor and critic over encoded observation features.
 
     The actor reads the observation keys ``actor_keys`` (flattened and
     concatenated in order), the critic ``critic_keys`` (asymmetric actor-critic:
@@ -33,6 +34,18 @@ class MLPActorCritic(nn.Module):
     ``Box`` (state-independent log-std, learnable or fixed) and a categorical
     for ``Discrete``. Gaussian samples are not squashed; clip them in the env
     adapter (``clip_actions``) if the env needs bounded actions.
+
+    With ``encoder`` other than ``"flatten"``, every image key
+    (:func:`~typedrl.policies.image_layout`: a ``uint8`` ``Box`` of shape
+    HxWxC or CxHxW) is read by a convolutional
+    :class:`~typedrl.policies.ImageEncoder` that scales its bytes by 1/255
+    (images are never normalised with running statistics); the other keys are
+    encoded as before, and the MLPs read the concatenation
+    (:class:`~typedrl.policies.ObservationEncoder`). The actor and the critic
+    share each image's encoder, as CleanRL's and Mnih et al.'s Atari agents
+    do: the convolutions are most of the compute, and the value loss shapes
+    the features the policy reads from the first update on; the MLPs after
+    it stay separate.
 
     Implements :class:`~typedrl.protocols.ActorCritic` with its optional
     capabilities :class:`~typedrl.protocols.TensorActorCritic`,
@@ -45,6 +58,13 @@ class MLPActorCritic(nn.Module):
             ``"obs"``, or a ``Dict`` of those). Indices reach the networks as
             one-hot codes (:class:`~typedrl.policies.DiscreteOneHot`).
         action_space: The env's single action space (``Box`` or ``Discrete``).
+        encoder: How image keys are encoded (:data:`~typedrl.policies.ImageEncoderKind`).
+            The default ``"flatten"`` reads them as plain features, as releases
+            before image encoders did, so that the policies their runs recorded
+            rebuild unchanged; PPO's default policy passes ``"auto"``
+            (:attr:`PPOConfig.encoder <typedrl.ppo.PPOConfig.encoder>`).
+        image_features: Output width of each image encoder; ``None``: 512 for
+            the Nature CNN, 128 for the small one.
         actor_hidden: Hidden layer widths of the actor.
         critic_hidden: Hidden layer widths of the critic.
         activation: Hidden activation.
@@ -79,6 +99,8 @@ class MLPActorCritic(nn.Module):
         observation_space: gym.Space[Any],
         action_space: gym.Space[Any],
         *,
+        encoder: ImageEncoderKind = "flatten",
+        image_features: int | None = None,
         actor_hidden: Sequence[int] = (64, 64),
         critic_hidden: Sequence[int] = (64, 64),
         activation: Activation = "tanh",
@@ -99,9 +121,19 @@ class MLPActorCritic(nn.Module):
         self.critic_keys = tuple(
             critic_keys or (("critic",) if has_critic_group else self.actor_keys)
         )
-        # Index observations (Discrete, MultiDiscrete) reach the networks as one-hot codes.
-        self.actor_encoding = DiscreteOneHot(observation_space, self.actor_keys, where)
-        self.critic_encoding = DiscreteOneHot(observation_space, self.critic_keys, where)
+        # Images reach the networks through one CNN per key, shared by actor and critic;
+        # index observations (Discrete, MultiDiscrete) as one-hot codes.
+        images = build_image_encoders(
+            observation_space,
+            self.actor_keys + self.critic_keys,
+            encoder,
+            image_features,
+            where,
+        )
+        self.actor_encoding = ObservationEncoder(observation_space, self.actor_keys, images, where)
+        self.critic_encoding = ObservationEncoder(
+            observation_space, self.critic_keys, images, where
+        )
         actor_in = self.actor_encoding.width
         critic_in = self.critic_encoding.width
         spaces = key_spaces(observation_space)
@@ -123,12 +155,13 @@ class MLPActorCritic(nn.Module):
             )
         self.obs_normalizers: nn.ModuleDict | None = None
         if normalize_observations:
-            # Box keys only: an index or a 0/1 entry is a code, not a measurement.
+            # Box keys only: an index or a 0/1 entry is a code, not a measurement; an
+            # image is scaled by its encoder.
             self.obs_normalizers = nn.ModuleDict(
                 {
                     key: RunningMeanStd(tuple(spaces[key].shape or ()), clip=observation_clip)
                     for key in dict.fromkeys(self.actor_keys + self.critic_keys)
-                    if isinstance(spaces[key], gym.spaces.Box)
+                    if isinstance(spaces[key], gym.spaces.Box) and key not in images
                 }
             )
         self.actor = build_mlp(
@@ -276,8 +309,9 @@ class MLPActorCritic(nn.Module):
     def deterministic_actor(self, observation_space: gym.Space[Any]) -> FlatActor:
         """The actor's deterministic action from flat ``actor_keys`` features (export).
 
-        The observation normalisers of the actor's keys are baked in; the
-        critic is left out, so its privileged keys are not inputs.
+        The observation normalisers of the actor's keys and its image encoders
+        (with their scaling) are baked in; the critic is left out, so its
+        privileged keys are not inputs.
         """
         return FlatActor(
             observation_space=observation_space,
@@ -287,4 +321,5 @@ class MLPActorCritic(nn.Module):
             normalizers=self.obs_normalizers,
             discrete=self.discrete,
             action_start=self.action_start,
+            encoding=self.actor_encoding,
         )

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from typedrl import _validation
 from typedrl.errors import ConfigError
 from typedrl.normalization import RunningMeanStd
+from typedrl.policies._encoders import ObservationEncoder
 from typedrl.policies._features import DiscreteOneHot, key_spaces
 
 __all__ = ["FlatActor"]
@@ -67,8 +68,10 @@ class FlatActor(nn.Module):
     <typedrl.policies.DifferentiableMLPPolicy.deterministic_actor>`.
 
     Its input is the flat layout of the actor's keys (an index observation is
-    one column), encoded as the policy encodes it
-    (:class:`~typedrl.policies.DiscreteOneHot`).
+    one column, an image its bytes in the space's order, as floats), encoded
+    as the policy encodes it (:class:`~typedrl.policies.DiscreteOneHot`, or
+    the policy's :class:`~typedrl.policies.ObservationEncoder` with its image
+    encoders and their scaling).
 
     Raises:
         ConfigError: An observation key is of a space a network cannot read,
@@ -89,10 +92,15 @@ class FlatActor(nn.Module):
         squash: bool = False,
         action_low: Tensor | None = None,
         action_high: Tensor | None = None,
+        encoding: ObservationEncoder | None = None,
     ) -> None:
         super().__init__()
         self.net = copy.deepcopy(net)
-        self.encoding = DiscreteOneHot(observation_space, keys, "FlatActor")
+        self.encoding: ObservationEncoder | DiscreteOneHot = (
+            DiscreteOneHot(observation_space, keys, "FlatActor")
+            if encoding is None
+            else copy.deepcopy(encoding)
+        )
         self.obs_dim = self.encoding.layout_width
         self.action_shape = action_shape
         self.discrete = discrete

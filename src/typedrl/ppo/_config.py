@@ -108,6 +108,17 @@ class PPOConfig:
     """Hidden layer widths of the critic MLP."""
     activation: Literal["tanh", "relu", "elu", "silu"] = "tanh"
     """Hidden activation of both MLPs."""
+    encoder: Literal["auto", "nature", "small", "flatten"] = "auto"
+    """How image observations (``uint8`` ``Box`` keys of shape HxWxC or CxHxW, at most 4
+    channels, sides of 7 or more: :func:`~typedrl.policies.image_layout`) are encoded
+    before the MLPs: ``"auto"`` gives images of sides 36 or more the Nature CNN and smaller
+    ones (MiniGrid's 7x7) a CNN of 2x2 convolutions; ``"nature"`` and ``"small"`` force
+    one; ``"flatten"`` reads the bytes as plain features. Each CNN scales the bytes by
+    1/255 and is shared by the actor and the critic
+    (:class:`~typedrl.policies.MLPActorCritic`). Other observations are not affected."""
+    image_features: int | None = field(default=None, metadata=check(optional(positive_int)))
+    """Width of each image encoder's output (``None``: 512 for the Nature CNN, 128 for the
+    small one)."""
     log_std_init: float = field(default=0.0, metadata=check(finite_float))
     """Initial log standard deviation of Gaussian policies."""
     orthogonal_init: bool = True

@@ -14,7 +14,8 @@ from typedrl.distributed import raise_together
 from typedrl.errors import ConfigError
 from typedrl.metrics import TIME_COLLECT_FRACTION, TIME_SPS
 from typedrl.normalization import RewardNormalizer
-from typedrl.policies import MLPActorCritic, PolicyFactory
+from typedrl.policies import MLPActorCritic, PolicyFactory, image_layout
+from typedrl.policies._features import key_spaces
 from typedrl.ppo._algorithm import PPO
 from typedrl.ppo._batch_plan import agree_on_batch_plan
 from typedrl.ppo._collector import OnPolicyCollector
@@ -179,7 +180,7 @@ class PPOAgent(AbstractTrainer):
         ``None`` for a ``policy`` given without a factory.
         """
         if self._given_policy is None and self._policy_factory is None:
-            return self.default_policy_factory(self.config)
+            return self.default_policy_factory(self.config, self.env.single_observation_space)
         return self._policy_factory
 
     @property
@@ -215,26 +216,37 @@ class PPOAgent(AbstractTrainer):
     # --------------------------------------------------------------- setup
 
     @staticmethod
-    def default_policy_factory(config: PPOConfig) -> PolicyFactory:
-        """The factory of the MLP actor-critic that PPO trains by default with ``config``.
+    def default_policy_factory(
+        config: PPOConfig, observation_space: gym.Space[Any] | None = None
+    ) -> PolicyFactory:
+        """The factory of the actor-critic that PPO trains by default with ``config``.
+
+        The image encoder's settings (``encoder``, ``image_features``) are
+        recorded unless ``observation_space`` is given and holds no image
+        (:func:`~typedrl.policies.image_layout`), where they change nothing:
+        the factory of such a run is the one earlier releases recorded, so
+        their checkpoints resume.
 
         Example:
             >>> factory = PPOAgent.default_policy_factory(PPOConfig(actor_hidden=(32, 32)))
-            >>> factory.target, factory.kwargs["actor_hidden"]
-            ('typedrl.policies:MLPActorCritic', [32, 32])
+            >>> factory.target, factory.kwargs["actor_hidden"], factory.kwargs["encoder"]
+            ('typedrl.policies:MLPActorCritic', [32, 32], 'auto')
         """
-        return PolicyFactory(
-            "typedrl.policies:MLPActorCritic",
-            kwargs={
-                "actor_hidden": list(config.actor_hidden),
-                "critic_hidden": list(config.critic_hidden),
-                "activation": config.activation,
-                "log_std_init": config.log_std_init,
-                "normalize_observations": config.normalize_observations,
-                "observation_clip": config.observation_clip,
-                "orthogonal_init": config.orthogonal_init,
-            },
-        )
+        kwargs: dict[str, Any] = {
+            "actor_hidden": list(config.actor_hidden),
+            "critic_hidden": list(config.critic_hidden),
+            "activation": config.activation,
+            "log_std_init": config.log_std_init,
+            "normalize_observations": config.normalize_observations,
+            "observation_clip": config.observation_clip,
+            "orthogonal_init": config.orthogonal_init,
+        }
+        if observation_space is None or any(
+            image_layout(space) is not None for space in key_spaces(observation_space).values()
+        ):
+            kwargs["encoder"] = config.encoder
+            kwargs["image_features"] = config.image_features
+        return PolicyFactory("typedrl.policies:MLPActorCritic", kwargs=kwargs)
 
     @staticmethod
     def build_policy(
@@ -254,6 +266,8 @@ class PPOAgent(AbstractTrainer):
             normalize_observations=config.normalize_observations,
             observation_clip=config.observation_clip,
             orthogonal_init=config.orthogonal_init,
+            encoder=config.encoder,
+            image_features=config.image_features,
         )
 
     def _build(self) -> None:

@@ -21,6 +21,8 @@ simulator:
 - :class:`RandomEndsEnv` and :class:`RandomEndsVectorEnv`: Gymnasium envs with
   seeded random episode ends (the vector one resets inside the next step and
   ignores ``reset_mask``), for testing adapters against hand-stepped references;
+- :class:`QuadrantImageEnv`: a one-step Gymnasium env whose answer is only in
+  its image, for testing image encoders;
 - :class:`FakeManagerBasedRLEnv`, :class:`FakeDirectRLEnv`, :class:`FakeRLEnvCfg`:
   a faithful CPU fake of the Isaac Lab env API.
 """
@@ -30,6 +32,7 @@ from typedrl.envs._wrapper import VecEnvWrapper as VecEnvWrapper
 from typedrl.testing._counting import CountingVecEnv as CountingVecEnv
 from typedrl.testing._gym_envs import RandomEndsEnv as RandomEndsEnv
 from typedrl.testing._gym_envs import RandomEndsVectorEnv as RandomEndsVectorEnv
+from typedrl.testing._image_env import QuadrantImageEnv as QuadrantImageEnv
 from typedrl.testing._isaaclab_fake import FakeDirectRLEnv as FakeDirectRLEnv
 from typedrl.testing._isaaclab_fake import FakeManagerBasedRLEnv as FakeManagerBasedRLEnv
 from typedrl.testing._isaaclab_fake import FakeRLEnvCfg as FakeRLEnvCfg
@@ -55,6 +58,7 @@ __all__ = [
     "FakeRLEnvCfg",
     "LinearActorCritic",
     "LinearDifferentiablePolicy",
+    "QuadrantImageEnv",
     "QuadraticEnv",
     "RandomEndsEnv",
     "RandomEndsVectorEnv",

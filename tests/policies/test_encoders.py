@@ -1,0 +1,161 @@
+"""Tests for typedrl.policies._encoders."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from tensordict import TensorDict
+from torch import nn
+
+from typedrl.distributed import SingleProcess
+from typedrl.errors import ConfigError
+from typedrl.policies import (
+    DiscreteOneHot,
+    ImageEncoder,
+    MLPActorCritic,
+    ObservationEncoder,
+    build_image_encoders,
+    image_layout,
+)
+
+_MINIGRID = gym.spaces.Box(0, 255, (7, 7, 3), np.uint8)
+_ATARI = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+
+
+@pytest.mark.parametrize(
+    ("space", "layout"),
+    [
+        (_MINIGRID, "hwc"),
+        (gym.spaces.Box(0, 255, (96, 96, 3), np.uint8), "hwc"),
+        (gym.spaces.Box(0, 255, (84, 84, 1), np.uint8), "hwc"),
+        (_ATARI, "chw"),
+        (gym.spaces.Box(0, 255, (1, 7, 9), np.uint8), "chw"),
+        (gym.spaces.Box(0.0, 1.0, (7, 7, 3), np.float32), None),  # not bytes
+        (gym.spaces.Box(0, 255, (84, 84), np.uint8), None),  # no channel axis
+        (gym.spaces.Box(0, 255, (4, 84, 84, 3), np.uint8), None),  # stacked colour frames
+        (gym.spaces.Box(0, 255, (6, 6, 3), np.uint8), None),  # sides below 7
+        (gym.spaces.Box(0, 255, (7, 7, 5), np.uint8), None),  # five channels
+        (gym.spaces.Discrete(4), None),
+    ],
+)
+def test_image_layout_finds_the_channels(space: gym.Space[object], layout: str | None) -> None:
+    """uint8, three dims, channels (<= 4) last or first, the other sides >= 7."""
+    assert image_layout(space) == layout
+
+
+def test_nature_and_small_shapes() -> None:
+    """Nature: 32x8x8/4, 64x4x4/2, 64x3x3/1 then 512; small: three 2x2 convolutions."""
+    nature = ImageEncoder((4, 84, 84), "chw", "nature", features=512, where="P")
+    convs = [layer for layer in nature.convs if isinstance(layer, nn.Conv2d)]
+    assert [(c.in_channels, c.out_channels, c.kernel_size, c.stride) for c in convs] == [
+        (4, 32, (8, 8), (4, 4)),
+        (32, 64, (4, 4), (2, 2)),
+        (64, 64, (3, 3), (1, 1)),
+    ]
+    assert nature.project.in_features == 64 * 7 * 7
+    assert nature(torch.zeros(3, 4 * 84 * 84)).shape == (3, 512)
+    small = ImageEncoder((7, 7, 3), "hwc", "small", features=32, where="P")
+    assert [c.kernel_size for c in small.convs if isinstance(c, nn.Conv2d)] == [(2, 2)] * 3
+    assert small.project.in_features == 64 * 4 * 4
+    assert small(torch.zeros(5, 147)).shape == (5, 32)
+
+
+def test_images_too_small_for_their_encoder_are_refused() -> None:
+    """The Nature CNN needs sides of 36: a 7x7 image is a ConfigError naming the fix."""
+    with pytest.raises(ConfigError, match=r"P: the 'nature' .* at least 36, got .* 7x7.*'small'"):
+        ImageEncoder((7, 7, 3), "hwc", "nature", features=8, where="P")
+
+
+def test_bytes_are_scaled_and_hwc_is_read_as_chw() -> None:
+    """The encoder reads bytes / 255 and permutes HxWxC to CxHxW before its convolutions."""
+    torch.manual_seed(0)
+    hwc = ImageEncoder((8, 9, 2), "hwc", "small", features=16, where="P")
+    chw = ImageEncoder((2, 8, 9), "chw", "small", features=16, where="P")
+    chw.load_state_dict(hwc.state_dict())
+    image = torch.randint(0, 256, (3, 8, 9, 2)).float()
+    expected = torch.relu(hwc.project(hwc.convs(image.permute(0, 3, 1, 2) / 255.0)))
+    torch.testing.assert_close(hwc(image.reshape(3, -1)), expected)
+    torch.testing.assert_close(chw(image.permute(0, 3, 1, 2).reshape(3, -1)), expected)
+
+
+def test_auto_picks_nature_for_large_images_and_small_for_small_ones() -> None:
+    """auto: sides >= 36 get the Nature CNN (512 features), smaller ones the small CNN (128)."""
+    space = gym.spaces.Dict({"frames": _ATARI, "view": _MINIGRID, "x": gym.spaces.Box(-1, 1, (2,))})
+    encoders = build_image_encoders(space, ("frames", "view", "x"), "auto", None, "P")
+    assert {key: (e.kind, e.features) for key, e in encoders.items()} == {
+        "frames": ("nature", 512),
+        "view": ("small", 128),
+    }
+    assert build_image_encoders(space, ("view",), "small", 64, "P")["view"].features == 64
+    assert build_image_encoders(space, ("frames",), "flatten", None, "P") == {}
+
+
+def test_a_forced_encoder_without_images_is_refused() -> None:
+    """encoder 'nature' or 'small' on keys without an image is a ConfigError."""
+    with pytest.raises(ConfigError, match=r"P: encoder 'small' needs an image observation key"):
+        build_image_encoders(gym.spaces.Box(-1, 1, (3,)), ("obs",), "small", None, "P")
+
+
+def test_observation_encoder_concatenates_images_then_the_other_keys() -> None:
+    """Images' features first, then the one-hot of the other keys; no image: DiscreteOneHot."""
+    space = gym.spaces.Dict({"direction": gym.spaces.Discrete(4), "image": _MINIGRID})
+    keys = ("direction", "image")
+    images = build_image_encoders(space, keys, "auto", 8, "P")
+    encoder = ObservationEncoder(space, keys, images, "P")
+    assert (encoder.layout_width, encoder.width) == (1 + 147, 8 + 4)
+    flat = torch.cat((torch.tensor([[2.0]]), torch.full((1, 147), 255.0)), dim=-1)
+    out = encoder(flat)
+    torch.testing.assert_close(out[:, :8], images["image"](flat[:, 1:]))
+    assert out[0, 8:].tolist() == [0.0, 0.0, 1.0, 0.0]
+    plain = ObservationEncoder(space, ("direction",), {}, "P")
+    reference = DiscreteOneHot(space, ("direction",), "P")
+    assert not plain.has_images
+    torch.testing.assert_close(plain(flat[:, :1]), reference(flat[:, :1]))
+
+
+def test_actor_critic_shares_the_cnn_and_never_normalises_images() -> None:
+    """One CNN serves actor and critic; only the Box vector key gets running statistics."""
+    space = gym.spaces.Dict({"image": _MINIGRID, "x": gym.spaces.Box(-1, 1, (2,))})
+    model = MLPActorCritic(
+        space, gym.spaces.Discrete(3), encoder="auto", normalize_observations=True
+    )
+    assert model.actor_encoding.images[0] is model.critic_encoding.images[0]
+    assert model.obs_normalizers is not None
+    assert list(model.obs_normalizers) == ["x"]
+    obs = TensorDict(
+        {
+            "image": torch.randint(0, 256, (6, 7, 7, 3), dtype=torch.uint8),
+            "x": torch.randn(6, 2),
+        },
+        batch_size=[6],
+    )
+    model.update_normalizers(obs, dist=SingleProcess())
+    out = model.act(obs)
+    assert out["action"].shape == (6,)
+    assert out["value"].shape == (6,)
+    parameters = list(model.parameters())
+    assert len(parameters) == len({id(p) for p in parameters})
+
+
+def test_flatten_keeps_the_mlp_of_earlier_releases() -> None:
+    """MLPActorCritic's default reads an image as plain features, with the same weights' names."""
+    model = MLPActorCritic(_ATARI, gym.spaces.Discrete(6))
+    first = model.actor[0]
+    assert isinstance(first, nn.Linear)
+    assert first.in_features == 4 * 84 * 84
+    assert {name.split(".")[0] for name in model.state_dict()} == {"actor", "critic", "log_std"}
+    cnn = MLPActorCritic(_ATARI, gym.spaces.Discrete(6), encoder="auto", actor_hidden=())
+    encoder = cnn.actor_encoding.images[0]
+    assert isinstance(encoder, ImageEncoder)
+    assert isinstance(encoder.convs[0], nn.Conv2d)
+    head = cnn.actor[0]
+    assert isinstance(head, nn.Linear)
+    assert head.in_features == 512
+
+
+def test_an_unknown_encoder_or_a_bad_width_is_refused() -> None:
+    """The encoder is one of the four names; image_features a positive int."""
+    with pytest.raises(ConfigError, match=r"P: encoder must be one of \['auto', 'nature'"):
+        build_image_encoders(_MINIGRID, ("obs",), "resnet", None, "P")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"P\.image_features must be a positive int, got 0"):
+        build_image_encoders(_MINIGRID, ("obs",), "auto", 0, "P")
