@@ -336,18 +336,18 @@ class RecurrentActorCritic(nn.Module):
 
     def act(self, obs: Obs, *, deterministic: bool = False) -> Obs:
         """:meth:`act_step` from the initial state (each observation as an episode's first)."""
-        state = self.initial_state(obs.batch_size[0], device=self._device)
+        state = self.initial_state(obs.batch_size[0], device=self._param_device)
         return self.act_step(obs, state, deterministic=deterministic)
 
     def evaluate(self, obs: Obs, action: BatchAction) -> Obs:
         """Log-probability, entropy and value of ``action`` from the initial state."""
         batch = obs.batch_size[0]
-        state = self.initial_state(batch, device=self._device)
+        state = self.initial_state(batch, device=self._param_device)
         log_prob, entropy, value = self.evaluate_sequence(
             obs.unsqueeze(0),
             action.unsqueeze(0),
             state,
-            torch.zeros(1, batch, dtype=torch.bool, device=self._device),
+            torch.zeros(1, batch, dtype=torch.bool, device=self._param_device),
         )
         return TensorDict(
             {"log_prob": log_prob[0], "entropy": entropy[0], "value": value[0]},
@@ -357,8 +357,8 @@ class RecurrentActorCritic(nn.Module):
 
     def value(self, obs: Obs) -> EnvScalar:
         """``V(obs)`` from the initial state."""
-        return self.value_step(obs, self.initial_state(obs.batch_size[0], device=self._device))
+        return self.value_step(obs, self.initial_state(obs.batch_size[0], device=self._param_device))
 
     @property
-    def _device(self) -> torch.device:
+    def _param_device(self) -> torch.device:
         return next(iter(self.critic.parameters())).device
