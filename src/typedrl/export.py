@@ -59,7 +59,7 @@ from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.policies._features import key_spaces, layout_width
-from typedrl.protocols import Policy, SupportsDeterministicActor
+from typedrl.protocols import Policy, StatefulActorCritic, SupportsDeterministicActor
 from typedrl.restore import (
     CheckpointLocation,
     locate_checkpoint,
@@ -152,11 +152,18 @@ class DeterministicPolicy(nn.Module):
             key's width).
 
     Raises:
-        ConfigError: If an observation key the module reads is not a ``Box``.
+        ConfigError: If an observation key the module reads is not a ``Box``,
+            or the policy is recurrent (its state would be lost between calls).
     """
 
     def __init__(self, policy: Policy, observation_space: gym.Space[Any]) -> None:
         super().__init__()
+        if isinstance(policy, StatefulActorCritic):
+            raise ConfigError(
+                f"{type(policy).__name__} is recurrent: a flat export without its rollout state "
+                "would act as at every episode's start, so it is not written; evaluate it with "
+                "typedrl evaluate instead"
+            )
         self.actor: nn.Module = (
             policy.deterministic_actor(observation_space)
             if isinstance(policy, SupportsDeterministicActor)

@@ -18,7 +18,7 @@ from typedrl.envs._checker._observations import check_obs_dtypes
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, SpecError, TypedRLError
 from typedrl.protocols import ActorCritic, StatefulActorCritic, TensorActorCritic, VecEnv
-from typedrl.types import Done, Obs, Valid
+from typedrl.types import Obs
 
 __all__ = ["STATE_KEY", "OnPolicyCollector", "OnPolicyRollout", "episode_boundary"]
 
@@ -31,7 +31,11 @@ _POLICY_STATE = "policy_state"
 """The key of a recurrent policy's rollout state in :meth:`OnPolicyCollector.state_dict`."""
 
 
-def episode_boundary(terminated: Done, truncated: Done, valid: Valid) -> Done:
+def episode_boundary(
+    terminated: Bool[Tensor, "*rows"],
+    truncated: Bool[Tensor, "*rows"],
+    valid: Bool[Tensor, "*rows"],
+) -> Bool[Tensor, "*rows"]:
     """Rows whose rollout state restarts after this step: the episode ended, or a ghost step.
 
     A ghost step (``valid == False``) returned the first observation of a new

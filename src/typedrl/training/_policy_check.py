@@ -139,7 +139,9 @@ def policy_fit_error(
 
     Checked in order:
 
-    1. A :class:`torch.nn.Module` that implements ``protocol``.
+    1. A :class:`torch.nn.Module` that implements ``protocol``; a recurrent
+       :class:`~typedrl.protocols.StatefulActorCritic` only where ``protocol``
+       admits one (PPO's; APG and SHAC backpropagate through single steps).
     2. Every parameter and buffer on the run's device, or on the CPU (the
        trainer moves it).
     3. Floating-point parameters in float32, or in the dtype Fabric's
@@ -163,6 +165,12 @@ def policy_fit_error(
     """
     where = f"{owner}(policy=...)"
     name = protocol.__name__
+    if isinstance(policy, StatefulActorCritic) and protocol not in StatefulActorCritic.__mro__:
+        return ConfigError(
+            f"{where} does not train recurrent policies ({type(policy).__name__} declares a "
+            f"rollout state; {owner} needs a stateless typedrl.protocols.{name}): train it "
+            "with PPO, or pass a feed-forward policy"
+        )
     if not isinstance(policy, nn.Module) or not isinstance(policy, protocol):
         return ConfigError(
             f"{where} takes a torch.nn.Module implementing typedrl.protocols.{name}, got "
