@@ -2,7 +2,7 @@
 
 import math
 from collections.abc import Sequence
-from typing import Any, final
+from typing import Any, cast, final
 
 import numpy as np
 import torch
@@ -216,7 +216,11 @@ class _StatefulActor:
         """Set the ``ended`` rows' state to the initial state (no host read)."""
         self.state = TensorDict(
             {
-                key: torch.where(ended.view(-1, *([1] * (leaf.dim() - 1))), self.initial[key], leaf)
+                key: torch.where(
+                    ended.view(-1, *([1] * (leaf.dim() - 1))),
+                    cast("Tensor", self.initial[key]),
+                    leaf,
+                )
                 for key, leaf in self.state.items(include_nested=True, leaves_only=True)
             },
             batch_size=self.state.batch_size,

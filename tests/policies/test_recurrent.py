@@ -7,7 +7,7 @@ from tensordict import TensorDict
 
 from typedrl.distributed import SingleProcess
 from typedrl.errors import ConfigError
-from typedrl.policies import MLPActorCritic, PolicyFactory, RecurrentActorCritic
+from typedrl.policies import MLPActorCritic, PolicyFactory, RecurrentActorCritic, RecurrentCore
 from typedrl.protocols import StatefulActorCritic, StateSpec
 
 CPU = torch.device("cpu")
@@ -33,7 +33,9 @@ def _rollout(
 
 @pytest.mark.parametrize("core", ["gru", "lstm"])
 @pytest.mark.parametrize("action_space", [gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,))])
-def test_sequence_matches_step_by_step(core: str, action_space: gym.Space[object]) -> None:
+def test_sequence_matches_step_by_step(
+    core: RecurrentCore, action_space: gym.Space[object]
+) -> None:
     """Re-running a rollout with done masks gives the collected log-probs and values."""
     torch.manual_seed(0)
     model = RecurrentActorCritic(
@@ -48,7 +50,8 @@ def test_sequence_matches_step_by_step(core: str, action_space: gym.Space[object
     assert new_log_prob.shape == entropy.shape == (7, 5)
     torch.testing.assert_close(new_log_prob, log_prob)
     torch.testing.assert_close(new_value, value)
-    new_value.sum().backward()
+    total: torch.Tensor = new_value.sum()
+    total.backward()
     assert all(p.grad is not None for p in model.core.parameters())
 
 

@@ -1,4 +1,4 @@
-"""A Gymnasium wrapper keeping some entries of a flat ``Box`` observation (partial observability)."""
+"""A Gymnasium wrapper keeping some entries of a flat ``Box`` observation (partial views)."""
 
 from collections.abc import Sequence
 from typing import Any, final

@@ -221,10 +221,11 @@ class RecurrentActorCritic(nn.Module):
 
     def _core_state(self, state: TensorDict) -> Tensor | tuple[Tensor, Tensor]:
         """The state as ``nn.GRU``/``nn.LSTM`` read it: ``[num_layers, batch, hidden]``."""
-        h = state["h"].transpose(0, 1).contiguous()
+        h: Tensor = state["h"].transpose(0, 1).contiguous()
         if self.core_kind == "gru":
             return h
-        return h, state["c"].transpose(0, 1).contiguous()
+        c: Tensor = state["c"].transpose(0, 1).contiguous()
+        return h, c
 
     def _state_of(self, core_state: Tensor | tuple[Tensor, Tensor], batch: int) -> TensorDict:
         """The core's state as a TensorDict, ``[batch, num_layers, hidden]`` per key."""
@@ -247,7 +248,8 @@ class RecurrentActorCritic(nn.Module):
         core; between pieces the done rows' state is reset to zeros.
         """
         if done is None:
-            return self.core(x, core_state)
+            whole: tuple[Tensor, Tensor | tuple[Tensor, Tensor]] = self.core(x, core_state)
+            return whole
         any_done = done.any(dim=1).tolist()
         cuts = [t + 1 for t, flag in enumerate(any_done) if flag]
         if not cuts or cuts[-1] != len(any_done):
@@ -357,7 +359,9 @@ class RecurrentActorCritic(nn.Module):
 
     def value(self, obs: Obs) -> EnvScalar:
         """``V(obs)`` from the initial state."""
-        return self.value_step(obs, self.initial_state(obs.batch_size[0], device=self._param_device))
+        return self.value_step(
+            obs, self.initial_state(obs.batch_size[0], device=self._param_device)
+        )
 
     @property
     def _param_device(self) -> torch.device:

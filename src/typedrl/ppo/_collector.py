@@ -427,7 +427,7 @@ class OnPolicyCollector:
         leaves = {}
         for key, leaf in state.items(include_nested=True, leaves_only=True):
             rows = ended.view(-1, *([1] * (leaf.dim() - 1)))
-            leaves[key] = torch.where(rows, initial[key], leaf)
+            leaves[key] = torch.where(rows, cast("Tensor", initial[key]), leaf)
         return TensorDict(leaves, batch_size=state.batch_size, device=state.device)
 
     def _nonfinite(

@@ -52,7 +52,7 @@ def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
         )
 
 
-def _recurrent_plan_error(config: PPOConfig, policy: nn.Module | None) -> ConfigError | None:
+def _recurrent_plan_error(config: PPOConfig, policy: object) -> ConfigError | None:
     """Why a recurrent policy cannot train with ``config``, in one line; ``None`` if it can.
 
     Its minibatches are whole env columns (``batch_size`` a multiple of

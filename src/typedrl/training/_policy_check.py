@@ -228,10 +228,14 @@ def _spaces_error(
         )
     finally:
         policy.train(mode=was_training)
-    error = _outputs_error(result, action_space, outputs=outputs, spaces=spaces, where=where)
-    if error is None and isinstance(policy, StatefulActorCritic) and isinstance(result, TensorDict):
+    refusal = _outputs_error(result, action_space, outputs=outputs, spaces=spaces, where=where)
+    if (
+        refusal is None
+        and isinstance(policy, StatefulActorCritic)
+        and isinstance(result, TensorDict)
+    ):
         return _state_error(policy, result, where=where)
-    return error
+    return refusal
 
 
 def _state_error(
