@@ -69,7 +69,8 @@ class RecurrentDeterministicPolicy(nn.Module):
         )
         """Each state entry's per-row shape."""
         self.policy = copy.deepcopy(policy)
-        self.policy.train(mode=False)
+        # Evaluation mode throughout, as the exporters expect.
+        self.train(mode=False)
 
     def initial_state(self, batch: int) -> tuple[Tensor, ...]:
         """Zeros for every state entry, ``[batch, *shape]`` each (an episode's start)."""
@@ -126,6 +127,9 @@ def export_recurrent_policy(
             # TensorDict's shape checks read the traced batch size, deciding nothing traced.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
+            # torch.export's handling of nn.GRU / nn.LSTM warns about its own internals (the
+            # cells' flat weight list, non-leaf .grad reads); the tests check the file.
+            warnings.simplefilter("ignore", UserWarning)
             warnings.filterwarnings(
                 "ignore", message="Converting a tensor to a Python", module=r"tensordict\."
             )
@@ -139,7 +143,8 @@ def export_recurrent_policy(
                     external_data=False,
                     input_names=["obs", *model.state_keys],
                     output_names=["action", *(f"next_{key}" for key in model.state_keys)],
-                    dynamic_shapes=tuple({0: batch} for _ in example),
+                    # forward(obs, *state): the state entries are one (varargs) input.
+                    dynamic_shapes=({0: batch}, tuple({0: batch} for _ in example[1:])),
                     verbose=False,
                 )
             else:

@@ -55,6 +55,7 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
+from typedrl._export_recurrent import RecurrentDeterministicPolicy, export_recurrent_policy
 from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
@@ -72,8 +73,10 @@ __all__ = [
     "DeterministicPolicy",
     "ExportFormat",
     "ExportResult",
+    "RecurrentDeterministicPolicy",
     "export_checkpoint",
     "export_policy",
+    "export_recurrent_policy",
 ]
 
 ExportFormat: TypeAlias = Literal["onnx", "torchscript"]
@@ -161,8 +164,9 @@ class DeterministicPolicy(nn.Module):
         if isinstance(policy, StatefulActorCritic):
             raise ConfigError(
                 f"{type(policy).__name__} is recurrent: a flat export without its rollout state "
-                "would act as at every episode's start, so it is not written; evaluate it with "
-                "typedrl evaluate instead"
+                "would act as at every episode's start; export it with "
+                "RecurrentDeterministicPolicy and export_recurrent_policy (its state as inputs "
+                "and outputs)"
             )
         self.actor: nn.Module = (
             policy.deterministic_actor(observation_space)
@@ -371,9 +375,25 @@ def export_checkpoint(
     env = spec.make(num_envs=1, seed=None)
     try:
         policy = restore_policy(saved, env, path=location.path)
-        model = DeterministicPolicy(policy, env.single_observation_space)
+        if isinstance(policy, StatefulActorCritic):
+            # The rollout state as inputs and outputs, after the observation.
+            recurrent = RecurrentDeterministicPolicy(policy, env.single_observation_space)
+        else:
+            model = DeterministicPolicy(policy, env.single_observation_space)
     finally:
         env.close()
+    if isinstance(policy, StatefulActorCritic):
+        export_recurrent_policy(recurrent, target, export_format=export_format)
+        action, *_ = recurrent(torch.zeros(1, recurrent.obs_dim), *recurrent.initial_state(1))
+        return ExportResult(
+            path=target,
+            format=export_format,
+            checkpoint=location,
+            env_id=spec.env_id,
+            obs_dim=recurrent.obs_dim,
+            action_shape=tuple(action.shape[1:]),
+            discrete=not action.is_floating_point(),
+        )
     export_policy(model, target, export_format=export_format)
     return ExportResult(
         path=target,

@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from typedrl.cli import main
-from typedrl.errors import ConfigError
 
 RECURRENT = "typedrl.policies:RecurrentActorCritic"
 HIDE_VELOCITIES = "typedrl.envs:KeepObservationIndices(indices=[0, 2])"
@@ -68,10 +68,17 @@ def test_resume_continues(run_dir: Path) -> None:
     assert json.loads((run_dir / "summary.json").read_text())["global_step"] == 192
 
 
-def test_export_is_refused_in_one_line(run_dir: Path, tmp_path: Path) -> None:
-    """A flat export would lose the state: it is refused, naming the policy."""
-    argv = ["--debug", "export", str(run_dir), "--output", str(tmp_path / "policy.onnx")]
-    with pytest.raises(ConfigError, match=r"RecurrentActorCritic is recurrent") as raised:
-        main(argv)
-    assert "\n" not in str(raised.value)
-    assert not (tmp_path / "policy.onnx").exists()
+def test_export_writes_the_state_as_inputs_and_outputs(run_dir: Path, tmp_path: Path) -> None:
+    """typedrl export writes an ONNX file stepping (obs, h) to (action, next_h)."""
+    import onnxruntime
+
+    target = tmp_path / "policy.onnx"
+    assert main(["export", str(run_dir), "--output", str(target)]) == 0
+    session = onnxruntime.InferenceSession(str(target))
+    assert [i.name for i in session.get_inputs()] == ["obs", "h"]
+    assert [o.name for o in session.get_outputs()] == ["action", "next_h"]
+    h = np.zeros((3, 1, 8), dtype=np.float32)
+    for _ in range(4):
+        action, h = session.run(None, {"obs": np.zeros((3, 2), dtype=np.float32), "h": h})
+    assert action.shape == (3,)
+    assert np.isfinite(h).all()

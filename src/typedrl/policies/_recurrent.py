@@ -161,16 +161,16 @@ class RecurrentActorCritic(nn.Module):
         else:
             self.log_std = nn.Parameter(torch.full((num_outputs,), float(log_std_init)))
         keys = ("h",) if core == "gru" else ("h", "c")
-        self._state_specs = MappingProxyType(
-            {key: StateSpec((num_layers, hidden_size), torch.float32) for key in keys}
-        )
+        self._state_specs = {
+            key: StateSpec((num_layers, hidden_size), torch.float32) for key in keys
+        }
 
     # ------------------------------------------------------------------ the state
 
     @property
     def state_specs(self) -> Mapping[str, StateSpec]:
         """``{"h"}`` (GRU) or ``{"h", "c"}`` (LSTM), each ``[num_layers, hidden_size]``."""
-        return self._state_specs
+        return MappingProxyType(self._state_specs)
 
     def initial_state(self, num_rows: int, *, device: torch.device) -> TensorDict:
         """Zeros for every state key, ``batch_size == [num_rows]``."""
@@ -206,7 +206,14 @@ class RecurrentActorCritic(nn.Module):
         if self.obs_normalizers is None or key not in self.obs_normalizers:
             return value
         normalizer = cast("RunningMeanStd", self.obs_normalizers[key])
-        return normalizer.normalize(value.float())
+        # (x - mean) * rsqrt(var + epsilon), clamped, as RunningMeanStd.normalize computes it;
+        # written out from the statistics so that it traces for export.
+        mean = normalizer.mean.to(torch.float64)
+        scale = torch.rsqrt(normalizer.var.to(torch.float64) + normalizer.epsilon)
+        out = (value.to(torch.float64) - mean) * scale
+        if normalizer.clip is not None:
+            out = out.clamp(-normalizer.clip, normalizer.clip)
+        return out.float()
 
     def update_normalizers(
         self, obs: Obs, *, dist: Distributed, mask: Tensor | None = None
@@ -227,13 +234,15 @@ class RecurrentActorCritic(nn.Module):
         c: Tensor = state["c"].transpose(0, 1).contiguous()
         return h, c
 
-    def _state_of(self, core_state: Tensor | tuple[Tensor, Tensor], batch: int) -> TensorDict:
+    def _state_of(
+        self, core_state: Tensor | tuple[Tensor, Tensor], batch_size: torch.Size
+    ) -> TensorDict:
         """The core's state as a TensorDict, ``[batch, num_layers, hidden]`` per key."""
         if isinstance(core_state, tuple):
             leaves = {"h": core_state[0].transpose(0, 1), "c": core_state[1].transpose(0, 1)}
         else:
             leaves = {"h": core_state.transpose(0, 1)}
-        return TensorDict(leaves, batch_size=[batch], device=leaves["h"].device)
+        return TensorDict(leaves, batch_size=batch_size, device=leaves["h"].device)
 
     def _run(
         self,
@@ -288,7 +297,6 @@ class RecurrentActorCritic(nn.Module):
 
     def act_step(self, obs: Obs, state: TensorDict, *, deterministic: bool = False) -> Obs:
         """One step from ``state``: action, log-prob, value, entropy and the next ``"state"``."""
-        batch = obs.batch_size[0]
         out, core_state = self.core(self._features(obs).unsqueeze(0), self._core_state(state))
         hidden = out.squeeze(0)
         dist = self._head(hidden)
@@ -299,7 +307,7 @@ class RecurrentActorCritic(nn.Module):
                 "log_prob": dist.log_prob(flat),
                 "value": self.critic(hidden).squeeze(-1),
                 "entropy": dist.entropy(),
-                "state": self._state_of(core_state, batch),
+                "state": self._state_of(core_state, obs.batch_size),
             },
             batch_size=obs.batch_size,
             device=obs.device,
