@@ -1,7 +1,10 @@
 """Tests for typedrl._export_recurrent: a recurrent policy exported with its state, to 1e-5."""
 
+import importlib
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,6 +37,39 @@ def _policy(core: RecurrentCore, action_space: gym.Space[object]) -> RecurrentAc
     return policy
 
 
+Step = Callable[[np.ndarray, list[np.ndarray]], list[np.ndarray]]
+"""``(obs, state) -> [action, *next_state]`` of an exported file."""
+
+
+def _onnx_step(path: Path, state_keys: tuple[str, ...]) -> Step:
+    # onnxruntime ships no type information.
+    onnxruntime: Any = importlib.import_module("onnxruntime")
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["obs", *state_keys]
+
+    def step(obs: np.ndarray, state: list[np.ndarray]) -> list[np.ndarray]:
+        outputs: list[np.ndarray] = session.run(
+            None, {"obs": obs, **dict(zip(state_keys, state, strict=True))}
+        )
+        return outputs
+
+    return step
+
+
+def _script_step(path: Path) -> Step:
+    with warnings.catch_warnings():
+        # PyTorch deprecates TorchScript; loading still works.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.load(str(path))  # type: ignore[no-untyped-call]
+
+    def step(obs: np.ndarray, state: list[np.ndarray]) -> list[np.ndarray]:
+        with torch.no_grad():
+            out = scripted(torch.from_numpy(obs), *(torch.from_numpy(entry) for entry in state))
+        return [entry.numpy() for entry in out]
+
+    return step
+
+
 def _export(
     core: RecurrentCore, action_space: gym.Space[object], export_format: str, path: str
 ) -> None:
@@ -58,30 +94,14 @@ def test_the_export_steps_as_the_policy(
     obs = torch.randn(6, 5, 3) * 3
     state = policy.initial_state(5, device=torch.device("cpu"))
     inputs = [entry.numpy() for entry in model.initial_state(5)]
-    if export_format == "onnx":
-        import onnxruntime
-
-        session = onnxruntime.InferenceSession(str(path))
-        assert [i.name for i in session.get_inputs()] == ["obs", *model.state_keys]
-    else:
-        with warnings.catch_warnings():
-            # PyTorch deprecates TorchScript; loading still works.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            scripted = torch.jit.load(str(path))  # type: ignore[no-untyped-call]
+    step = _onnx_step(path, model.state_keys) if export_format == "onnx" else _script_step(path)
     for t in range(6):
         with torch.no_grad():
             expected = policy.act_step(
                 TensorDict({"obs": obs[t]}, batch_size=[5]), state, deterministic=True
             )
         state = expected["state"]
-        if export_format == "onnx":
-            feed = {"obs": obs[t].numpy(), **dict(zip(model.state_keys, inputs, strict=True))}
-            action, *inputs = session.run(None, feed)
-        else:
-            with torch.no_grad():
-                out = scripted(obs[t], *(torch.from_numpy(entry) for entry in inputs))
-            action, *rest = (entry.numpy() for entry in out)
-            inputs = list(rest)
+        action, *inputs = step(obs[t].numpy(), inputs)
         np.testing.assert_allclose(action, expected["action"].numpy(), atol=1e-5)
         for key, entry in zip(model.state_keys, inputs, strict=True):
             np.testing.assert_allclose(entry, state[key].numpy(), atol=1e-5)

@@ -219,7 +219,7 @@ class _StatefulActor:
                 key: torch.where(
                     ended.view(-1, *([1] * (leaf.dim() - 1))),
                     cast("Tensor", self.initial[key]),
-                    leaf,
+                    cast("Tensor", leaf),
                 )
                 for key, leaf in self.state.items(include_nested=True, leaves_only=True)
             },

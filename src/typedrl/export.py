@@ -375,14 +375,12 @@ def export_checkpoint(
     env = spec.make(num_envs=1, seed=None)
     try:
         policy = restore_policy(saved, env, path=location.path)
-        if isinstance(policy, StatefulActorCritic):
-            # The rollout state as inputs and outputs, after the observation.
-            recurrent = RecurrentDeterministicPolicy(policy, env.single_observation_space)
-        else:
-            model = DeterministicPolicy(policy, env.single_observation_space)
+        space = env.single_observation_space
     finally:
         env.close()
     if isinstance(policy, StatefulActorCritic):
+        # The rollout state as inputs and outputs, after the observation.
+        recurrent = RecurrentDeterministicPolicy(policy, space)
         export_recurrent_policy(recurrent, target, export_format=export_format)
         action, *_ = recurrent(torch.zeros(1, recurrent.obs_dim), *recurrent.initial_state(1))
         return ExportResult(
@@ -394,6 +392,7 @@ def export_checkpoint(
             action_shape=tuple(action.shape[1:]),
             discrete=not action.is_floating_point(),
         )
+    model = DeterministicPolicy(policy, space)
     export_policy(model, target, export_format=export_format)
     return ExportResult(
         path=target,

@@ -1,7 +1,9 @@
 """`typedrl train --policy typedrl.policies:RecurrentActorCritic` on masked CartPole."""
 
+import importlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,14 +72,15 @@ def test_resume_continues(run_dir: Path) -> None:
 
 def test_export_writes_the_state_as_inputs_and_outputs(run_dir: Path, tmp_path: Path) -> None:
     """typedrl export writes an ONNX file stepping (obs, h) to (action, next_h)."""
-    import onnxruntime
-
+    # onnxruntime ships no type information.
+    onnxruntime: Any = importlib.import_module("onnxruntime")
     target = tmp_path / "policy.onnx"
     assert main(["export", str(run_dir), "--output", str(target)]) == 0
     session = onnxruntime.InferenceSession(str(target))
     assert [i.name for i in session.get_inputs()] == ["obs", "h"]
     assert [o.name for o in session.get_outputs()] == ["action", "next_h"]
     h = np.zeros((3, 1, 8), dtype=np.float32)
+    action = np.zeros(0)
     for _ in range(4):
         action, h = session.run(None, {"obs": np.zeros((3, 2), dtype=np.float32), "h": h})
     assert action.shape == (3,)

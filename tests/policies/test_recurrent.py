@@ -51,7 +51,7 @@ def test_sequence_matches_step_by_step(
     torch.testing.assert_close(new_log_prob, log_prob)
     torch.testing.assert_close(new_value, value)
     total: torch.Tensor = new_value.sum()
-    total.backward()
+    total.backward()  # type: ignore[no-untyped-call]
     assert all(p.grad is not None for p in model.core.parameters())
 
 

@@ -159,7 +159,7 @@ def test_apg_refuses_a_recurrent_policy_in_one_line() -> None:
         DifferentiableTrainer(
             env=env,
             config=DifferentiableTrainerConfig(total_updates=1),
-            policy=policy,  # type: ignore[arg-type]
+            policy=policy,
             fabric=_fabric(),
             options=OPTIONS,
         )

@@ -424,8 +424,9 @@ class OnPolicyCollector:
         initial = self._initial_state
         if initial is None:  # not reached: _rollout_state set it
             raise ConfigError("OnPolicyCollector: the rollout state was not initialised")
-        leaves = {}
-        for key, leaf in state.items(include_nested=True, leaves_only=True):
+        leaves: dict[Any, Tensor] = {}
+        for key, entry in state.items(include_nested=True, leaves_only=True):
+            leaf = cast("Tensor", entry)
             rows = ended.view(-1, *([1] * (leaf.dim() - 1)))
             leaves[key] = torch.where(rows, cast("Tensor", initial[key]), leaf)
         return TensorDict(leaves, batch_size=state.batch_size, device=state.device)
