@@ -49,6 +49,7 @@ RUN: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "docs/guides/trainer_core.rst": (("iterations=200,", "iterations=4,"),),
     "docs/guides/own_policy.rst": (("total_timesteps=20_000", "total_timesteps=512"),),
+    "docs/guides/partially_observed.rst": (*_TINY_PPO,),
 }
 """Pages whose Python blocks run, in order and in one namespace, in a fresh folder."""
 

@@ -12,6 +12,7 @@ from typedrl import EvaluationResult
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError
 from typedrl.evaluation import EpisodeEvaluator, pool_evaluations
+from typedrl.policies import RecurrentActorCritic
 from typedrl.protocols import Evaluator, StepResult
 from typedrl.testing import (
     ConstantPolicy,
@@ -271,3 +272,28 @@ def test_pooled_episode_evaluators_equal_the_statistics_of_all_their_episodes() 
         },
         rel=1e-12,
     )
+
+
+def test_a_recurrent_policy_carries_its_state() -> None:
+    """The evaluator steps a recurrent policy with its state, restarted when a row ends."""
+    torch.manual_seed(0)
+    env = make("typedrl/CartPole-v0", num_envs=2, seed=0)
+    policy = RecurrentActorCritic(env.single_observation_space, env.single_action_space)
+    result = EpisodeEvaluator(env, num_episodes=2, seed=7).evaluate(policy)
+    # The same episodes by hand: the state carried, zeroed after a row's episode ends.
+    obs, _ = env.reset(seed=7)
+    state = policy.initial_state(2, device=torch.device("cpu"))
+    running, first = torch.zeros(2, dtype=torch.float64), [0.0, 0.0]
+    ended = [False, False]
+    with torch.no_grad():
+        while not all(ended):
+            out = policy.act_step(obs, state, deterministic=True)
+            step = env.step(out["action"])
+            running += step.reward.double()
+            for row in range(2):
+                if bool(step.done[row]) and not ended[row]:
+                    ended[row], first[row] = True, float(running[row])
+            running = torch.where(step.done, 0.0, running)
+            state = out["state"].apply(lambda x, d=step.done: x * (~d).view(-1, 1, 1))
+            obs = step.obs
+    assert result.metrics["return_mean"] == pytest.approx(sum(first) / 2)

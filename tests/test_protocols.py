@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from typedrl import protocols
-from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic
+from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic, RecurrentActorCritic
 from typedrl.testing import (
     ConstantPolicy,
     CounterState,
@@ -35,6 +35,7 @@ def _conforming() -> list[tuple[type[Any], object]]:
         (protocols.ActorCritic, LinearActorCritic(obs_dim=3, act_dim=1)),
         (protocols.ActorCritic, TinyActorCritic(box, gym.spaces.Discrete(2))),
         (protocols.TensorActorCritic, mlp),
+        (protocols.StatefulActorCritic, RecurrentActorCritic(box, gym.spaces.Discrete(2))),
         (protocols.SupportsNormalizerUpdate, mlp),
         (protocols.SupportsNormalizerUpdate, DifferentiableMLPPolicy(box, box)),
         (protocols.SupportsDeterministicActor, mlp),

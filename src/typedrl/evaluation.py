@@ -2,16 +2,18 @@
 
 import math
 from collections.abc import Sequence
-from typing import Any, final
+from typing import Any, cast, final
 
 import numpy as np
 import torch
+from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl._results import EvaluationResult, StepResult
 from typedrl._validation import positive_int
 from typedrl.errors import EnvContractError, NonFiniteError
-from typedrl.protocols import Policy, VecEnv
+from typedrl.protocols import Policy, StatefulActorCritic, VecEnv
+from typedrl.types import Obs
 
 __all__ = ["EpisodeEvaluator", "pool_evaluations"]
 
@@ -44,7 +46,9 @@ class EpisodeEvaluator:
 
     Implements :class:`~typedrl.protocols.Evaluator`:
 
-    - actions are deterministic (``policy.act(obs, deterministic=True)``);
+    - actions are deterministic (``policy.act(obs, deterministic=True)``; a
+      :class:`~typedrl.protocols.StatefulActorCritic` steps with
+      ``act_step`` and carries its rollout state, restarted for rows that end);
     - every evaluation resets the env with the same ``seed``, so every
       evaluation starts from the same states and scores compare across a run;
     - episodes are counted per row: every row contributes
@@ -141,11 +145,13 @@ class EpisodeEvaluator:
         successes = torch.zeros_like(returns)
         saw_success = False
         obs, _ = env.reset(seed=self.seed)
+        act = _deterministic_actor(policy, env.num_envs, device)
         # Checking completion costs a host sync; doing it every `check_every` steps keeps
         # the loop mostly sync-free without overshooting by much.
         check_every = 8
         for step in range(1, self.max_steps + 1):
-            result = env.step(policy.act(obs, deterministic=True)["action"])
+            result = env.step(act(obs))
+            act.restart(result.done | ~result.valid)
             valid = result.valid
             running += torch.where(valid, result.reward.to(torch.float64), 0.0)
             steps += valid.to(torch.int64)
@@ -173,6 +179,61 @@ class EpisodeEvaluator:
         mask = torch.arange(width, device=device).unsqueeze(0) < quota.unsqueeze(1)
         selected_success = successes[mask] if saw_success else None
         return returns[mask], lengths[mask], selected_success
+
+
+class _StatelessActor:
+    """A policy's deterministic action, ``act(obs)``; nothing to restart."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def __call__(self, obs: Obs) -> Tensor:
+        action: Tensor = self.policy.act(obs, deterministic=True)["action"]
+        return action
+
+    def restart(self, ended: Tensor) -> None:
+        """Nothing: each action reads one observation."""
+
+
+class _StatefulActor:
+    """A recurrent policy's deterministic action, its rollout state carried between steps.
+
+    Rows that end (or take a ghost step) restart from the initial state.
+    """
+
+    def __init__(self, policy: StatefulActorCritic, num_rows: int, device: torch.device) -> None:
+        self.policy = policy
+        self.initial = policy.initial_state(num_rows, device=device)
+        self.state = self.initial.clone()
+
+    def __call__(self, obs: Obs) -> Tensor:
+        outputs = self.policy.act_step(obs, self.state, deterministic=True)
+        self.state = outputs["state"]
+        action: Tensor = outputs["action"]
+        return action
+
+    def restart(self, ended: Tensor) -> None:
+        """Set the ``ended`` rows' state to the initial state (no host read)."""
+        self.state = TensorDict(
+            {
+                key: torch.where(
+                    ended.view(-1, *([1] * (leaf.dim() - 1))),
+                    cast("Tensor", self.initial[key]),
+                    cast("Tensor", leaf),
+                )
+                for key, leaf in self.state.items(include_nested=True, leaves_only=True)
+            },
+            batch_size=self.state.batch_size,
+            device=self.state.device,
+        )
+
+
+def _deterministic_actor(
+    policy: Policy, num_rows: int, device: torch.device
+) -> _StatelessActor | _StatefulActor:
+    if isinstance(policy, StatefulActorCritic):
+        return _StatefulActor(policy, num_rows, device)
+    return _StatelessActor(policy)
 
 
 def pool_evaluations(results: Sequence[EvaluationResult]) -> EvaluationResult:

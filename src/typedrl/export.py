@@ -55,11 +55,12 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
+from typedrl._export_recurrent import RecurrentDeterministicPolicy, export_recurrent_policy
 from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.policies._features import key_spaces, layout_width
-from typedrl.protocols import Policy, SupportsDeterministicActor
+from typedrl.protocols import Policy, StatefulActorCritic, SupportsDeterministicActor
 from typedrl.restore import (
     CheckpointLocation,
     locate_checkpoint,
@@ -72,8 +73,10 @@ __all__ = [
     "DeterministicPolicy",
     "ExportFormat",
     "ExportResult",
+    "RecurrentDeterministicPolicy",
     "export_checkpoint",
     "export_policy",
+    "export_recurrent_policy",
 ]
 
 ExportFormat: TypeAlias = Literal["onnx", "torchscript"]
@@ -152,11 +155,19 @@ class DeterministicPolicy(nn.Module):
             key's width).
 
     Raises:
-        ConfigError: If an observation key the module reads is not a ``Box``.
+        ConfigError: If an observation key the module reads is not a ``Box``,
+            or the policy is recurrent (its state would be lost between calls).
     """
 
     def __init__(self, policy: Policy, observation_space: gym.Space[Any]) -> None:
         super().__init__()
+        if isinstance(policy, StatefulActorCritic):
+            raise ConfigError(
+                f"{type(policy).__name__} is recurrent: a flat export without its rollout state "
+                "would act as at every episode's start; export it with "
+                "RecurrentDeterministicPolicy and export_recurrent_policy (its state as inputs "
+                "and outputs)"
+            )
         self.actor: nn.Module = (
             policy.deterministic_actor(observation_space)
             if isinstance(policy, SupportsDeterministicActor)
@@ -364,9 +375,24 @@ def export_checkpoint(
     env = spec.make(num_envs=1, seed=None)
     try:
         policy = restore_policy(saved, env, path=location.path)
-        model = DeterministicPolicy(policy, env.single_observation_space)
+        space = env.single_observation_space
     finally:
         env.close()
+    if isinstance(policy, StatefulActorCritic):
+        # The rollout state as inputs and outputs, after the observation.
+        recurrent = RecurrentDeterministicPolicy(policy, space)
+        export_recurrent_policy(recurrent, target, export_format=export_format)
+        action, *_ = recurrent(torch.zeros(1, recurrent.obs_dim), *recurrent.initial_state(1))
+        return ExportResult(
+            path=target,
+            format=export_format,
+            checkpoint=location,
+            env_id=spec.env_id,
+            obs_dim=recurrent.obs_dim,
+            action_shape=tuple(action.shape[1:]),
+            discrete=not action.is_floating_point(),
+        )
+    model = DeterministicPolicy(policy, space)
     export_policy(model, target, export_format=export_format)
     return ExportResult(
         path=target,

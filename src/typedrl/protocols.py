@@ -31,14 +31,24 @@ The vector-env contract
   ``result.valid[i] == False``; collectors and buffers never train on it.
 """
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, final, runtime_checkable
 
 import gymnasium as gym
 import torch
+from jaxtyping import Bool, Float, Shaped
+from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl._results import DifferentiableRolloutSpec, EvaluationResult, StepResult
-from typedrl.types import Action, BatchAction, BatchScalar, EnvScalar, Obs, ObsMask
+from typedrl.types import (
+    Action,
+    BatchAction,
+    BatchScalar,
+    EnvScalar,
+    Obs,
+    ObsMask,
+)
 
 if TYPE_CHECKING:
     from typedrl.distributed import Distributed
@@ -53,6 +63,8 @@ __all__ = [
     "Evaluator",
     "Policy",
     "ScheduledDifferentiableVecEnv",
+    "StateSpec",
+    "StatefulActorCritic",
     "StepResult",
     "SupportsDeterministicActor",
     "SupportsNormalizerUpdate",
@@ -258,6 +270,83 @@ class TensorActorCritic(ActorCritic, Protocol):
         self, obs: Obs, action: BatchAction
     ) -> tuple[BatchScalar, BatchScalar, BatchScalar]:
         """:meth:`~ActorCritic.evaluate`'s ``(log_prob, entropy, value)``, with gradients."""
+        ...
+
+
+@final
+class StateSpec(NamedTuple):
+    """Per-row shape and dtype of one entry of a recurrent policy's rollout state."""
+
+    shape: tuple[int, ...]
+    """Shape of one row's entry (``(hidden,)`` for a GRU, ``(layers, hidden)`` for stacks)."""
+
+    dtype: torch.dtype
+    """The entry's dtype."""
+
+
+@runtime_checkable
+class StatefulActorCritic(ActorCritic, Protocol):
+    """An actor-critic with a rollout state (a GRU's or an LSTM's hidden state).
+
+    The state is a TensorDict with ``batch_size == [batch]`` whose keys are
+    those of :attr:`state_specs`. Trainers and evaluators hold it between
+    steps, reset the rows whose episode ended (terminated or truncated) to
+    :meth:`initial_state`, and checkpoint it. The stateless
+    :class:`ActorCritic` methods (``act``, ``evaluate``, ``value``) read each
+    observation as the first of an episode (from the initial state); ``act``
+    also returns the next state under ``"state"``, so that one setup forward
+    shows the state's keys, shapes and dtypes, which are checked against
+    :attr:`state_specs`.
+
+    Step ``t`` reads the state before ``obs_t`` and returns the state after
+    it; the policy's outputs at step ``t`` are read from the state after it.
+    """
+
+    @property
+    def state_specs(self) -> Mapping[str, StateSpec]:
+        """Every state key with its per-row shape and dtype."""
+        ...
+
+    def initial_state(self, num_rows: int, *, device: torch.device) -> TensorDict:
+        """The state of ``num_rows`` rows at an episode's start, ``batch_size == [num_rows]``."""
+        ...
+
+    def act_step(self, obs: Obs, state: TensorDict, *, deterministic: bool = False) -> Obs:
+        """One step from ``state``: ``act``'s outputs plus the next state under ``"state"``.
+
+        Returns:
+            A TensorDict with ``"action"``, ``"log_prob"``, ``"value"``,
+            ``"entropy"`` and ``"state"`` (nested, the state after ``obs``).
+        """
+        ...
+
+    def value_step(self, obs: Obs, state: TensorDict) -> EnvScalar:
+        """``V(obs)`` from ``state`` (bootstraps a truncation from its terminal observation)."""
+        ...
+
+    def evaluate_sequence(
+        self,
+        obs: Obs,
+        action: Shaped[Tensor, "num_steps batch *action_shape"],
+        state: TensorDict,
+        done: Bool[Tensor, "num_steps batch"],
+    ) -> tuple[
+        Float[Tensor, "num_steps batch"],
+        Float[Tensor, "num_steps batch"],
+        Float[Tensor, "num_steps batch"],
+    ]:
+        """Score a rollout again from its start state, with gradients (truncated BPTT).
+
+        Args:
+            obs: ``batch_size == [num_steps, batch]``, time-major.
+            action: ``[num_steps, batch, *action_shape]``.
+            state: The state before ``obs[0]``, ``batch_size == [batch]``.
+            done: ``torch.bool`` ``[num_steps, batch]``: the row's episode ended
+                at that step, so its state is reset to the initial state after it.
+
+        Returns:
+            ``(log_prob, entropy, value)``, each float ``[num_steps, batch]``.
+        """
         ...
 
 

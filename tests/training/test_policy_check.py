@@ -11,7 +11,7 @@ from lightning_fabric import Fabric
 from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.envs import make
 from typedrl.errors import ConfigError
-from typedrl.policies import PolicyFactory
+from typedrl.policies import PolicyFactory, RecurrentActorCritic
 from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.protocols import VecEnv
 from typedrl.testing import LinearDifferentiablePolicy, TinyActorCritic
@@ -145,3 +145,22 @@ def test_zero_observation_follows_the_space() -> None:
     assert nested is not None
     assert nested["policy"].shape == (2, 3)
     assert nested["critic"].dtype == torch.int64
+
+
+def test_apg_refuses_a_recurrent_policy_in_one_line() -> None:
+    """APG and SHAC backpropagate through single steps: a recurrent policy is refused."""
+    env = make("typedrl/PointMass-v0", num_envs=2, seed=0)
+    policy = RecurrentActorCritic(env.single_observation_space, env.single_action_space)
+    with pytest.raises(
+        ConfigError,
+        match=r"^DifferentiableTrainer\(policy=\.\.\.\) does not train recurrent policies "
+        r"\(RecurrentActorCritic declares a rollout state",
+    ) as raised:
+        DifferentiableTrainer(
+            env=env,
+            config=DifferentiableTrainerConfig(total_updates=1),
+            policy=policy,
+            fabric=_fabric(),
+            options=OPTIONS,
+        )
+    assert "\n" not in str(raised.value)

@@ -8,6 +8,8 @@
   envs (registered with Gymnasium as ``typedrl/<Name>-v0``);
 - :func:`check_vec_env` and :func:`check_differentiable_vec_env`: the
   conformance checkers to run on your own envs before training;
+- :class:`KeepObservationIndices`: a Gymnasium wrapper that hides entries of
+  an observation (CartPole without its velocities, for recurrent policies);
 - :class:`VecEnvWrapper`: the delegating base of every env wrapper (override
   only what the wrapper changes; the env's attributes a policy reads pass
   through).
@@ -24,6 +26,7 @@ from typedrl.envs._isaaclab import IsaacLabEnvLike as IsaacLabEnvLike
 from typedrl.envs._isaaclab import IsaacLabObs as IsaacLabObs
 from typedrl.envs._isaaclab import IsaacLabVecEnv as IsaacLabVecEnv
 from typedrl.envs._make import make as make
+from typedrl.envs._observation_subset import KeepObservationIndices as KeepObservationIndices
 from typedrl.envs._wrapper import DifferentiableVecEnvWrapper as DifferentiableVecEnvWrapper
 from typedrl.envs._wrapper import VecEnvWrapper as VecEnvWrapper
 from typedrl.envs._wrapper import observation_normalize_mask_of as observation_normalize_mask_of
@@ -59,6 +62,7 @@ __all__ = [
     "IsaacLabEnvLike",
     "IsaacLabObs",
     "IsaacLabVecEnv",
+    "KeepObservationIndices",
     "NumpyVectorView",
     "Pendulum",
     "PointMass",

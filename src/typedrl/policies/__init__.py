@@ -1,4 +1,4 @@
-"""Policies: the MLP actor-critic of PPO, the differentiable MLP policy of APG and SHAC.
+"""Policies: PPO's MLP and recurrent actor-critics, APG and SHAC's differentiable MLP policy.
 
 Also their distributions, the MLP builder, the one-hot encoding of index
 observations, the convolutional encoders of image observations, their flat
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from typedrl.policies._features import DiscreteOneHot as DiscreteOneHot
     from typedrl.policies._flat_actor import FlatActor as FlatActor
     from typedrl.policies._mlp import build_mlp as build_mlp
+    from typedrl.policies._recurrent import RecurrentActorCritic as RecurrentActorCritic
+    from typedrl.policies._recurrent import RecurrentCore as RecurrentCore
 else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
@@ -46,6 +48,8 @@ else:
             "PolicyFactory": "typedrl.policies._factory",
             "Activation": "typedrl.policies._activation",
             "build_mlp": "typedrl.policies._mlp",
+            "RecurrentActorCritic": "typedrl.policies._recurrent",
+            "RecurrentCore": "typedrl.policies._recurrent",
         },
     )
 
@@ -62,6 +66,8 @@ __all__ = [
     "MLPActorCritic",
     "ObservationEncoder",
     "PolicyFactory",
+    "RecurrentActorCritic",
+    "RecurrentCore",
     "build_image_encoders",
     "build_mlp",
     "image_layout",

@@ -1,6 +1,7 @@
 """PPO's update: one epoch of on-policy experience in, the policy's minibatch updates out."""
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import cast, final
 
@@ -24,11 +25,12 @@ from typedrl.metrics import (
     TRAIN_SKIPPED_UPDATES,
 )
 from typedrl.normalization import RewardNormalizer
-from typedrl.ppo._collector import OBS_KEY, OnPolicyRollout
+from typedrl.ppo._collector import OBS_KEY, STATE_KEY, OnPolicyRollout, episode_boundary
 from typedrl.ppo._config import PPOConfig
 from typedrl.ppo._loss import LOSS_STATISTICS, EpochData, Evaluate, masked_mean, ppo_loss
 from typedrl.protocols import (
     ActorCritic,
+    StatefulActorCritic,
     SupportsNormalizerUpdate,
     SupportsStateDict,
     TensorActorCritic,
@@ -134,7 +136,12 @@ class PPO:
         # DDP must see `evaluate` through its forward to synchronise gradients; a single
         # process has nothing to synchronise and calls the policy directly (Fabric's
         # wrapper forwards attribute access to the policy).
-        self._evaluate = _evaluate_of(policy, model if dist.world_size > 1 else policy)
+        caller = model if dist.world_size > 1 else policy
+        self._evaluate = _evaluate_of(policy, caller)
+        self._stateful: StatefulActorCritic | None = (
+            cast("StatefulActorCritic", caller) if isinstance(policy, StatefulActorCritic) else None
+        )
+        """A recurrent policy's ``evaluate_sequence`` caller: sequence minibatches."""
         # PPOConfig.compile (LeanRL's recipe): the loss, and through AOTAutograd its
         # backward pass, run as compiled kernels, cached by torch itself. The clipping and
         # the fused Adam step stay eager: on a CPU a compiled optimizer step was measured
@@ -179,7 +186,9 @@ class PPO:
            terminal observations, logged as ``train/approximate_bootstrap``).
         3. The explained variance of the collected values over this rank's valid samples.
         4. ``num_minibatches`` minibatches of ``batch_size`` samples (shuffled
-           per mini-epoch by :attr:`sampler`); for each: the clipped PPO loss
+           per mini-epoch by :attr:`sampler`; for a recurrent policy, of
+           ``batch_size / num_steps`` whole env columns, re-run by
+           ``_sequence_minibatches``); for each: the clipped PPO loss
            (``ppo_loss``), its backward (DDP averages
            the gradients), the kernel's global gradient norm, then the
            optimizer step with the gradient clipped to ``max_grad_norm``, or
@@ -231,23 +240,15 @@ class PPO:
         self.metrics.add(TRAIN_EXPLAINED_VARIANCE, 1.0 - residual_var / return_var.clamp(min=1e-8))
         # 4-5. The minibatch updates.
         self.model.train()
-        batches = minibatch_indices(
-            num_samples=flat.batch_size[0],
-            batch_size=config.batch_size,
-            num_mini_epochs=config.num_mini_epochs,
-            generator=self.sampler,
+        minibatches = (
+            self._sequence_minibatches(rollout, epoch, self._stateful)
+            if self._stateful is not None
+            else self._sample_minibatches(epoch)
         )
-        if len(batches) != self.num_minibatches:
-            raise StateError(
-                f"PPO.update: the epoch of {flat.batch_size[0]} samples splits into "
-                f"{len(batches)} minibatches of {config.batch_size}, expected the "
-                f"{self.num_minibatches} every rank agreed on; pass rollouts of the "
-                "collector PPO was built for"
-            )
         stats = self._stats
         done = 0
-        for indices in batches:
-            stop = self._minibatch_step(epoch.select(indices), stats[done], iteration=iteration)
+        for batch, evaluate in minibatches:
+            stop = self._minibatch_step(batch, evaluate, stats[done], iteration=iteration)
             done += 1
             if stop:
                 break
@@ -258,6 +259,59 @@ class PPO:
         metrics = self.metrics.reduce(self.dist)
         metrics[TRAIN_LEARNING_RATE] = self.learning_rate
         return UpdateOutcome(applied=metrics[TRAIN_SKIPPED_UPDATES] < 1.0, metrics=metrics)
+
+    def _plan(self, num_samples: int, batch_size: int, what: str) -> list[Tensor]:
+        """This epoch's shuffled minibatch indices, checked against the agreed count."""
+        batches = minibatch_indices(
+            num_samples=num_samples,
+            batch_size=batch_size,
+            num_mini_epochs=self.config.num_mini_epochs,
+            generator=self.sampler,
+        )
+        if len(batches) != self.num_minibatches:
+            raise StateError(
+                f"PPO.update: the epoch of {num_samples} {what} splits into "
+                f"{len(batches)} minibatches of {batch_size}, expected the "
+                f"{self.num_minibatches} every rank agreed on; pass rollouts of the "
+                "collector PPO was built for"
+            )
+        return batches
+
+    def _sample_minibatches(self, epoch: EpochData) -> Iterator[tuple[EpochData, Evaluate]]:
+        """Minibatches of ``batch_size`` samples drawn across steps and envs."""
+        for indices in self._plan(epoch.advantage.shape[0], self.config.batch_size, "samples"):
+            yield epoch.select(indices), self._evaluate
+
+    def _sequence_minibatches(
+        self, rollout: OnPolicyRollout, epoch: EpochData, policy: StatefulActorCritic
+    ) -> Iterator[tuple[EpochData, Evaluate]]:
+        """Minibatches of whole env columns for a recurrent policy (truncated BPTT).
+
+        Each minibatch holds ``batch_size / num_steps`` env rows' complete
+        rollouts; its evaluation re-runs the policy's core over the
+        ``num_steps`` steps from the state stored at the rollout's start,
+        restarting a row's state after each step at which it ended
+        (:func:`~typedrl.ppo.episode_boundary`), so the gradient flows back
+        through the whole rollout. The minibatch count equals the
+        sample-wise one, ``ceil(num_envs * num_steps * num_mini_epochs /
+        batch_size)``, since ``batch_size`` is a multiple of ``num_steps``.
+        """
+        data = rollout.data
+        steps, num_envs = data.batch_size
+        columns = self.config.batch_size // steps
+        start_state: TensorDict = data[STATE_KEY][0]
+        done = episode_boundary(data["terminated"], data["truncated"], data["valid"])
+        for planned in self._plan(num_envs, columns, "env rows"):
+            envs = planned.to(done.device, non_blocking=True)
+            # Sample t * num_envs + i of the flat epoch is step t of env i.
+            indices = (
+                torch.arange(steps, device=done.device).unsqueeze(1) * num_envs + envs
+            ).reshape(-1)
+            batch = epoch.select(indices)
+            yield (
+                batch,
+                _sequence_evaluate(policy, start_state[envs], done.index_select(1, envs), steps),
+            )
 
     def _advantages(self, rollout: OnPolicyRollout) -> tuple[Tensor, Tensor]:
         """GAE over the epoch, ``[num_steps, num_envs]``, in unnormalised value space."""
@@ -287,13 +341,15 @@ class PPO:
             gae_lambda=config.gae_lambda,
         )
 
-    def _minibatch_step(self, batch: EpochData, stats_row: Tensor, *, iteration: int) -> bool:
+    def _minibatch_step(
+        self, batch: EpochData, evaluate: Evaluate, stats_row: Tensor, *, iteration: int
+    ) -> bool:
         """One PPO update on a minibatch; returns whether to stop the epoch (target KL).
 
         Writes the minibatch's statistics (:data:`MINIBATCH_METRICS`) into ``stats_row``.
         """
         kernel = self.gradient_step
-        loss, stats = self._loss(batch)
+        loss, stats = self._loss(batch, evaluate)
         kernel.clear()
         self.fabric.backward(loss)
         if self._scaler is not None:
@@ -320,7 +376,7 @@ class PPO:
             stats_row[-1].copy_(~torch.isfinite(grad_norm))
         return self._adapt(stats[4])
 
-    def _loss(self, batch: EpochData) -> tuple[Tensor, Tensor]:
+    def _loss(self, batch: EpochData, evaluate: Evaluate) -> tuple[Tensor, Tensor]:
         """The PPO loss of a minibatch and its statistics (``ppo_loss``).
 
         Under mixed precision the loss runs in Fabric's autocast (a single process
@@ -328,8 +384,8 @@ class PPO:
         """
         if self._mixed:
             with self.fabric.autocast():
-                return self._ppo_loss(self.config, batch, self._evaluate)
-        return self._ppo_loss(self.config, batch, self._evaluate)
+                return self._ppo_loss(self.config, batch, evaluate)
+        return self._ppo_loss(self.config, batch, evaluate)
 
     def _adapt(self, approx_kl: Tensor) -> bool:
         """Adaptive learning rate and target-KL stop, on the KL averaged over ranks."""
@@ -386,6 +442,28 @@ def _evaluate_of(policy: nn.Module, caller: nn.Module) -> Evaluate:
     def evaluate(obs: TensorDict, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         scored = actor_critic.evaluate(obs, action)
         return scored["log_prob"], scored["entropy"], scored["value"]
+
+    return evaluate
+
+
+def _sequence_evaluate(
+    policy: StatefulActorCritic, start_state: TensorDict, done: Tensor, steps: int
+) -> Evaluate:
+    """``(obs, action) -> (log_prob, entropy, value)`` over a minibatch of whole env columns.
+
+    The minibatch's samples are time-major (``t * columns + j``); the policy
+    re-runs them as ``[steps, columns]`` from ``start_state`` with ``done``.
+    """
+
+    def evaluate(obs: TensorDict, action: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        columns = action.shape[0] // steps
+        log_prob, entropy, value = policy.evaluate_sequence(
+            obs.reshape(steps, columns),
+            action.reshape(steps, columns, *action.shape[1:]),
+            start_state,
+            done,
+        )
+        return log_prob.reshape(-1), entropy.reshape(-1), value.reshape(-1)
 
     return evaluate
 

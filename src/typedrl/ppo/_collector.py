@@ -1,7 +1,8 @@
 """The on-policy collector: steps a vector env with an actor-critic into an experience buffer."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, cast, final
 
 import torch
 from jaxtyping import Bool, Float
@@ -15,15 +16,32 @@ from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
 from typedrl.envs._checker._observations import check_obs_dtypes
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
-from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, TypedRLError
-from typedrl.protocols import ActorCritic, TensorActorCritic, VecEnv
+from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, SpecError, TypedRLError
+from typedrl.protocols import ActorCritic, StatefulActorCritic, TensorActorCritic, VecEnv
 from typedrl.types import Obs
 
-__all__ = ["OnPolicyCollector", "OnPolicyRollout"]
+__all__ = ["STATE_KEY", "OnPolicyCollector", "OnPolicyRollout", "episode_boundary"]
 
 OBS_KEY = "obs"
 """Prefix of the observation's keys in the buffer."""
+STATE_KEY = "state"
+"""Prefix of a recurrent policy's rollout state in the buffer (the state each step read)."""
 _STEP_KEYS = ("action", "log_prob", "value")
+_POLICY_STATE = "policy_state"
+"""The key of a recurrent policy's rollout state in :meth:`OnPolicyCollector.state_dict`."""
+
+
+def episode_boundary(
+    terminated: Bool[Tensor, "*rows"],
+    truncated: Bool[Tensor, "*rows"],
+    valid: Bool[Tensor, "*rows"],
+) -> Bool[Tensor, "*rows"]:
+    """Rows whose rollout state restarts after this step: the episode ended, or a ghost step.
+
+    A ghost step (``valid == False``) returned the first observation of a new
+    episode, which must be read from the initial state.
+    """
+    return terminated | truncated | ~valid
 
 
 @final
@@ -36,8 +54,10 @@ class OnPolicyRollout:
     by the env's keys), ``"action"``, ``"log_prob"``, ``"value"`` (``V(obs_t)``),
     ``"reward"`` (float32), ``"terminated"``, ``"truncated"``, ``"valid"`` and
     ``"final_value"`` (``V(final_obs_t)`` where :attr:`has_final_value`, else
-    ``V(obs_t)``). It is a view of the collector's buffer: the next
-    :meth:`~OnPolicyCollector.collect` overwrites it.
+    ``V(obs_t)``). With a :class:`~typedrl.protocols.StatefulActorCritic`
+    it also holds ``"state"``, the rollout state each step read (step 0's is
+    the state at the rollout's start). It is a view of the collector's buffer:
+    the next :meth:`~OnPolicyCollector.collect` overwrites it.
     """
 
     data: TensorDict
@@ -71,6 +91,14 @@ class OnPolicyCollector:
     terminal observations, rewards and policy outputs are finite, raising
     :class:`~typedrl.errors.NonFiniteError` that names the kind, the key, the
     row and the step before anything is trained.
+
+    A :class:`~typedrl.protocols.StatefulActorCritic` policy's rollout state
+    is held between steps and epochs: each step reads it and returns the
+    next one, rows that end (terminated, truncated, or a ghost step) restart
+    from the policy's initial state after the step (a ``torch.where``, no host
+    read), and the state each step read is stored in the buffer under
+    ``"state"``. It is part of :meth:`state_dict`, so a resumed run continues
+    bit for bit.
 
     An env that breaks its contract mid-rollout (``provides_final_obs`` but no
     ``final_obs``) raises :class:`~typedrl.errors.EnvContractError` naming the
@@ -106,6 +134,8 @@ class OnPolicyCollector:
             num_envs=env.num_envs, num_steps=num_steps, device=env.device
         )
         self._obs: Obs | None = None
+        self._state: TensorDict | None = None
+        self._initial_state: TensorDict | None = None
         self._registered = False
         self.episodes = EpisodeTracker(num_envs=env.num_envs, device=self.device)
 
@@ -127,6 +157,7 @@ class OnPolicyCollector:
         """Reset the env (seeded) and start new episodes on every row."""
         obs, _ = self.env.reset(seed=seed)
         self._obs = obs
+        self._state = None
         self.episodes.restart()
 
     def register(self, policy: ActorCritic) -> None:
@@ -135,10 +166,15 @@ class OnPolicyCollector:
         The observation's keys and dtypes (checked against the observation
         space), and every output's shape and dtype from one
         eval-mode, no-grad, deterministic forward of ``policy`` (it draws no random
-        numbers, so registering never shifts a run's random streams).
+        numbers, so registering never shifts a run's random streams). For a
+        :class:`~typedrl.protocols.StatefulActorCritic`, the next state that
+        forward returns under ``"state"`` registers the state keys, which must
+        match the policy's ``state_specs``.
 
         Raises:
             ConfigError: The env was not reset yet.
+            SpecError: The setup forward's state disagrees with ``state_specs``
+                (one line naming the key, the declared and the actual shape and dtype).
         """
         if self._registered:
             return
@@ -163,11 +199,38 @@ class OnPolicyCollector:
         finally:
             policy.train(mode=was_training)
         buffer.register_from(outputs.select(*_STEP_KEYS))
+        if isinstance(policy, StatefulActorCritic):
+            self._register_state(policy, outputs)
         for key in ("reward", "final_value"):
             buffer.register_key(key, (), torch.float32)
         for key in ("terminated", "truncated"):
             buffer.register_key(key, (), torch.bool)
         self._registered = True
+
+    def _register_state(self, policy: StatefulActorCritic, outputs: TensorDict) -> None:
+        """Register the state keys from the setup forward; check them against the specs."""
+        state = outputs.get(STATE_KEY, None)
+        if not isinstance(state, TensorDict):
+            raise SpecError(
+                f"{type(policy).__name__}.act must return the next rollout state under "
+                f"{STATE_KEY!r} (a TensorDict), got the keys {sorted(outputs.keys())}"
+            )
+        specs = {
+            (STATE_KEY, key): (spec.shape, spec.dtype) for key, spec in policy.state_specs.items()
+        }
+        undeclared = [
+            key
+            for key in state.keys(include_nested=True, leaves_only=True)
+            if (STATE_KEY, key) not in specs
+        ]
+        if undeclared:
+            raise SpecError(
+                f"{type(policy).__name__}: the setup forward returned the state key "
+                f"{undeclared[0]!r}, which state_specs does not declare (declared: "
+                f"{sorted(policy.state_specs)})"
+            )
+        self.buffer.register_from(state, prefix=STATE_KEY)
+        self.buffer.check_spec(specs)
 
     def _require_obs(self) -> Obs:
         if self._obs is None:
@@ -211,6 +274,8 @@ class OnPolicyCollector:
         host_reads = self.device.type == "cpu"
         # The fast path of a policy that has it: no TensorDict per step.
         act_tensors = policy.act_tensors if isinstance(policy, TensorActorCritic) else None
+        stateful = policy if isinstance(policy, StatefulActorCritic) else None
+        state = self._rollout_state(stateful) if stateful is not None else None
         has_final = [False] * num_steps
         final_obs_ok = torch.ones(
             num_steps, self.env.num_envs, dtype=torch.bool, device=self.device
@@ -219,11 +284,9 @@ class OnPolicyCollector:
         last_value: Tensor | None = None
         try:
             for t in range(num_steps):
-                if act_tensors is not None:
-                    action, log_prob, value = act_tensors(obs)
-                else:
-                    outputs = policy.act(obs)
-                    action, log_prob, value = (outputs[key] for key in _STEP_KEYS)
+                action, log_prob, value, next_state = self._act(
+                    policy, obs, act_tensors=act_tensors, state=state, step=t
+                )
                 result = step_env(self.env, action, step=t, iteration=iteration)
                 final_values = self._final_values(
                     policy=policy,
@@ -232,6 +295,7 @@ class OnPolicyCollector:
                     step=t,
                     approximate=approximate,
                     host_reads=host_reads,
+                    state=next_state,
                 )
                 if final_values is not None and not approximate and result.final_obs is not None:
                     final_obs_ok[t] = _rows_finite(result.final_obs)
@@ -253,8 +317,19 @@ class OnPolicyCollector:
                     },
                 )
                 obs = result.obs
+                if next_state is not None:
+                    # Rows that ended start their next episode from the initial state.
+                    state = self._restart_ended(
+                        next_state,
+                        episode_boundary(result.terminated, result.truncated, result.valid),
+                    )
             self._obs = obs
-            last_value = policy.value(obs).float()
+            self._state = state
+            last_value = (
+                stateful.value_step(obs, state)
+                if stateful is not None and state is not None
+                else policy.value(obs)
+            ).float()
         except TypedRLError as error:
             failure = error
         finally:
@@ -276,6 +351,30 @@ class OnPolicyCollector:
             episodes=self._track_episodes(data),
         )
 
+    def _act(
+        self,
+        policy: ActorCritic,
+        obs: Obs,
+        *,
+        act_tensors: Callable[[Obs], tuple[Tensor, Tensor, Tensor]] | None,
+        state: TensorDict | None,
+        step: int,
+    ) -> tuple[Tensor, Tensor, Tensor, TensorDict | None]:
+        """The action, log-prob and value at ``step``; a recurrent policy's next state.
+
+        A recurrent policy (``state`` given) also has the state it read written
+        to the buffer.
+        """
+        if state is not None:
+            outputs = cast("StatefulActorCritic", policy).act_step(obs, state)
+            self.buffer.write(step, state, prefix=STATE_KEY)
+            return outputs["action"], outputs["log_prob"], outputs["value"], outputs[STATE_KEY]
+        if act_tensors is not None:
+            action, log_prob, value = act_tensors(obs)
+            return action, log_prob, value, None
+        outputs = policy.act(obs)
+        return outputs["action"], outputs["log_prob"], outputs["value"], None
+
     def _final_values(
         self,
         *,
@@ -285,8 +384,13 @@ class OnPolicyCollector:
         step: int,
         approximate: bool,
         host_reads: bool,
+        state: TensorDict | None = None,
     ) -> Tensor | None:
-        """``V(final_obs)`` where truncated rows need it; ``None`` where no row does."""
+        """``V(final_obs)`` where truncated rows need it; ``None`` where no row does.
+
+        ``state`` is a recurrent policy's state after this step's observation
+        (before the ended rows restart), from which the terminal observation is read.
+        """
         if approximate:
             # Documented approximation: bootstrap a time-out with V(obs_t).
             return value
@@ -303,7 +407,29 @@ class OnPolicyCollector:
         # Only truncated rows read V(final_obs): on the CPU, skip steps without one.
         if host_reads and not bool(result.truncated.any()):
             return None
+        if state is not None and isinstance(policy, StatefulActorCritic):
+            return policy.value_step(final_obs, state)
         return policy.value(final_obs)
+
+    def _rollout_state(self, policy: StatefulActorCritic) -> TensorDict:
+        """The state to continue from: the held one, or the initial state of every row."""
+        if self._initial_state is None:
+            self._initial_state = policy.initial_state(self.env.num_envs, device=self.device)
+        if self._state is None:
+            self._state = self._initial_state.clone()
+        return self._state
+
+    def _restart_ended(self, state: TensorDict, ended: Tensor) -> TensorDict:
+        """``state`` with the ``ended`` rows set to the initial state (no host read)."""
+        initial = self._initial_state
+        if initial is None:  # not reached: _rollout_state set it
+            raise ConfigError("OnPolicyCollector: the rollout state was not initialised")
+        leaves: dict[Any, Tensor] = {}
+        for key, entry in state.items(include_nested=True, leaves_only=True):
+            leaf = cast("Tensor", entry)
+            rows = ended.view(-1, *([1] * (leaf.dim() - 1)))
+            leaves[key] = torch.where(rows, cast("Tensor", initial[key]), leaf)
+        return TensorDict(leaves, batch_size=state.batch_size, device=state.device)
 
     def _nonfinite(
         self,
@@ -335,10 +461,14 @@ class OnPolicyCollector:
     def state_dict(self) -> dict[str, Any]:
         """The env's state, the current observation and the running episodes' statistics.
 
+        With a recurrent policy, also its rollout state (``"policy_state"``).
         Empty when the env is not checkpointable (no ``state_dict``): a resumed
-        run then restarts the env (:attr:`needs_reset`).
+        run then restarts the env (:attr:`needs_reset`) and the rollout state.
         """
-        return collector_state_dict(self.env, self._obs, self.episodes)
+        state = collector_state_dict(self.env, self._obs, self.episodes)
+        if state and self._state is not None:
+            state[_POLICY_STATE] = self._state.detach().clone().to_dict()
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
         """Restore :meth:`state_dict`'s output; an empty dict asks for a fresh reset.
@@ -348,6 +478,12 @@ class OnPolicyCollector:
                 checkpointable, or lacks a piece (the key is named).
         """
         self._obs = load_collector_state(self.env, state_dict, self.episodes)
+        policy_state = state_dict.get(_POLICY_STATE)
+        self._state = (
+            None
+            if policy_state is None or self._obs is None
+            else TensorDict(policy_state, batch_size=[self.env.num_envs], device=self.device)
+        )
 
 
 def _rows_finite(obs: Obs) -> Tensor:

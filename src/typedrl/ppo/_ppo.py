@@ -20,7 +20,14 @@ from typedrl.ppo._algorithm import PPO
 from typedrl.ppo._batch_plan import agree_on_batch_plan
 from typedrl.ppo._collector import OnPolicyCollector
 from typedrl.ppo._config import LEGACY_COMPILE_FIELD, PPOConfig
-from typedrl.protocols import ActorCritic, Evaluator, Policy, TensorActorCritic, VecEnv
+from typedrl.protocols import (
+    ActorCritic,
+    Evaluator,
+    Policy,
+    StatefulActorCritic,
+    TensorActorCritic,
+    VecEnv,
+)
 from typedrl.seeding import derive_seed
 from typedrl.training import (
     AbstractTrainer,
@@ -44,6 +51,28 @@ def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
             "PPOConfig.compile is single-process only (DDP must see the policy's forward "
             f"to average gradients); got {world_size} ranks: drop compile"
         )
+
+
+def _recurrent_plan_error(config: PPOConfig, policy: object) -> ConfigError | None:
+    """Why a recurrent policy cannot train with ``config``, in one line; ``None`` if it can.
+
+    Its minibatches are whole env columns (``batch_size`` a multiple of
+    ``num_steps``), and its update is not compiled.
+    """
+    if not isinstance(policy, StatefulActorCritic):
+        return None
+    if config.batch_size % config.num_steps:
+        return ConfigError(
+            f"PPOAgent: a recurrent policy trains on whole env rollouts, so batch_size must be "
+            f"a multiple of num_steps ({config.num_steps}), got {config.batch_size}; e.g. "
+            f"batch_size={max(1, config.batch_size // config.num_steps) * config.num_steps}"
+        )
+    if config.compile:
+        return ConfigError(
+            "PPOConfig.compile does not apply to a recurrent policy (its sequence minibatches "
+            "re-run the core step by step); drop compile"
+        )
+    return None
 
 
 @final
@@ -153,6 +182,8 @@ class PPOAgent(AbstractTrainer):
             fabric=self.fabric,
             owner="PPOAgent",
         )
+        if error is None:
+            error = _recurrent_plan_error(config, self._given_policy)
         # A rank that refuses stops every rank, before any other collective.
         raise_together(error, "the policy check", self.dist)
         _require_single_process_compile(config, self.dist.world_size)
@@ -292,7 +323,13 @@ class PPOAgent(AbstractTrainer):
             fused=not scaled,
         )
         # DDP must see the update's evaluation through its forward.
-        evaluate = "evaluate_tensors" if isinstance(model, TensorActorCritic) else "evaluate"
+        evaluate = (
+            "evaluate_sequence"
+            if isinstance(model, StatefulActorCritic)
+            else "evaluate_tensors"
+            if isinstance(model, TensorActorCritic)
+            else "evaluate"
+        )
         self.model, wrapped_optimizer = setup_module_and_optimizer(
             self.fabric, model, optimizer, forward_methods=(evaluate,)
         )

@@ -13,7 +13,7 @@ from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, no_type_check
 from typedrl.errors import ConfigError
 from typedrl.policies import PolicyFactory
-from typedrl.protocols import VecEnv
+from typedrl.protocols import StatefulActorCritic, VecEnv
 from typedrl.types import Obs
 
 __all__ = ["check_given_policy", "given_policy", "policy_fit_error", "zero_observation"]
@@ -139,7 +139,9 @@ def policy_fit_error(
 
     Checked in order:
 
-    1. A :class:`torch.nn.Module` that implements ``protocol``.
+    1. A :class:`torch.nn.Module` that implements ``protocol``; a recurrent
+       :class:`~typedrl.protocols.StatefulActorCritic` only where ``protocol``
+       admits one (PPO's; APG and SHAC backpropagate through single steps).
     2. Every parameter and buffer on the run's device, or on the CPU (the
        trainer moves it).
     3. Floating-point parameters in float32, or in the dtype Fabric's
@@ -149,6 +151,9 @@ def policy_fit_error(
        ``"action"`` of shape ``[2, *action_space.shape]`` (integers for a
        discrete space, floats for a ``Box``) and each of ``outputs`` of shape
        ``[2]``. The policy's train/eval mode is restored.
+    5. A :class:`~typedrl.protocols.StatefulActorCritic`'s next state, under
+       ``"state"`` in that forward, has exactly the keys, per-row shapes and
+       dtypes of its ``state_specs``.
 
     Args:
         policy: What the user passed as ``policy=``.
@@ -160,6 +165,12 @@ def policy_fit_error(
     """
     where = f"{owner}(policy=...)"
     name = protocol.__name__
+    if isinstance(policy, StatefulActorCritic) and protocol not in StatefulActorCritic.__mro__:
+        return ConfigError(
+            f"{where} does not train recurrent policies ({type(policy).__name__} declares a "
+            f"rollout state; {owner} needs a stateless typedrl.protocols.{name}): train it "
+            "with PPO, or pass a feed-forward policy"
+        )
     if not isinstance(policy, nn.Module) or not isinstance(policy, protocol):
         return ConfigError(
             f"{where} takes a torch.nn.Module implementing typedrl.protocols.{name}, got "
@@ -217,7 +228,53 @@ def _spaces_error(
         )
     finally:
         policy.train(mode=was_training)
-    return _outputs_error(result, action_space, outputs=outputs, spaces=spaces, where=where)
+    refusal = _outputs_error(result, action_space, outputs=outputs, spaces=spaces, where=where)
+    if (
+        refusal is None
+        and isinstance(policy, StatefulActorCritic)
+        and isinstance(result, TensorDict)
+    ):
+        return _state_error(policy, result, where=where)
+    return refusal
+
+
+def _state_error(
+    policy: StatefulActorCritic, result: TensorDict, *, where: str
+) -> ConfigError | None:
+    """Whether the setup forward's next state (``"state"``) matches the declared ``state_specs``.
+
+    One line naming the first key that is missing, undeclared, or of another
+    per-row shape or dtype than declared.
+    """
+    state = result.get("state", None)
+    if not isinstance(state, TensorDict):
+        return ConfigError(
+            f"{where}: a recurrent policy's act must return its next state under 'state', "
+            f"got the keys {sorted(result.keys())}"
+        )
+    specs = policy.state_specs
+    got = {key: state[key] for key in state.keys()}  # noqa: SIM118 - TensorDict
+    for key, spec in specs.items():
+        if key not in got:
+            return ConfigError(
+                f"{where}: state key {key!r}: expected shape {list(spec.shape)} and dtype "
+                f"{_dtype(spec.dtype)} (state_specs), the setup forward returned no such key "
+                f"(it returned {sorted(got)})"
+            )
+        leaf = got[key]
+        if tuple(leaf.shape[1:]) != spec.shape or leaf.dtype != spec.dtype:
+            return ConfigError(
+                f"{where}: state key {key!r}: expected shape {list(spec.shape)} and dtype "
+                f"{_dtype(spec.dtype)} (state_specs), the setup forward returned shape "
+                f"{list(leaf.shape[1:])} and dtype {_dtype(leaf.dtype)}"
+            )
+    undeclared = sorted(set(got) - set(specs))
+    if undeclared:
+        return ConfigError(
+            f"{where}: state key {undeclared[0]!r} of shape {list(got[undeclared[0]].shape[1:])} "
+            f"is not declared in state_specs (declared: {sorted(specs)})"
+        )
+    return None
 
 
 def _outputs_error(

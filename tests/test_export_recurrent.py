@@ -1,0 +1,114 @@
+"""Tests for typedrl._export_recurrent: a recurrent policy exported with its state, to 1e-5."""
+
+import importlib
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from tensordict import TensorDict
+
+from tests.multiprocess import run_in_fresh_process
+from typedrl.errors import ConfigError
+from typedrl.export import (
+    DeterministicPolicy,
+    RecurrentDeterministicPolicy,
+    export_recurrent_policy,
+)
+from typedrl.policies import RecurrentActorCritic, RecurrentCore
+
+SPACE = gym.spaces.Box(-5.0, 5.0, (3,))
+
+
+def _policy(core: RecurrentCore, action_space: gym.Space[object]) -> RecurrentActorCritic:
+    torch.manual_seed(0)
+    policy = RecurrentActorCritic(
+        SPACE, action_space, core=core, hidden_size=16, normalize_observations=True
+    )
+    # Non-trivial statistics, baked into the export.
+    assert policy.obs_normalizers is not None
+    normalizer = policy.obs_normalizers["obs"]
+    normalizer.mean.fill_(0.5)  # type: ignore[operator]
+    normalizer.var.fill_(4.0)  # type: ignore[operator]
+    return policy
+
+
+Step = Callable[[np.ndarray, list[np.ndarray]], list[np.ndarray]]
+"""``(obs, state) -> [action, *next_state]`` of an exported file."""
+
+
+def _onnx_step(path: Path, state_keys: tuple[str, ...]) -> Step:
+    # onnxruntime ships no type information.
+    onnxruntime: Any = importlib.import_module("onnxruntime")
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["obs", *state_keys]
+
+    def step(obs: np.ndarray, state: list[np.ndarray]) -> list[np.ndarray]:
+        outputs: list[np.ndarray] = session.run(
+            None, {"obs": obs, **dict(zip(state_keys, state, strict=True))}
+        )
+        return outputs
+
+    return step
+
+
+def _script_step(path: Path) -> Step:
+    with warnings.catch_warnings():
+        # PyTorch deprecates TorchScript; loading still works.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.load(str(path))  # type: ignore[no-untyped-call]
+
+    def step(obs: np.ndarray, state: list[np.ndarray]) -> list[np.ndarray]:
+        with torch.no_grad():
+            out = scripted(torch.from_numpy(obs), *(torch.from_numpy(entry) for entry in state))
+        return [entry.numpy() for entry in out]
+
+    return step
+
+
+def _export(
+    core: RecurrentCore, action_space: gym.Space[object], export_format: str, path: str
+) -> None:
+    model = RecurrentDeterministicPolicy(_policy(core, action_space), SPACE)
+    export_recurrent_policy(model, path, export_format=export_format)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("core", "action_space"),
+    [("gru", gym.spaces.Discrete(3)), ("lstm", gym.spaces.Box(-1.0, 1.0, (2,)))],
+)
+@pytest.mark.parametrize("export_format", ["onnx", "torchscript"])
+def test_the_export_steps_as_the_policy(
+    tmp_path: Path, core: RecurrentCore, action_space: gym.Space[object], export_format: str
+) -> None:
+    """Six steps fed their own next state equal act_step's actions and states to 1e-5."""
+    path = tmp_path / f"policy.{export_format}"
+    # Exported in a fresh interpreter: the suite's runtime shape-check hook breaks tracing.
+    run_in_fresh_process(_export, core, action_space, export_format, str(path))
+    policy = _policy(core, action_space)
+    model = RecurrentDeterministicPolicy(policy, SPACE)
+    obs = torch.randn(6, 5, 3) * 3
+    state = policy.initial_state(5, device=torch.device("cpu"))
+    inputs = [entry.numpy() for entry in model.initial_state(5)]
+    step = _onnx_step(path, model.state_keys) if export_format == "onnx" else _script_step(path)
+    for t in range(6):
+        with torch.no_grad():
+            expected = policy.act_step(
+                TensorDict({"obs": obs[t]}, batch_size=[5]), state, deterministic=True
+            )
+        state = expected["state"]
+        action, *inputs = step(obs[t].numpy(), inputs)
+        np.testing.assert_allclose(action, expected["action"].numpy(), atol=1e-5)
+        for key, entry in zip(model.state_keys, inputs, strict=True):
+            np.testing.assert_allclose(entry, state[key].numpy(), atol=1e-5)
+
+
+def test_a_flat_export_of_a_recurrent_policy_is_refused() -> None:
+    """DeterministicPolicy would drop the state: one line pointing at the recurrent export."""
+    policy = _policy("gru", gym.spaces.Discrete(2))
+    with pytest.raises(ConfigError, match=r"RecurrentActorCritic is recurrent: .*export it with"):
+        DeterministicPolicy(policy, SPACE)
