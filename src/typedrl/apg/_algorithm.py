@@ -25,6 +25,8 @@ import torch
 from jaxtyping import Float
 from tensordict import TensorDict
 from torch import Tensor, nn
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LambdaLR
 
 from typedrl.advantages import discount_weights
 from typedrl.apg._adjoint import ActionAdjointClipper
@@ -62,6 +64,7 @@ __all__ = [
     "AlgorithmState",
     "DifferentiableAlgorithm",
     "UpdateData",
+    "actor_step",
     "policy_metrics",
     "policy_statistics",
     "refuse_update",
@@ -170,24 +173,8 @@ class DifferentiableAlgorithm(ABC):
         self.dist = dist
         self.normalize_observations = normalize_observations
         self.parameters = [p for p in policy.parameters() if p.requires_grad]
-        self.optimizer = build_optimizer(
-            self.parameters,
-            name=config.optimizer,
-            learning_rate=config.learning_rate,
-            betas=config.betas,
-            eps=config.adam_eps,
-            weight_decay=config.weight_decay,
-            momentum=config.momentum,
-        )
-        self.scheduler = build_scheduler(
-            self.optimizer,
-            schedule=config.learning_rate_schedule,
-            planned_updates=planned_updates,
-            learning_rate=config.learning_rate,
-            min_learning_rate=config.min_learning_rate,
-        )
-        self.kernel = GradientStep(
-            self.parameters, self.optimizer, dist=dist, max_grad_norm=config.max_grad_norm
+        self.optimizer, self.scheduler, self.kernel = actor_step(
+            self.parameters, config, dist=dist, planned_updates=planned_updates
         )
         self.counters = Counters("applied", "skipped")
         self._pending: _Pending | None = None
@@ -490,6 +477,39 @@ class _Pending:
         # Each rollout's first step in the update, rewards and env observations (detached
         # references, read only to say what went wrong when an update raises).
         self.env_outputs: list[tuple[int, Tensor, TensorDict]] = []
+
+
+def actor_step(
+    parameters: list[nn.Parameter],
+    config: APGConfig,
+    *,
+    dist: Distributed,
+    planned_updates: int | None,
+) -> tuple[Optimizer, LambdaLR, GradientStep]:
+    """The optimizer, learning-rate schedule and gradient step of an actor's ``config``.
+
+    APG's and SHAC's actors step the same way: the config's optimizer over the
+    trainable ``parameters``, its schedule over ``planned_updates``, and one
+    rank-averaged, clipped gradient step.
+    """
+    optimizer = build_optimizer(
+        parameters,
+        name=config.optimizer,
+        learning_rate=config.learning_rate,
+        betas=config.betas,
+        eps=config.adam_eps,
+        weight_decay=config.weight_decay,
+        momentum=config.momentum,
+    )
+    scheduler = build_scheduler(
+        optimizer,
+        schedule=config.learning_rate_schedule,
+        planned_updates=planned_updates,
+        learning_rate=config.learning_rate,
+        min_learning_rate=config.min_learning_rate,
+    )
+    step = GradientStep(parameters, optimizer, dist=dist, max_grad_norm=config.max_grad_norm)
+    return optimizer, scheduler, step
 
 
 def policy_statistics(

@@ -21,6 +21,7 @@ from typedrl.advantages import compute_gae, discount_weights
 from typedrl.apg._algorithm import (
     POLICY_STATISTICS,
     AlgorithmState,
+    actor_step,
     policy_metrics,
     policy_statistics,
     refuse_update,
@@ -165,24 +166,8 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
         self.dist = dist
         self.normalize_observations = normalize_observations
         self.parameters = [p for p in policy.parameters() if p.requires_grad]
-        self.optimizer = build_optimizer(
-            self.parameters,
-            name=actor.optimizer,
-            learning_rate=actor.learning_rate,
-            betas=actor.betas,
-            eps=actor.adam_eps,
-            weight_decay=actor.weight_decay,
-            momentum=actor.momentum,
-        )
-        self.scheduler = build_scheduler(
-            self.optimizer,
-            schedule=actor.learning_rate_schedule,
-            planned_updates=planned_updates,
-            learning_rate=actor.learning_rate,
-            min_learning_rate=actor.min_learning_rate,
-        )
-        self.kernel = GradientStep(
-            self.parameters, self.optimizer, dist=dist, max_grad_norm=actor.max_grad_norm
+        self.optimizer, self.scheduler, self.kernel = actor_step(
+            self.parameters, actor, dist=dist, planned_updates=planned_updates
         )
         self.counters = Counters("applied", "skipped")
         # How many of the run's first updates had a policy gradient of exactly 0.
