@@ -1,6 +1,5 @@
 """MLP actor-critic for PPO: Gaussian heads for Box actions, categorical for Discrete."""
 
-import math
 from collections.abc import Sequence
 from typing import Any, cast, final
 
@@ -9,13 +8,12 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from typedrl._validation import describe
 from typedrl.distributed import Distributed
-from typedrl.errors import ConfigError, SpecError
+from typedrl.errors import SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
 from typedrl.policies._encoders import ImageEncoderKind, ObservationEncoder, build_image_encoders
-from typedrl.policies._features import default_keys, key_spaces
+from typedrl.policies._features import action_head, default_keys, key_spaces
 from typedrl.policies._flat_actor import FlatActor
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import BatchAction, BatchScalar, EnvScalar, Obs
@@ -137,22 +135,11 @@ class MLPActorCritic(nn.Module):
         actor_in = self.actor_encoding.width
         critic_in = self.critic_encoding.width
         spaces = key_spaces(observation_space)
-        self.action_shape: tuple[int, ...]
-        self.action_start = 0
-        if isinstance(action_space, gym.spaces.Box):
-            self.action_shape = tuple(action_space.shape)
-            num_outputs = math.prod(self.action_shape)
-            self.discrete = False
-        elif isinstance(action_space, gym.spaces.Discrete):
-            self.action_shape = ()
-            num_outputs = int(action_space.n)
-            self.discrete = True
-            # Discrete(n, start=s) codes actions s .. s + n - 1; the head samples 0 .. n - 1.
-            self.action_start = int(action_space.start)
-        else:
-            raise ConfigError(
-                f"{where} supports Box and Discrete action spaces, got {describe(action_space)}"
-            )
+        head = action_head(action_space, where)
+        self.action_shape: tuple[int, ...] = head.shape
+        self.action_start = head.start
+        self.discrete = head.discrete
+        num_outputs = head.num_outputs
         self.obs_normalizers: nn.ModuleDict | None = None
         if normalize_observations:
             # Box keys only: an index or a 0/1 entry is a code, not a measurement; an

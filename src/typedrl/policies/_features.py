@@ -11,7 +11,7 @@ encodes it the same way.
 
 import math
 from collections.abc import Sequence
-from typing import Any, final
+from typing import Any, NamedTuple, final
 
 import gymnasium as gym
 import numpy as np
@@ -21,7 +21,15 @@ from torch import Tensor, nn
 from typedrl._validation import describe
 from typedrl.errors import ConfigError
 
-__all__ = ["DiscreteOneHot", "default_keys", "flat_size", "key_spaces", "layout_width"]
+__all__ = [
+    "ActionHead",
+    "DiscreteOneHot",
+    "action_head",
+    "default_keys",
+    "flat_size",
+    "key_spaces",
+    "layout_width",
+]
 
 _LEAVES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
@@ -58,6 +66,32 @@ def _box_hint(space: gym.Space[Any], sub: gym.Space[Any] | None) -> str:
     if isinstance(sub, gym.spaces.Discrete | gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
         return "; --wrapper FlattenObservation makes it a one-hot (or 0/1) Box"
     return ""
+
+
+class ActionHead(NamedTuple):
+    """What a policy's action head outputs for an action space."""
+
+    shape: tuple[int, ...]
+    """One row's action shape (``()`` for a Discrete action)."""
+    num_outputs: int
+    """The head's width: the action's entries (Box) or the choices' logits (Discrete)."""
+    discrete: bool
+    """Whether the head gives categorical logits instead of Gaussian means."""
+    start: int
+    """The first action code: ``Discrete(n, start=s)`` codes ``s .. s + n - 1``."""
+
+
+def action_head(action_space: gym.Space[Any], where: str) -> ActionHead:
+    """The head for a Box or Discrete ``action_space``; others are refused in one line."""
+    if isinstance(action_space, gym.spaces.Box):
+        shape = tuple(action_space.shape)
+        return ActionHead(shape, math.prod(shape), discrete=False, start=0)
+    if isinstance(action_space, gym.spaces.Discrete):
+        # The head samples 0 .. n - 1; the env's codes start at ``start``.
+        return ActionHead((), int(action_space.n), discrete=True, start=int(action_space.start))
+    raise ConfigError(
+        f"{where} supports Box and Discrete action spaces, got {describe(action_space)}"
+    )
 
 
 def key_spaces(space: gym.Space[Any]) -> dict[str, gym.Space[Any]]:

@@ -1,6 +1,5 @@
 """Recurrent actor-critic for PPO: an MLP front, a GRU or LSTM core, Gaussian/categorical heads."""
 
-import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal, cast, final
@@ -11,12 +10,11 @@ from jaxtyping import Bool, Float, Shaped
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from typedrl._validation import describe
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
-from typedrl.policies._features import DiscreteOneHot, default_keys, key_spaces
+from typedrl.policies._features import DiscreteOneHot, action_head, default_keys, key_spaces
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.protocols import StateSpec
 from typedrl.types import BatchAction, EnvScalar, Obs
@@ -102,21 +100,11 @@ class RecurrentActorCritic(nn.Module):
         self.obs_keys = tuple(obs_keys or default_keys(observation_space, ("obs", "policy")))
         self.encoding = DiscreteOneHot(observation_space, self.obs_keys, where)
         spaces = key_spaces(observation_space)
-        self.action_shape: tuple[int, ...]
-        self.action_start = 0
-        if isinstance(action_space, gym.spaces.Box):
-            self.action_shape = tuple(action_space.shape)
-            num_outputs = math.prod(self.action_shape)
-            self.discrete = False
-        elif isinstance(action_space, gym.spaces.Discrete):
-            self.action_shape = ()
-            num_outputs = int(action_space.n)
-            self.discrete = True
-            self.action_start = int(action_space.start)
-        else:
-            raise ConfigError(
-                f"{where} supports Box and Discrete action spaces, got {describe(action_space)}"
-            )
+        head = action_head(action_space, where)
+        self.action_shape: tuple[int, ...] = head.shape
+        self.action_start = head.start
+        self.discrete = head.discrete
+        num_outputs = head.num_outputs
         self.obs_normalizers: nn.ModuleDict | None = None
         if normalize_observations:
             self.obs_normalizers = nn.ModuleDict(
