@@ -38,7 +38,7 @@ __all__ = [
 
 ImageEncoderKind: TypeAlias = Literal["auto", "nature", "small", "flatten"]
 """How image keys are encoded: ``"auto"`` picks ``"nature"`` for images whose sides are
-both at least :data:`NATURE_MIN_SIDE`, else ``"small"``; ``"nature"`` and ``"small"``
+both at least ``NATURE_MIN_SIDE`` (36), else ``"small"``; ``"nature"`` and ``"small"``
 force one convolutional encoder; ``"flatten"`` reads the bytes as plain features (as
 every other ``Box``)."""
 
@@ -98,7 +98,7 @@ class ImageEncoder(nn.Module):
     ``"nature"`` is the network of Mnih et al. (2015), *Human-level control
     through deep reinforcement learning*: 32 8x8 filters of stride 4, 64 4x4
     of stride 2, 64 3x3 of stride 1, each followed by a ReLU, then a linear
-    layer and a ReLU (sides of at least :data:`NATURE_MIN_SIDE`). ``"small"``
+    layer and a ReLU (sides of at least ``NATURE_MIN_SIDE``, 36). ``"small"``
     is three 2x2 convolutions of stride 1 (16, 32 and 64 filters) and the
     same projection, for images of a few cells such as MiniGrid's 7x7 view
     (sides of at least 4). The scaling is part of the module, so an exported
