@@ -24,6 +24,7 @@ from typedrl.training import RunOptions
 
 ENV_ID = "typedrl/CartPole-v0"
 TINY = PolicyFactory("typedrl.testing:TinyActorCritic", kwargs={"hidden": 8})
+GRU = PolicyFactory("typedrl.policies:RecurrentActorCritic", kwargs={"hidden_size": 8})
 
 
 def _config(total_timesteps: int = 64) -> PPOConfig:
@@ -142,14 +143,14 @@ def test_the_differentiable_trainer_records_its_factory(tmp_path: Path) -> None:
     assert not restored.squash
 
 
-def _ddp_worker(rank: int, port: int, out_dir: str) -> None:
+def _ddp_worker(rank: int, port: int, out_dir: str, factory: PolicyFactory) -> None:
     fabric = launch_two_rank_fabric(rank, port)
     result: dict[str, Any]
     try:
         agent = PPOAgent(
             env=make(ENV_ID, num_envs=2, seed=rank),
             config=_config(),
-            policy_factory=TINY,
+            policy_factory=factory,
             fabric=fabric,
             options=RunOptions(progress=False, loggers=[]),
         )
@@ -163,9 +164,11 @@ def _ddp_worker(rank: int, port: int, out_dir: str) -> None:
 
 
 @pytest.mark.distributed
-def test_ddp_trains_a_user_policy_through_evaluate(tmp_path: Path) -> None:
-    """2 gloo ranks: the generic evaluate goes through DDP's forward; weights stay identical."""
-    run_two_ranks(_ddp_worker, str(tmp_path))
+@pytest.mark.parametrize("factory", [TINY, GRU], ids=["user", "recurrent"])
+def test_ddp_trains_a_user_policy_through_evaluate(tmp_path: Path, factory: PolicyFactory) -> None:
+    """2 gloo ranks: the policy's evaluate (a recurrent one's sequence re-run) goes through
+    DDP's forward; the ranks' weights stay identical."""
+    run_two_ranks(_ddp_worker, str(tmp_path), factory)
     first, second = (torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in (0, 1))
     assert "error" not in first, first.get("error")
     assert "error" not in second, second.get("error")
