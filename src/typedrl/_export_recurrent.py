@@ -3,7 +3,6 @@
 import copy
 import importlib.util
 import logging
-import math
 import warnings
 from pathlib import Path
 from typing import Any, Final, Literal, final
@@ -16,7 +15,7 @@ from torch import Tensor, nn
 from typedrl import _validation
 from typedrl.checkpoint import StrPath
 from typedrl.errors import ConfigError, MissingDependencyError
-from typedrl.policies._features import key_spaces, layout_width
+from typedrl.policies._features import flat_keys, key_spaces, layout_width, split_flat
 from typedrl.protocols import StatefulActorCritic
 
 __all__ = ["RecurrentDeterministicPolicy", "export_recurrent_policy"]
@@ -49,19 +48,11 @@ class RecurrentDeterministicPolicy(nn.Module):
 
     def __init__(self, policy: StatefulActorCritic, observation_space: gym.Space[Any]) -> None:
         super().__init__()
-        spaces = key_spaces(observation_space)
-        keys = tuple(spaces)
-        self.obs_dim = layout_width(observation_space, keys, "RecurrentDeterministicPolicy")
+        self.obs_dim = layout_width(
+            observation_space, tuple(key_spaces(observation_space)), "RecurrentDeterministicPolicy"
+        )
         """Width of the flat observation input."""
-        self._shapes = [(key, tuple(spaces[key].shape or ())) for key in keys]
-        self._dtypes: list[torch.dtype | None] = [
-            torch.int64
-            if isinstance(spaces[key], gym.spaces.Discrete | gym.spaces.MultiDiscrete)
-            else torch.int8
-            if isinstance(spaces[key], gym.spaces.MultiBinary)
-            else None
-            for key in keys
-        ]
+        self._keys = flat_keys(observation_space)
         self.state_keys: tuple[str, ...] = tuple(policy.state_specs)
         """The state's entries, in the order of the inputs and outputs after the observation."""
         self.state_shapes: tuple[tuple[int, ...], ...] = tuple(
@@ -81,13 +72,7 @@ class RecurrentDeterministicPolicy(nn.Module):
     def forward(self, obs: Tensor, *state: Tensor) -> tuple[Tensor, ...]:
         """The deterministic action and the next state for each row."""
         batch = obs.shape[0]
-        leaves: dict[str, Tensor] = {}
-        start = 0
-        for (key, shape), dtype in zip(self._shapes, self._dtypes, strict=True):
-            width = math.prod(shape)
-            leaf = obs[:, start : start + width].reshape(batch, *shape)
-            leaves[key] = leaf if dtype is None else leaf.round().to(dtype)
-            start += width
+        leaves = split_flat(obs, self._keys)
         current = TensorDict(dict(zip(self.state_keys, state, strict=True)), batch_size=[batch])
         outputs = self.policy.act_step(
             TensorDict(leaves, batch_size=[batch]), current, deterministic=True

@@ -42,7 +42,6 @@ import copy
 import importlib
 import importlib.util
 import logging
-import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +58,7 @@ from typedrl._export_recurrent import RecurrentDeterministicPolicy, export_recur
 from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
-from typedrl.policies._features import key_spaces, layout_width
+from typedrl.policies._features import flat_keys, key_spaces, layout_width, split_flat
 from typedrl.protocols import Policy, StatefulActorCritic, SupportsDeterministicActor
 from typedrl.restore import (
     CheckpointLocation,
@@ -102,33 +101,18 @@ class _ActThroughTensorDict(nn.Module):
 
     def __init__(self, policy: Policy, observation_space: gym.Space[Any]) -> None:
         super().__init__()
-        spaces = key_spaces(observation_space)
-        keys = tuple(spaces)
-        self.obs_dim = layout_width(observation_space, keys, "DeterministicPolicy")
-        self.shapes = [(key, tuple(spaces[key].shape or ())) for key in keys]
-        self.dtypes: list[torch.dtype | None] = [
-            torch.int64
-            if isinstance(spaces[key], gym.spaces.Discrete | gym.spaces.MultiDiscrete)
-            else torch.int8
-            if isinstance(spaces[key], gym.spaces.MultiBinary)
-            else None
-            for key in keys
-        ]
+        self.obs_dim = layout_width(
+            observation_space, tuple(key_spaces(observation_space)), "DeterministicPolicy"
+        )
+        self.keys = flat_keys(observation_space)
         self.policy = copy.deepcopy(policy)
         self.policy.train(mode=False)
 
     @_validation.no_type_check
     def forward(self, obs: Tensor) -> Tensor:
-        batch = obs.shape[0]
-        leaves: dict[str, Tensor] = {}
-        start = 0
-        for (key, shape), dtype in zip(self.shapes, self.dtypes, strict=True):
-            width = math.prod(shape)
-            leaf = obs[:, start : start + width].reshape(batch, *shape)
-            leaves[key] = leaf if dtype is None else leaf.round().to(dtype)
-            start += width
+        leaves = split_flat(obs, self.keys)
         action: Tensor = self.policy.act(
-            TensorDict(leaves, batch_size=[batch]), deterministic=True
+            TensorDict(leaves, batch_size=[obs.shape[0]]), deterministic=True
         )["action"]
         return action
 

@@ -26,9 +26,11 @@ __all__ = [
     "DiscreteOneHot",
     "action_head",
     "default_keys",
+    "flat_keys",
     "flat_size",
     "key_spaces",
     "layout_width",
+    "split_flat",
 ]
 
 _LEAVES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
@@ -110,6 +112,42 @@ def _leaf(space: gym.Space[Any], key: str, where: str) -> gym.Space[Any]:
             f"{_box_hint(space, sub)}"
         )
     return sub
+
+
+def flat_keys(space: gym.Space[Any]) -> list[tuple[str, tuple[int, ...], torch.dtype | None]]:
+    """Each key of ``space`` in the flat layout: its shape and the dtype the adapters give it.
+
+    Indices (``Discrete``, ``MultiDiscrete``) come as int64, ``MultiBinary`` as
+    int8, anything else as a float (``None``: the flat tensor's own dtype).
+    """
+    spaces = key_spaces(space)
+    return [
+        (
+            key,
+            tuple(sub.shape or ()),
+            torch.int64
+            if isinstance(sub, gym.spaces.Discrete | gym.spaces.MultiDiscrete)
+            else torch.int8
+            if isinstance(sub, gym.spaces.MultiBinary)
+            else None,
+        )
+        for key, sub in spaces.items()
+    ]
+
+
+def split_flat(
+    obs: Tensor, keys: Sequence[tuple[str, tuple[int, ...], torch.dtype | None]]
+) -> dict[str, Tensor]:
+    """Cut a flat ``[batch, width]`` observation into its keys (:func:`flat_keys`' layout)."""
+    batch = obs.shape[0]
+    leaves: dict[str, Tensor] = {}
+    start = 0
+    for key, shape, dtype in keys:
+        width = math.prod(shape)
+        leaf = obs[:, start : start + width].reshape(batch, *shape)
+        leaves[key] = leaf if dtype is None else leaf.round().to(dtype)
+        start += width
+    return leaves
 
 
 def layout_width(space: gym.Space[Any], keys: Sequence[str], where: str) -> int:
