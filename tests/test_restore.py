@@ -103,6 +103,7 @@ def test_an_old_ppo_file_loads_as_the_default_mlp(tmp_path: Path) -> None:
     env = make("typedrl/CartPole-v0", num_envs=1)
     config = PPOConfig(actor_hidden=(8,), critic_hidden=(8,))
     policy = PPOAgent.build_policy(config, env.single_observation_space, env.single_action_space)
+    assert isinstance(policy, MLPActorCritic)
     path = _schema_2_file(tmp_path / "old.ckpt", "ppo", config.to_dict(), policy)
     checkpoint = load_checkpoint(path)
     assert checkpoint.policy_factory == DEFAULT_POLICY

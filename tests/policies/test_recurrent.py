@@ -1,6 +1,7 @@
 """Tests for typedrl.policies._recurrent.RecurrentActorCritic."""
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
@@ -126,3 +127,58 @@ def test_not_a_stateful_actor_critic() -> None:
     assert not isinstance(
         MLPActorCritic(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(2)), StatefulActorCritic
     )
+
+
+IMAGE_SPACE = gym.spaces.Dict(
+    {
+        "image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8),
+        "direction": gym.spaces.Discrete(4),
+        "x": gym.spaces.Box(-1, 1, (2,)),
+    }
+)
+
+
+def test_images_go_through_a_cnn_before_the_core() -> None:
+    """An image key gets its CNN (not normalised); a rollout re-run gives the collected values."""
+    torch.manual_seed(2)
+    model = RecurrentActorCritic(
+        IMAGE_SPACE,
+        gym.spaces.Discrete(3),
+        hidden_size=8,
+        image_features=16,
+        normalize_observations=True,
+    )
+    assert [encoder.kind for encoder in model.encoding.images] == ["small"]
+    # The image's CNN (16), the direction one-hot (4) and the Box key (2).
+    assert model.core.input_size == 16 + 4 + 2
+    assert model.obs_normalizers is not None
+    assert sorted(model.obs_normalizers.keys()) == ["x"]
+    obs = TensorDict(
+        {
+            "image": torch.randint(0, 256, (6, 4, 7, 7, 3), dtype=torch.uint8),
+            "direction": torch.randint(0, 4, (6, 4)),
+            "x": torch.randn(6, 4, 2),
+        },
+        batch_size=[6, 4],
+    )
+    done = torch.zeros(6, 4, dtype=torch.bool)
+    done[1, 2] = done[3, 0] = True
+    with torch.no_grad():
+        start, action, log_prob, value = _rollout(model, obs, done)
+    new_log_prob, _, new_value = model.evaluate_sequence(obs, action, start, done)
+    torch.testing.assert_close(new_log_prob, log_prob)
+    torch.testing.assert_close(new_value, value)
+    total: torch.Tensor = new_log_prob.sum()
+    total.backward()  # type: ignore[no-untyped-call]
+    assert all(p.grad is not None for p in model.encoding.images.parameters())
+
+
+def test_flatten_reads_image_bytes_as_features() -> None:
+    """``encoder="flatten"`` builds no CNN: the 147 image bytes reach the core as they are."""
+    model = RecurrentActorCritic(
+        IMAGE_SPACE, gym.spaces.Discrete(3), hidden_size=8, encoder="flatten"
+    )
+    assert len(model.encoding.images) == 0
+    assert model.core.input_size == 7 * 7 * 3 + 4 + 2
+    with pytest.raises(ConfigError, match="encoder 'nature' needs an image observation key"):
+        RecurrentActorCritic(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(2), encoder="nature")

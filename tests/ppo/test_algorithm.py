@@ -33,6 +33,7 @@ def _ppo(config: PPOConfig, *, num_envs: int = 2) -> tuple[PPO, OnPolicyCollecto
     fabric.launch()
     torch.manual_seed(0)
     policy = PPOAgent.build_policy(config, env.single_observation_space, env.single_action_space)
+    assert isinstance(policy, MLPActorCritic)
     optimizer = build_optimizer(
         list(policy.parameters()),
         name="adam",

@@ -15,7 +15,12 @@ from typedrl.apg import DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.checkpoint import load_checkpoint
 from typedrl.envs import make
 from typedrl.errors import CheckpointError, ConfigError
-from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic, PolicyFactory
+from typedrl.policies import (
+    DifferentiableMLPPolicy,
+    MLPActorCritic,
+    PolicyFactory,
+    RecurrentActorCritic,
+)
 from typedrl.ppo import PPOAgent, PPOConfig
 from typedrl.protocols import VecEnv
 from typedrl.restore import restore_policy
@@ -202,3 +207,31 @@ def test_a_factory_recorded_before_encoders_rebuilds_the_flat_mlp() -> None:
     assert isinstance(policy, MLPActorCritic)
     assert not policy.actor_encoding.has_images
     assert policy.actor[0].in_features == 147
+
+
+def test_a_recurrent_core_makes_the_default_policy_recurrent() -> None:
+    """``core: gru`` gives a RecurrentActorCritic with the config's widths and encoder."""
+    config = PPOConfig(
+        core="lstm",
+        core_hidden_size=12,
+        core_layers=2,
+        actor_hidden=(16,),
+        critic_hidden=(24,),
+        encoder="small",
+        image_features=32,
+    )
+    image = gym.spaces.Dict(
+        {"image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8), "x": gym.spaces.Box(-1, 1, (2,))}
+    )
+    factory = PPOAgent.default_policy_factory(config, image)
+    assert factory.target == "typedrl.policies:RecurrentActorCritic"
+    assert factory.kwargs["core"] == "lstm"
+    policy = PPOAgent.build_policy(config, image, gym.spaces.Discrete(3))
+    assert isinstance(policy, RecurrentActorCritic)
+    assert (policy.hidden_size, policy.num_layers) == (12, 2)
+    assert set(policy.state_specs) == {"h", "c"}
+    assert policy.encoding.images[0].features == 32
+    assert policy.actor[0].out_features == 16
+    assert policy.critic[0].out_features == 24
+    with pytest.raises(ConfigError, match="PPOConfig.core"):
+        PPOConfig(core="transformer")  # type: ignore[arg-type]

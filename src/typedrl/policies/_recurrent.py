@@ -14,7 +14,8 @@ from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
-from typedrl.policies._features import DiscreteOneHot, action_head, default_keys, key_spaces
+from typedrl.policies._encoders import ImageEncoderKind, ObservationEncoder, build_image_encoders
+from typedrl.policies._features import action_head, default_keys, key_spaces
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.protocols import StateSpec
 from typedrl.types import BatchAction, EnvScalar, Obs
@@ -29,13 +30,14 @@ RecurrentCore = Literal["gru", "lstm"]
 class RecurrentActorCritic(nn.Module):
     """An actor-critic with a GRU or LSTM core, for partially observed envs.
 
-    The observation keys ``obs_keys`` (flattened, concatenated, index
-    observations one-hot, ``Box`` keys optionally normalised) go through an
-    MLP front (``encoder_hidden``; none when empty), then a one-step
+    The observation keys ``obs_keys`` (image keys through a CNN each, as in
+    :class:`~typedrl.policies.MLPActorCritic`; the others flattened and
+    concatenated, index observations one-hot, ``Box`` keys optionally
+    normalised) go through an MLP front (``encoder_hidden``; none when empty), then a one-step
     recurrent core (``core="gru"`` or ``"lstm"``, ``num_layers`` layers of
     ``hidden_size``) whose output feeds the actor head (a diagonal Gaussian
-    for ``Box`` actions, a categorical for ``Discrete``) and the critic head,
-    each an MLP of ``head_hidden``.
+    for ``Box`` actions, a categorical for ``Discrete``; an MLP of
+    ``actor_hidden``) and the critic head (an MLP of ``critic_hidden``).
 
     Implements :class:`~typedrl.protocols.StatefulActorCritic`: the rollout
     state is ``{"h": [num_layers, hidden_size]}`` per row for a GRU and
@@ -46,11 +48,18 @@ class RecurrentActorCritic(nn.Module):
         observation_space: The env's single observation space.
         action_space: The env's single action space (``Box`` or ``Discrete``).
         core: ``"gru"`` or ``"lstm"``.
+        encoder: How image keys are encoded (:data:`~typedrl.policies.ImageEncoderKind`):
+            ``"auto"`` gives images of sides 36 or more the Nature CNN and smaller
+            ones a CNN of 2x2 convolutions; ``"flatten"`` reads their bytes as
+            plain features. Other keys are not affected.
+        image_features: Width of each image encoder's output (``None``: 512 for
+            the Nature CNN, 128 for the small one).
         hidden_size: Width of the recurrent state.
         num_layers: Stacked recurrent layers.
         encoder_hidden: Hidden widths of the MLP before the core; ``()`` feeds the
             observation features to the core directly.
-        head_hidden: Hidden widths of the actor and critic heads after the core.
+        actor_hidden: Hidden widths of the actor head after the core.
+        critic_hidden: Hidden widths of the critic head after the core.
         activation: Activation of the MLPs.
         obs_keys: Observation keys read; default ``"obs"``, else ``"policy"``, else every key.
         log_std_init: Initial log standard deviation of the Gaussian head.
@@ -77,10 +86,13 @@ class RecurrentActorCritic(nn.Module):
         action_space: gym.Space[Any],
         *,
         core: RecurrentCore = "gru",
+        encoder: ImageEncoderKind = "auto",
+        image_features: int | None = None,
         hidden_size: int = 64,
         num_layers: int = 1,
         encoder_hidden: Sequence[int] = (),
-        head_hidden: Sequence[int] = (64,),
+        actor_hidden: Sequence[int] = (64,),
+        critic_hidden: Sequence[int] = (64,),
         activation: Activation = "tanh",
         obs_keys: Sequence[str] | None = None,
         log_std_init: float = 0.0,
@@ -98,7 +110,10 @@ class RecurrentActorCritic(nn.Module):
                 f"{num_layers}"
             )
         self.obs_keys = tuple(obs_keys or default_keys(observation_space, ("obs", "policy")))
-        self.encoding = DiscreteOneHot(observation_space, self.obs_keys, where)
+        images = build_image_encoders(
+            observation_space, self.obs_keys, encoder, image_features, where
+        )
+        self.encoding = ObservationEncoder(observation_space, self.obs_keys, images, where)
         spaces = key_spaces(observation_space)
         head = action_head(action_space, where)
         self.action_shape: tuple[int, ...] = head.shape
@@ -111,7 +126,7 @@ class RecurrentActorCritic(nn.Module):
                 {
                     key: RunningMeanStd(tuple(spaces[key].shape or ()), clip=observation_clip)
                     for key in self.obs_keys
-                    if isinstance(spaces[key], gym.spaces.Box)
+                    if isinstance(spaces[key], gym.spaces.Box) and key not in images
                 }
             )
         core_in = self.encoding.width
@@ -134,14 +149,14 @@ class RecurrentActorCritic(nn.Module):
         )
         self.actor = build_mlp(
             hidden_size,
-            head_hidden,
+            actor_hidden,
             num_outputs,
             activation=activation,
             output_gain=0.01,
             orthogonal_init=orthogonal_init,
         )
         self.critic = build_mlp(
-            hidden_size, head_hidden, 1, activation=activation, orthogonal_init=orthogonal_init
+            hidden_size, critic_hidden, 1, activation=activation, orthogonal_init=orthogonal_init
         )
         self.log_std: Tensor
         if self.discrete:

@@ -103,11 +103,24 @@ class PPOConfig:
     adam_eps: float = field(default=1e-5, metadata=_POSITIVE)
     """Adam epsilon."""
     actor_hidden: tuple[int, ...] = field(default=(64, 64), metadata=_WIDTHS)
-    """Hidden layer widths of the actor MLP."""
+    """Hidden layer widths of the actor MLP (after the recurrent core where ``core`` is
+    one)."""
     critic_hidden: tuple[int, ...] = field(default=(64, 64), metadata=_WIDTHS)
-    """Hidden layer widths of the critic MLP."""
+    """Hidden layer widths of the critic MLP (after the recurrent core where ``core`` is
+    one)."""
     activation: Literal["tanh", "relu", "elu", "silu"] = "tanh"
     """Hidden activation of both MLPs."""
+    core: Literal["mlp", "gru", "lstm"] = "mlp"
+    """The policy's core: ``"mlp"`` feeds the encoded observation to the actor and critic
+    MLPs (:class:`~typedrl.policies.MLPActorCritic`); ``"gru"`` and ``"lstm"`` put a
+    recurrent core between them, whose output feeds both heads and whose state the
+    rollout carries (:class:`~typedrl.policies.RecurrentActorCritic`, for partially
+    observed envs; ``batch_size`` must then be a multiple of ``num_steps``: PPO trains on
+    whole env rollouts)."""
+    core_hidden_size: int = field(default=64, metadata=check(positive_int))
+    """Width of the recurrent core's state (``core`` ``"gru"`` or ``"lstm"``)."""
+    core_layers: int = field(default=1, metadata=check(positive_int))
+    """Stacked layers of the recurrent core (``core`` ``"gru"`` or ``"lstm"``)."""
     encoder: Literal["auto", "nature", "small", "flatten"] = "auto"
     """How image observations (``uint8`` ``Box`` keys of shape HxWxC or CxHxW, at most 4
     channels, sides of 7 or more: :func:`~typedrl.policies.image_layout`) are encoded

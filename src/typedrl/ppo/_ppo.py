@@ -14,7 +14,7 @@ from typedrl.distributed import raise_together
 from typedrl.errors import ConfigError
 from typedrl.metrics import TIME_COLLECT_FRACTION, TIME_SPS
 from typedrl.normalization import RewardNormalizer
-from typedrl.policies import MLPActorCritic, PolicyFactory, image_layout
+from typedrl.policies import PolicyFactory, image_layout
 from typedrl.policies._features import key_spaces
 from typedrl.ppo._algorithm import PPO
 from typedrl.ppo._batch_plan import agree_on_batch_plan
@@ -272,6 +272,15 @@ class PPOAgent(AbstractTrainer):
             "observation_clip": config.observation_clip,
             "orthogonal_init": config.orthogonal_init,
         }
+        if config.core != "mlp":
+            kwargs |= {
+                "core": config.core,
+                "hidden_size": config.core_hidden_size,
+                "num_layers": config.core_layers,
+                "encoder": config.encoder,
+                "image_features": config.image_features,
+            }
+            return PolicyFactory("typedrl.policies:RecurrentActorCritic", kwargs=kwargs)
         if observation_space is None or any(
             image_layout(space) is not None for space in key_spaces(observation_space).values()
         ):
@@ -282,24 +291,15 @@ class PPOAgent(AbstractTrainer):
     @staticmethod
     def build_policy(
         config: PPOConfig, observation_space: gym.Space[Any], action_space: gym.Space[Any]
-    ) -> MLPActorCritic:
+    ) -> nn.Module:
         """The actor-critic that PPO trains with ``config`` by default (CPU, freshly initialised).
 
-        :meth:`default_policy_factory`'s policy, which checkpoints record.
+        :meth:`default_policy_factory`'s policy, which checkpoints record: an
+        :class:`~typedrl.policies.MLPActorCritic`, or with ``core`` ``"gru"`` or
+        ``"lstm"`` a :class:`~typedrl.policies.RecurrentActorCritic`.
         """
-        return MLPActorCritic(
-            observation_space,
-            action_space,
-            actor_hidden=config.actor_hidden,
-            critic_hidden=config.critic_hidden,
-            activation=config.activation,
-            log_std_init=config.log_std_init,
-            normalize_observations=config.normalize_observations,
-            observation_clip=config.observation_clip,
-            orthogonal_init=config.orthogonal_init,
-            encoder=config.encoder,
-            image_features=config.image_features,
-        )
+        factory = PPOAgent.default_policy_factory(config, observation_space)
+        return factory.build(observation_space, action_space)
 
     def _build(self) -> None:
         config, env = self.config, self.env
