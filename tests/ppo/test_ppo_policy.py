@@ -233,5 +233,5 @@ def test_a_recurrent_core_makes_the_default_policy_recurrent() -> None:
     assert policy.encoding.images[0].features == 32
     assert policy.actor[0].out_features == 16
     assert policy.critic[0].out_features == 24
-    with pytest.raises(ConfigError, match="PPOConfig.core"):
+    with pytest.raises(ConfigError, match=r"PPOConfig\.core"):
         PPOConfig(core="transformer")  # type: ignore[arg-type]
