@@ -89,6 +89,8 @@ __all__ = [
     "non_empty_text",
     "optional",
     "plain",
+    "policy",
+    "policy_fields",
     "sequence_of",
     "text",
     "to_dict",
@@ -99,6 +101,7 @@ Check: TypeAlias = Callable[[str, str, object], object]
 """A field's check: ``(owner, name, value)`` to the normalised value, or a ConfigError."""
 
 _KEY: Final = "typedrl.check"
+_POLICY: Final = "typedrl.policy"
 
 _C = TypeVar("_C")
 
@@ -106,6 +109,23 @@ _C = TypeVar("_C")
 def check(rule: Check) -> dict[str, Check]:
     """The field metadata that declares ``rule`` as the field's check."""
     return {_KEY: rule}
+
+
+def policy(metadata: Mapping[str, object] | None = None) -> dict[str, object]:
+    """Field metadata (``metadata``, plus a mark) for a setting of the built-in policy.
+
+    Such fields are still fields of the config; ``config.yaml`` and
+    ``--print-config`` show them in a ``policy:`` section of their own
+    (:func:`policy_fields`).
+    """
+    return {**(metadata or {}), _POLICY: True}
+
+
+def policy_fields(cls: type) -> tuple[str, ...]:
+    """The names of ``cls``'s fields marked with :func:`policy`, in declaration order."""
+    if not dataclasses.is_dataclass(cls):
+        return ()
+    return tuple(field.name for field in dataclasses.fields(cls) if field.metadata.get(_POLICY))
 
 
 def boolean(owner: str, name: str, value: object) -> bool:

@@ -4,10 +4,13 @@
 ``<run_dir>/config.yaml``, a YAML mapping with the keys :data:`RUN_KEYS`, in
 that order: ``source`` (which layers the values came from), ``algo``,
 ``env_id``, ``num_envs``, ``seed``, ``config`` (the config dataclass's
-:meth:`~typedrl.ppo.PPOConfig.to_dict`, without ``seed``), ``policy`` (only
-in a run whose policy is not its algorithm's default: the
+:meth:`~typedrl.ppo.PPOConfig.to_dict`, without ``seed`` and the policy's
+fields), ``policy`` (the policy: the built-in policy's settings, the config
+fields marked as the policy's, such as PPO's ``core``, ``encoder`` and
+``actor_hidden``; or, in a run that trains a policy of its own, the
 :class:`~typedrl.policies.PolicyFactory` that builds it, as ``{target: ...,
-kwargs: {...}}``), ``run`` (the :class:`RunSettings`) and ``command`` (the
+kwargs: {...}}``, the built-in policy's fields then staying in ``config``),
+``run`` (the :class:`RunSettings`) and ``command`` (the
 command line). The same file, given
 to ``typedrl train --config``, runs the same settings again; ``--resume
 RUN_DIR``, ``evaluate`` and ``export`` read it to rebuild the run's env.
@@ -70,7 +73,8 @@ RUN_KEYS: Final = (
 
 OPTIONAL_RUN_KEYS: Final = ("policy",)
 """The keys of :data:`RUN_KEYS` that a run's ``config.yaml`` may leave out (every other
-one is always written)."""
+one is always written): ``policy`` is left out where the algorithm's config marks no
+field as the policy's and the run trains the built-in policy, and by earlier releases."""
 
 Vectorization: TypeAlias = Literal["sync", "async"]
 """How Gymnasium envs are batched: in the process, or one subprocess per env."""

@@ -18,7 +18,7 @@ from typedrl.cli import _train, main
 from typedrl.cli._config import parse_env_kwargs
 from typedrl.cli._run_folder import LOCK_FILE, lock_run_dir, unlock_run_dir
 from typedrl.errors import ConfigError
-from typedrl.runs import OPTIONAL_RUN_KEYS, RUN_KEYS
+from typedrl.runs import RUN_KEYS
 
 _SMALL = SMALL_RUN
 
@@ -48,8 +48,12 @@ def test_print_config_resolves_every_layer_without_building_envs(
     document = _printed(
         capsys, "CartPole-v1", "--config", str(user), "--set", "gamma=0.95", "--seed", "4"
     )
-    assert tuple(document) == tuple(key for key in RUN_KEYS if key not in OPTIONAL_RUN_KEYS)
+    assert tuple(document) == RUN_KEYS
     assert (document["algo"], document["env_id"], document["seed"]) == ("ppo", "CartPole-v1", 4)
+    # The built-in policy's settings have a section of their own.
+    assert document["policy"]["core"] == "mlp"
+    assert document["policy"]["actor_hidden"] == [64, 64]
+    assert "actor_hidden" not in document["config"]
     config = document["config"]
     assert document["num_envs"] == 8  # the tuned file
     assert config["num_mini_epochs"] == 20  # the tuned file
@@ -93,9 +97,46 @@ def test_every_config_field_is_reachable_by_set(capsys: pytest.CaptureFixture[st
 
     defaults = PPOConfig().to_dict()
     document = _printed(capsys, "--set", "num_steps=64", "--set", "activation=relu")
-    assert set(document["config"]) == set(defaults) - {"seed"}
-    assert (document["config"]["num_steps"], document["config"]["activation"]) == (64, "relu")
+    assert set(document["config"]) | set(document["policy"]) == set(defaults) - {"seed"}
+    assert not set(document["config"]) & set(document["policy"])
+    assert (document["config"]["num_steps"], document["policy"]["activation"]) == (64, "relu")
     assert _printed(capsys, "--set", "seed=9")["seed"] == 9
+    # The policy's fields are reachable as policy.<field> too.
+    document = _printed(capsys, "--set", "policy.core=gru", "--set", "policy.core_hidden_size=32")
+    assert (document["policy"]["core"], document["policy"]["core_hidden_size"]) == ("gru", 32)
+
+
+def test_a_policy_section_sets_the_built_in_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """policy: core, encoder and widths in a file; a wrong key and a clash are one line each."""
+    user = tmp_path / "user.yaml"
+    user.write_text("policy:\n  core: lstm\n  actor_hidden: [32]\n  encoder: small\n")
+    document = _printed(capsys, "--config", str(user), "--set", "policy.critic_hidden=[16]")
+    assert document["policy"]["core"] == "lstm"
+    assert document["policy"]["actor_hidden"] == [32]
+    assert document["policy"]["critic_hidden"] == [16]
+    assert document["policy"]["encoder"] == "small"
+    # Earlier releases wrote the fields under config:, which still reads.
+    old = tmp_path / "old.yaml"
+    old.write_text("config:\n  actor_hidden: [8]\n")
+    assert _printed(capsys, "--config", str(old))["policy"]["actor_hidden"] == [8]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policy:\n  cores: gru\n")
+    with pytest.raises(ConfigError, match=r"policy has unknown keys \['cores'\]"):
+        main(["--debug", "train", "--config", str(bad), "--print-config"])
+    with pytest.raises(ConfigError, match="policy.core is a setting of ppo's built-in policy"):
+        main(
+            [
+                "--debug",
+                "train",
+                "--policy",
+                "typedrl.testing:TinyActorCritic",
+                "--set",
+                "policy.core=gru",
+                "--print-config",
+            ]
+        )
 
 
 @pytest.mark.parametrize(

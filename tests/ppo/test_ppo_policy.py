@@ -212,6 +212,8 @@ def test_a_factory_recorded_before_encoders_rebuilds_the_flat_mlp() -> None:
 def test_a_recurrent_core_makes_the_default_policy_recurrent() -> None:
     """``core: gru`` gives a RecurrentActorCritic with the config's widths and encoder."""
     config = PPOConfig(
+        num_steps=16,
+        batch_size=32,
         core="lstm",
         core_hidden_size=12,
         core_layers=2,
@@ -235,3 +237,10 @@ def test_a_recurrent_core_makes_the_default_policy_recurrent() -> None:
     assert policy.critic[0].out_features == 24
     with pytest.raises(ConfigError, match=r"PPOConfig\.core"):
         PPOConfig(core="transformer")  # type: ignore[arg-type]
+    # Minibatches of whole env rollouts: the refusal comes with the config, before any run.
+    with pytest.raises(
+        ConfigError, match=r"core 'gru' trains on whole env rollouts.*batch_size=96"
+    ):
+        PPOConfig(core="gru", num_steps=32, batch_size=100)
+    with pytest.raises(ConfigError, match="compile does not apply to core 'lstm'"):
+        PPOConfig(core="lstm", num_steps=32, batch_size=64, compile=True)

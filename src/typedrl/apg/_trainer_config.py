@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, final
 
 from typedrl import _config_fields, _validation
-from typedrl._config_fields import check, optional, sequence_of
+from typedrl._config_fields import check, optional, policy, sequence_of
 from typedrl._validation import finite_float, json_object, positive_float, positive_int, seed_int
 from typedrl.apg._config import APGConfig
 from typedrl.errors import ConfigError
@@ -76,18 +76,18 @@ multiple of segment_length (16)
     measure it), a guard against exploding gradients through the simulator."""
     hidden: tuple[int, ...] = field(
         default=(64, 64),
-        metadata=check(sequence_of(positive_int, expected="a sequence of positive ints")),
+        metadata=policy(check(sequence_of(positive_int, expected="a sequence of positive ints"))),
     )
     """Hidden layer widths of the policy MLP."""
-    activation: Activation = "elu"
+    activation: Activation = field(default="elu", metadata=policy())
     """Hidden activation of the policy MLP."""
-    layer_norm: bool = False
+    layer_norm: bool = field(default=False, metadata=policy())
     """LayerNorm after each hidden layer of the policy."""
-    squash_actions: bool = True
+    squash_actions: bool = field(default=True, metadata=policy())
     """Squash actions into the action space's bounds with tanh (gradients never blocked)."""
-    log_std_init: float = field(default=-1.0, metadata=check(finite_float))
+    log_std_init: float = field(default=-1.0, metadata=policy(check(finite_float)))
     """Initial log standard deviation of the Gaussian policy."""
-    learn_log_std: bool = True
+    learn_log_std: bool = field(default=True, metadata=policy())
     """Learn the log standard deviation (else it stays at :attr:`log_std_init`)."""
     observation_clip: float = field(default=10.0, metadata=check(positive_float))
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
 from typedrl import configs
-from typedrl._config_fields import plain
+from typedrl._config_fields import plain, policy_fields
 from typedrl._validation import describe, positive_int
 from typedrl.algorithms import DEFAULT_ENV_IDS, AlgorithmConfig, AlgorithmSpec, get_algorithm
 from typedrl.errors import ConfigError
@@ -88,6 +88,15 @@ class ResolvedRun:
         }
         if self.policy is not None:
             document["policy"] = self.policy.to_dict()
+        else:
+            # The built-in policy's settings, in a section of their own.
+            section = {
+                name: config.pop(name)
+                for name in policy_fields(type(self.config))
+                if name in config
+            }
+            if section:
+                document["policy"] = section
         document["run"] = self.run.to_dict()
         document["command"] = list(self.command)
         return document
@@ -236,7 +245,12 @@ def _layer_document(layer: CommandLayer) -> dict[str, Any]:
         document["config"]["compile"] = layer.compile
     for text in layer.overrides:
         key, value = parse_override(text)
-        _set_dotted(document["config"], key, value)
+        group, dot, rest = key.partition(".")
+        if group == "policy" and dot:
+            # --set policy.core=gru: a key of the policy: section.
+            _set_dotted(document.setdefault("policy", {}), rest, value)
+        else:
+            _set_dotted(document["config"], key, value)
     return document
 
 
@@ -284,8 +298,10 @@ def _base_document(
     if saved is not None:
         saved_layer = {key: saved[key] for key in ("num_envs", "seed", "config", "run")}
         _merge(document, saved_layer, budgets=False)
-        if saved.get("policy") is not None:
-            document["policy"] = _copy(saved["policy"])
+        factory, settings = _split_policy(saved.get("policy"), spec, f"{run_dir}/{CONFIG_FILE}")
+        document["config"].update(_copy(settings))
+        if factory is not None:
+            document["policy"] = _copy(factory)
         return document, [f"the resumed run's {run_dir or '.'}/{CONFIG_FILE}"]
     algo = spec.name
     layers = [f"{spec.config.__name__} defaults"]
@@ -365,23 +381,11 @@ def resolve(
     if type(env_id) is not str or not env_id:
         raise ConfigError(f"env_id must be a non-empty string, got {describe(env_id)}")
     document, layers = _base_document(spec, env_id, saved, resume_from)
-    budgets = _exclusive_budgets(spec.config)
-    for name, layer in ((f"--config {config_file}", file_layer), ("command-line flags", flags)):
-        values = {key: value for key, value in layer.items() if key not in ("algo", "env_id")}
-        if not values or values == {"config": {}, "run": {}}:
-            continue
-        layers.append(name)
-        config_values = values.pop("config", None) or {}
-        run_values = values.pop("run", None) or {}
-        if "policy" in values:
-            given = values.pop("policy")
-            # policy: null in a file means the algorithm's default policy.
-            document["policy"] = (
-                None if given is None else _layered_policy(document.get("policy"), given)
-            )
-        _merge(document, values, budgets=False)
-        _merge(document["config"], config_values, budgets=budgets)
-        _merge(document["run"], run_values, budgets=False)
+    layers += _apply_layers(
+        document,
+        ((f"--config {config_file}", file_layer), ("command-line flags", flags)),
+        spec,
+    )
     num_envs = document["num_envs"]
     positive_int("typedrl train", "num_envs", num_envs)
     seed = document["seed"]
@@ -405,6 +409,49 @@ def resolve(
     return resolved
 
 
+def _apply_layers(
+    document: dict[str, Any],
+    layers: Sequence[tuple[str, Mapping[str, Any]]],
+    spec: AlgorithmSpec,
+) -> list[str]:
+    """Apply each named layer onto ``document`` in order; the names of those that set something.
+
+    Raises:
+        ConfigError: A ``policy:`` section is invalid, or sets the built-in
+            policy's settings where the run trains a policy of its own.
+    """
+    budgets = _exclusive_budgets(spec.config)
+    applied: list[str] = []
+    settings_given: list[str] = []
+    for name, layer in layers:
+        values = {key: value for key, value in layer.items() if key not in ("algo", "env_id")}
+        if not values or values == {"config": {}, "run": {}}:
+            continue
+        applied.append(name)
+        config_values = values.pop("config", None) or {}
+        run_values = values.pop("run", None) or {}
+        if "policy" in values:
+            given = values.pop("policy")
+            if given is None:
+                # policy: null in a file means the algorithm's default policy.
+                document["policy"] = None
+            factory, settings = _split_policy(given, spec, name)
+            if factory is not None:
+                document["policy"] = _layered_policy(document.get("policy"), factory)
+            config_values = {**config_values, **settings}
+            settings_given.extend(settings)
+        _merge(document, values, budgets=False)
+        _merge(document["config"], config_values, budgets=budgets)
+        _merge(document["run"], run_values, budgets=False)
+    if settings_given and document.get("policy") is not None:
+        raise ConfigError(
+            f"policy.{settings_given[0]} is a setting of {spec.name}'s built-in policy, but "
+            f"this run trains its own ({document['policy'].get('target')}); pass the "
+            "factory's own settings in its kwargs (--policy-kwargs)"
+        )
+    return applied
+
+
 def _exclusive_budgets(config: type[Any]) -> bool:
     """Whether the config has two budgets of which exactly one is set (APG's and SHAC's).
 
@@ -416,6 +463,37 @@ def _exclusive_budgets(config: type[Any]) -> bool:
         else set()
     )
     return {"total_timesteps", "total_updates"} <= fields
+
+
+def _split_policy(
+    value: object, spec: AlgorithmSpec, where: str
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """A ``policy:`` section as its factory part and the built-in policy's settings.
+
+    The factory part (``target``, ``kwargs``; ``None`` when neither is there)
+    names a policy of the user's; the settings are fields of the algorithm's
+    config marked as the built-in policy's (:func:`~typedrl._config_fields.policy`).
+
+    Raises:
+        ConfigError: ``value`` is not a mapping, or has another key.
+    """
+    if value is None:
+        return None, {}
+    settings = policy_fields(spec.config)
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{where}: policy must be a mapping of the built-in policy's settings "
+            f"{list(settings)} or of target and kwargs (a policy of your own), got "
+            f"{describe(value)}"
+        )
+    unknown = [key for key in value if key not in settings and key not in ("target", "kwargs")]
+    if unknown:
+        raise ConfigError(
+            f"{where}: policy has unknown keys {unknown}; {spec.name}'s built-in policy takes "
+            f"{list(settings)}, a policy of your own target and kwargs"
+        )
+    factory = {key: value[key] for key in ("target", "kwargs") if key in value}
+    return factory or None, {key: value[key] for key in value if key in settings}
 
 
 def _layered_policy(below: object, layer: object) -> dict[str, Any]:
@@ -462,13 +540,21 @@ def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: P
         for key in ("algo", "env_id", "num_envs", "seed")
         if plain(saved[key]) != plain(now[key])
     ]
-    if plain(saved.get("policy")) != plain(now.get("policy")):
-        changes.append(("policy", saved.get("policy"), now.get("policy")))
-    saved_config = saved["config"] if isinstance(saved["config"], dict) else {}
-    for key in sorted(set(saved_config) | set(now["config"])):
+    where = str(run_dir / CONFIG_FILE)
+    saved_factory, saved_settings = _split_policy(saved.get("policy"), resolved.spec, where)
+    now_factory, now_settings = _split_policy(now.get("policy"), resolved.spec, where)
+    if plain(saved_factory) != plain(now_factory):
+        changes.append(("policy", saved_factory, now_factory))
+    # The built-in policy's settings, in the config: or the policy: section, compare alike.
+    saved_config = {
+        **(saved["config"] if isinstance(saved["config"], dict) else {}),
+        **saved_settings,
+    }
+    now_config = {**now["config"], **now_settings}
+    for key in sorted(set(saved_config) | set(now_config)):
         if key in allowed:
             continue
-        before, after = saved_config.get(key), now["config"].get(key)
+        before, after = saved_config.get(key), now_config.get(key)
         if plain(before) != plain(after):
             changes.append((f"config.{key}", before, after))
     saved_run = RunSettings.from_dict(saved["run"] or {}).to_dict()

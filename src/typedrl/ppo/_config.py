@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, final
 
 from typedrl import _config_fields, _validation
-from typedrl._config_fields import check, optional, sequence_of
+from typedrl._config_fields import check, optional, policy, sequence_of
 from typedrl._validation import (
     describe,
     finite_float,
@@ -25,7 +25,7 @@ PPOLearningRateSchedule: TypeAlias = Literal["constant", "linear", "adaptive"]
 NonFiniteGradients: TypeAlias = Literal["skip", "raise"]
 
 _POSITIVE = check(positive_float)
-_WIDTHS = check(sequence_of(positive_int, expected="a sequence of positive ints"))
+_WIDTHS = policy(check(sequence_of(positive_int, expected="a sequence of positive ints")))
 
 
 @final
@@ -108,20 +108,22 @@ class PPOConfig:
     critic_hidden: tuple[int, ...] = field(default=(64, 64), metadata=_WIDTHS)
     """Hidden layer widths of the critic MLP (after the recurrent core where ``core`` is
     one)."""
-    activation: Literal["tanh", "relu", "elu", "silu"] = "tanh"
+    activation: Literal["tanh", "relu", "elu", "silu"] = field(default="tanh", metadata=policy())
     """Hidden activation of both MLPs."""
-    core: Literal["mlp", "gru", "lstm"] = "mlp"
+    core: Literal["mlp", "gru", "lstm"] = field(default="mlp", metadata=policy())
     """The policy's core: ``"mlp"`` feeds the encoded observation to the actor and critic
     MLPs (:class:`~typedrl.policies.MLPActorCritic`); ``"gru"`` and ``"lstm"`` put a
     recurrent core between them, whose output feeds both heads and whose state the
     rollout carries (:class:`~typedrl.policies.RecurrentActorCritic`, for partially
     observed envs; ``batch_size`` must then be a multiple of ``num_steps``: PPO trains on
     whole env rollouts)."""
-    core_hidden_size: int = field(default=64, metadata=check(positive_int))
+    core_hidden_size: int = field(default=64, metadata=policy(check(positive_int)))
     """Width of the recurrent core's state (``core`` ``"gru"`` or ``"lstm"``)."""
-    core_layers: int = field(default=1, metadata=check(positive_int))
+    core_layers: int = field(default=1, metadata=policy(check(positive_int)))
     """Stacked layers of the recurrent core (``core`` ``"gru"`` or ``"lstm"``)."""
-    encoder: Literal["auto", "nature", "small", "flatten"] = "auto"
+    encoder: Literal["auto", "nature", "small", "flatten"] = field(
+        default="auto", metadata=policy()
+    )
     """How image observations (``uint8`` ``Box`` keys of shape HxWxC or CxHxW, at most 4
     channels, sides of 7 or more: :func:`~typedrl.policies.image_layout`) are encoded
     before the MLPs: ``"auto"`` gives images of sides 36 or more the Nature CNN and smaller
@@ -129,12 +131,12 @@ class PPOConfig:
     one; ``"flatten"`` reads the bytes as plain features. Each CNN scales the bytes by
     1/255 and is shared by the actor and the critic
     (:class:`~typedrl.policies.MLPActorCritic`). Other observations are not affected."""
-    image_features: int | None = field(default=None, metadata=check(optional(positive_int)))
+    image_features: int | None = field(default=None, metadata=policy(check(optional(positive_int))))
     """Width of each image encoder's output (``None``: 512 for the Nature CNN, 128 for the
     small one)."""
-    log_std_init: float = field(default=0.0, metadata=check(finite_float))
+    log_std_init: float = field(default=0.0, metadata=policy(check(finite_float)))
     """Initial log standard deviation of Gaussian policies."""
-    orthogonal_init: bool = True
+    orthogonal_init: bool = field(default=True, metadata=policy())
     """Orthogonal initialisation of both MLPs (gain ``sqrt(2)`` for hidden layers, 0.01
     for the actor's output layer, 1 for the critic's; zero biases), as most PPO
     implementations do. ``False`` keeps PyTorch's default initialisation of every
@@ -157,6 +159,10 @@ class PPOConfig:
     def __post_init__(self) -> None:
         _config_fields.validate(self)
         _config_fields.at_most(self, "min_learning_rate", "max_learning_rate")
+        if self.core != "mlp":
+            error = recurrent_plan_error(self, "PPOConfig", f"core {self.core!r}")
+            if error is not None:
+                raise error
 
     def minibatches_per_epoch(self, *, num_envs: int) -> int:
         """``ceil(num_envs * num_steps * num_mini_epochs / batch_size)``, per rank."""
@@ -176,6 +182,28 @@ class PPOConfig:
         :attr:`compile` (``upgrade_fields``).
         """
         return _config_fields.from_dict(cls, upgrade_fields(data))
+
+
+def recurrent_plan_error(config: PPOConfig, owner: str, subject: str) -> ConfigError | None:
+    """Why ``subject`` (a recurrent policy) cannot train with ``config``; ``None`` if it can.
+
+    ``owner`` starts the message (who refuses).
+
+    Its minibatches are whole env columns (``batch_size`` a multiple of
+    ``num_steps``), and its update is not compiled.
+    """
+    if config.batch_size % config.num_steps:
+        return ConfigError(
+            f"{owner}: {subject} trains on whole env rollouts, so batch_size must be a multiple of "
+            f"num_steps ({config.num_steps}), got {config.batch_size}; e.g. "
+            f"batch_size={max(1, config.batch_size // config.num_steps) * config.num_steps}"
+        )
+    if config.compile:
+        return ConfigError(
+            f"{owner}: compile does not apply to {subject} (its sequence minibatches re-run "
+            "the core step by step); drop compile"
+        )
+    return None
 
 
 LEGACY_COMPILE_FIELD = "compile_update"

@@ -19,7 +19,7 @@ from typedrl.policies._features import key_spaces
 from typedrl.ppo._algorithm import PPO
 from typedrl.ppo._batch_plan import agree_on_batch_plan
 from typedrl.ppo._collector import OnPolicyCollector
-from typedrl.ppo._config import LEGACY_COMPILE_FIELD, PPOConfig
+from typedrl.ppo._config import LEGACY_COMPILE_FIELD, PPOConfig, recurrent_plan_error
 from typedrl.protocols import (
     ActorCritic,
     Evaluator,
@@ -54,25 +54,10 @@ def _require_single_process_compile(config: PPOConfig, world_size: int) -> None:
 
 
 def _recurrent_plan_error(config: PPOConfig, policy: object) -> ConfigError | None:
-    """Why a recurrent policy cannot train with ``config``, in one line; ``None`` if it can.
-
-    Its minibatches are whole env columns (``batch_size`` a multiple of
-    ``num_steps``), and its update is not compiled.
-    """
+    """Why a recurrent policy cannot train with ``config``, in one line; ``None`` if it can."""
     if not isinstance(policy, StatefulActorCritic):
         return None
-    if config.batch_size % config.num_steps:
-        return ConfigError(
-            f"PPOAgent: a recurrent policy trains on whole env rollouts, so batch_size must be "
-            f"a multiple of num_steps ({config.num_steps}), got {config.batch_size}; e.g. "
-            f"batch_size={max(1, config.batch_size // config.num_steps) * config.num_steps}"
-        )
-    if config.compile:
-        return ConfigError(
-            "PPOConfig.compile does not apply to a recurrent policy (its sequence minibatches "
-            "re-run the core step by step); drop compile"
-        )
-    return None
+    return recurrent_plan_error(config, "PPOAgent", "a recurrent policy")
 
 
 @final
