@@ -34,7 +34,7 @@ def test_every_shipped_file_builds_its_algorithms_config() -> None:
         assert tuned.path.name == configs.file_name(env_id)
         assert tuned.path.parent.name == algo
         keys = set(yaml.safe_load(tuned.path.read_text()))
-        assert set(configs.TUNED_KEYS) <= keys <= {*configs.TUNED_KEYS, "run"}
+        assert set(configs.TUNED_KEYS) <= keys <= {*configs.TUNED_KEYS, "policy", "run"}
         assert set(tuned.run) <= set(configs.TUNED_RUN_KEYS)
         assert tuned.source.strip()
         config = configs.build_config(algo, tuned.config)
@@ -106,7 +106,20 @@ def test_load_file_validates_keys_and_config(tmp_path: Path) -> None:
         _write(tmp_path / "run.yaml", _GOOD + "run:\n  clip_actions: true\n")
     )
     assert dict(clipped.run) == {"clip_actions": True}
+    with_policy = configs.load_file(
+        _write(
+            tmp_path / "policy.yaml",
+            _GOOD.replace("  learning_rate", "  num_steps: 32\n  batch_size: 64\n  learning_rate")
+            + "policy:\n  core: lstm\n  actor_hidden: [8]\n",
+        )
+    )
+    assert with_policy.config["core"] == "lstm"
+    assert with_policy.config["actor_hidden"] == [8]
     cases = {
+        r"policy sets the built-in policy's settings .*unknown \['cores'\]": (
+            _GOOD + "policy:\n  cores: gru\n"
+        ),
+        r"also in config \['learning_rate'\]": _GOOD + "policy:\n  learning_rate: 0.1\n",
         r"missing \['source'\]": _GOOD.replace("source: measured here\n", ""),
         r"unknown \['extra'\]": _GOOD + "extra: 1\n",
         "TunedConfig.num_envs must be a positive int": _GOOD.replace("num_envs: 4", "num_envs: 0"),

@@ -14,7 +14,10 @@ and holds exactly these keys:
   algorithm's fields go under ``algorithm:``, SHAC's actor under
   ``algorithm.actor``). ``seed`` is never in a tuned file;
 
-and optionally ``run``: the env options the values were measured with, among
+and optionally ``policy``: the built-in policy's settings (the config fields
+marked as the policy's, such as PPO's ``core``, ``encoder`` and
+``actor_hidden``, which ``config`` may hold as well), as ``config.yaml`` writes
+them; and ``run``: the env options the values were measured with, among
 :data:`TUNED_RUN_KEYS` (``clip_actions: true`` for the MuJoCo files, which are
 measured with Box actions clipped to the space as Stable-Baselines3 clips
 them); ``typedrl train`` applies them below the user's own options.
@@ -43,7 +46,7 @@ from typing import Any, Final, Literal, TypeAlias, final, get_args
 import yaml
 
 from typedrl import _config_fields, _validation
-from typedrl._config_fields import check, non_empty_text, optional
+from typedrl._config_fields import check, non_empty_text, optional, policy_fields
 from typedrl._validation import describe, positive_int
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig
 from typedrl.errors import ConfigError
@@ -255,21 +258,47 @@ def _parse(text: str, path: Path) -> TunedConfig:
             f"{path}: expected a mapping with keys {list(TUNED_KEYS)}, got {describe(data)}"
         )
     missing = [key for key in TUNED_KEYS if key not in data]
-    unknown = sorted(str(key) for key in data if key not in (*TUNED_KEYS, "run"))
+    unknown = sorted(str(key) for key in data if key not in (*TUNED_KEYS, "policy", "run"))
     if missing or unknown:
         raise ConfigError(
-            f"{path}: a tuned file has the keys {list(TUNED_KEYS)} and optionally run; "
-            f"missing {missing}, unknown {unknown}"
+            f"{path}: a tuned file has the keys {list(TUNED_KEYS)} and optionally policy and "
+            f"run; missing {missing}, unknown {unknown}"
         )
+    config = data["config"] if data["config"] is not None else {}
+    if data.get("policy") is not None:
+        config = _with_policy(data["algo"], config, data["policy"], path)
     return TunedConfig(
         source=data["source"],
         algo=data["algo"],
         env_id=data["env_id"],
         num_envs=data["num_envs"],
-        config=data["config"] if data["config"] is not None else {},
+        config=config,
         run=data.get("run") or {},
         path=path,
     )
+
+
+def _with_policy(algo: object, config: object, section: object, path: Path) -> object:
+    """A tuned file's ``config`` with its ``policy:`` section's settings added.
+
+    Raises:
+        ConfigError: ``section`` is not a mapping of the built-in policy's settings,
+            or sets one that ``config`` sets too.
+    """
+    settings = policy_fields(PPOConfig if algo == "ppo" else DifferentiableTrainerConfig)
+    if not isinstance(section, Mapping) or not isinstance(config, Mapping):
+        raise ConfigError(
+            f"{path}: policy and config must be mappings, got {describe(section)} and "
+            f"{describe(config)}"
+        )
+    unknown = sorted(str(key) for key in section if key not in settings)
+    twice = sorted(str(key) for key in section if key in config)
+    if unknown or twice:
+        raise ConfigError(
+            f"{path}: policy sets the built-in policy's settings {list(settings)}, each once; "
+            f"unknown {unknown}, also in config {twice}"
+        )
+    return {**config, **section}
 
 
 def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> TrainerConfig:
