@@ -112,3 +112,47 @@ def test_a_flat_export_of_a_recurrent_policy_is_refused() -> None:
     policy = _policy("gru", gym.spaces.Discrete(2))
     with pytest.raises(ConfigError, match=r"RecurrentActorCritic is recurrent: .*export it with"):
         DeterministicPolicy(policy, SPACE)
+
+
+IMAGE_SPACE = gym.spaces.Dict(
+    {"image": gym.spaces.Box(0, 255, (7, 7, 3), np.uint8), "direction": gym.spaces.Discrete(4)}
+)
+
+
+def _image_policy() -> RecurrentActorCritic:
+    torch.manual_seed(3)
+    return RecurrentActorCritic(IMAGE_SPACE, gym.spaces.Discrete(3), hidden_size=16)
+
+
+def _export_image(export_format: str, path: str) -> None:
+    model = RecurrentDeterministicPolicy(_image_policy(), IMAGE_SPACE)
+    export_recurrent_policy(model, path, export_format=export_format)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("export_format", ["onnx", "torchscript"])
+def test_an_image_policy_exports_with_its_cnn(tmp_path: Path, export_format: str) -> None:
+    """The CNN and its 1/255 scaling are baked in: the flat layout's bytes as floats in."""
+    path = tmp_path / f"policy.{export_format}"
+    run_in_fresh_process(_export_image, export_format, str(path))
+    policy = _image_policy()
+    assert len(policy.encoding.images) == 1
+    model = RecurrentDeterministicPolicy(policy, IMAGE_SPACE)
+    state = policy.initial_state(4, device=torch.device("cpu"))
+    inputs = [entry.numpy() for entry in model.initial_state(4)]
+    step = _onnx_step(path, model.state_keys) if export_format == "onnx" else _script_step(path)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        image = torch.randint(0, 256, (4, 7, 7, 3), dtype=torch.uint8, generator=generator)
+        direction = torch.randint(0, 4, (4,), generator=generator)
+        with torch.no_grad():
+            expected = policy.act_step(
+                TensorDict({"image": image, "direction": direction}, batch_size=[4]),
+                state,
+                deterministic=True,
+            )
+        state = expected["state"]
+        # The flat layout: each key flattened in the space's order (direction, then image).
+        flat = torch.cat([direction.float().unsqueeze(-1), image.reshape(4, -1).float()], dim=-1)
+        action, *inputs = step(flat.numpy(), inputs)
+        np.testing.assert_allclose(action, expected["action"].numpy(), atol=1e-5)
+        np.testing.assert_allclose(inputs[0], state["h"].numpy(), atol=1e-5)
