@@ -85,3 +85,42 @@ def test_export_writes_the_state_as_inputs_and_outputs(run_dir: Path, tmp_path: 
         action, h = session.run(None, {"obs": np.zeros((3, 2), dtype=np.float32), "h": h})
     assert action.shape == (3,)
     assert np.isfinite(h).all()
+
+
+def test_policy_core_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--set policy.core=lstm trains the built-in recurrent policy; the first line names it."""
+    run = tmp_path / "lstm"
+    argv = [
+        "train",
+        "CartPole-v1",
+        "--wrapper",
+        HIDE_VELOCITIES,
+        "--set",
+        "policy.core=lstm",
+        "--set",
+        "policy.core_hidden_size=8",
+        "--total-timesteps",
+        "64",
+        "--num-envs",
+        "2",
+        "--eval-episodes",
+        "2",
+        "--no-progress",
+        "--set",
+        "num_steps=16",
+        "--set",
+        "batch_size=16",
+        "--set",
+        "num_mini_epochs=1",
+        "--run-dir",
+        str(run),
+    ]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("policy          RecurrentActorCritic, ")
+    assert first.endswith("LSTM core (8 wide, 1 layer)")
+    document = yaml.safe_load((run / "config.yaml").read_text())
+    assert (document["policy"]["core"], document["policy"]["core_hidden_size"]) == ("lstm", 8)
+    assert main(["evaluate", str(run), "--episodes", "2", "--num-envs", "2"]) == 0

@@ -125,7 +125,7 @@ def test_a_policy_section_sets_the_built_in_policy(
     bad.write_text("policy:\n  cores: gru\n")
     with pytest.raises(ConfigError, match=r"policy has unknown keys \['cores'\]"):
         main(["--debug", "train", "--config", str(bad), "--print-config"])
-    with pytest.raises(ConfigError, match="policy.core is a setting of ppo's built-in policy"):
+    with pytest.raises(ConfigError, match=r"policy\.core is a setting of ppo's built-in policy"):
         main(
             [
                 "--debug",

@@ -627,13 +627,18 @@ _UPDATE_LINES: Final = {"eager": "eager", "compiled": "torch.compile"}
 
 
 def _load_and_announce(agent: "AbstractTrainer", checkpoint: Path | None, *, main: bool) -> None:
-    """Load the checkpoint a resume continues from; rank 0 then says how the updates run.
+    """Load the checkpoint a resume continues from; rank 0 then names the policy and the update.
 
     The config alone decides the update path (PPO's ``compile``), never what a cache holds.
     """
     if checkpoint is not None:
         agent.load(checkpoint)
+    # Builds the policy (every rank: Fabric's setup is collective), as fit() would first.
+    agent.setup()
     if main:
+        from typedrl.policies import describe_policy  # noqa: PLC0415 - imports torch
+
+        print(f"policy          {describe_policy(agent.policy)}", flush=True)
         print(f"update          {_UPDATE_LINES[agent.update_path]}", flush=True)
 
 

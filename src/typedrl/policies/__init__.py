@@ -14,6 +14,7 @@ from typedrl._lazy import lazy_exports
 if TYPE_CHECKING:
     from typedrl.policies._activation import Activation as Activation
     from typedrl.policies._actor_critic import MLPActorCritic as MLPActorCritic
+    from typedrl.policies._describe import describe_policy as describe_policy
     from typedrl.policies._differentiable import DifferentiableMLPPolicy as DifferentiableMLPPolicy
     from typedrl.policies._distributions import Categorical as Categorical
     from typedrl.policies._distributions import DiagonalGaussian as DiagonalGaussian
@@ -48,6 +49,7 @@ else:
             "PolicyFactory": "typedrl.policies._factory",
             "Activation": "typedrl.policies._activation",
             "build_mlp": "typedrl.policies._mlp",
+            "describe_policy": "typedrl.policies._describe",
             "RecurrentActorCritic": "typedrl.policies._recurrent",
             "RecurrentCore": "typedrl.policies._recurrent",
         },
@@ -70,5 +72,6 @@ __all__ = [
     "RecurrentCore",
     "build_image_encoders",
     "build_mlp",
+    "describe_policy",
     "image_layout",
 ]
