@@ -105,6 +105,39 @@ def test_pong_builds_the_nature_cnn_and_trains_a_step(tmp_path: Path) -> None:
     assert max(m.in_features for m in policy.modules() if isinstance(m, nn.Linear)) == 3136
 
 
+@pytest.mark.filterwarnings("ignore:EnvPool seeds are fixed")
+def test_envpool_pong_trains_from_the_guides_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Atari guide's EnvPool command: Pong-v5's stacked frames reach the Nature CNN."""
+    argv = _guide_command("docs/guides/atari.rst", "train typedrl.envs:make_envpool")
+    budget = argv.index("--total-timesteps")
+    argv[budget + 1] = "2048"
+    argv += ["--no-progress", "--eval-episodes", "1", "--run-dir", str(tmp_path / "run")]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "nature CNN on 4x84x84 images (512 features)" in first
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["global_step"] == 2048
+
+
+@pytest.mark.filterwarnings("ignore:EnvPool seeds are fixed")
+def test_envpool_is_seeded_by_the_run() -> None:
+    """The same seed gives the same frames; another seed other ones (EnvPool seeds at creation)."""
+    frames = []
+    for seed in (5, 5, 6):
+        env = make(
+            "typedrl.envs:make_envpool", num_envs=2, seed=seed, env_kwargs={"task_id": "Pong-v5"}
+        )
+        obs, _ = env.reset()
+        for _ in range(40):
+            obs = env.step(torch.full((2,), 2))[0]  # UP, every step
+        frames.append(obs["obs"].clone())
+        env.close()
+    assert torch.equal(frames[0], frames[1])
+    assert not torch.equal(frames[0], frames[2])
+
+
 @pytest.mark.slow
 def test_the_doorkey_file_solves_doorkey_within_100k_steps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

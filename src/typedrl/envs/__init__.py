@@ -8,6 +8,8 @@
   envs (registered with Gymnasium as ``typedrl/<Name>-v0``);
 - :func:`check_vec_env` and :func:`check_differentiable_vec_env`: the
   conformance checkers to run on your own envs before training;
+- :func:`make_envpool`: EnvPool's batched envs (Atari, MuJoCo, ...) as an env
+  spec, ``typedrl.envs:make_envpool``;
 - :class:`KeepObservationIndices`: a Gymnasium wrapper that hides entries of
   an observation (CartPole without its velocities, for recurrent policies);
 - :class:`VecEnvWrapper`: the delegating base of every env wrapper (override
@@ -20,6 +22,7 @@ from typedrl.envs._checker import CheckReport as CheckReport
 from typedrl.envs._checker import Violation as Violation
 from typedrl.envs._checker import check_differentiable_vec_env as check_differentiable_vec_env
 from typedrl.envs._checker import check_vec_env as check_vec_env
+from typedrl.envs._envpool import make_envpool as make_envpool
 from typedrl.envs._gymnasium import GymnasiumVecEnv as GymnasiumVecEnv
 from typedrl.envs._isaaclab import IsaacLabEnvCfgLike as IsaacLabEnvCfgLike
 from typedrl.envs._isaaclab import IsaacLabEnvLike as IsaacLabEnvLike
@@ -73,6 +76,7 @@ __all__ = [
     "check_vec_env",
     "make",
     "make_builtin",
+    "make_envpool",
     "observation_normalize_mask_of",
     "register_builtin_envs",
 ]
