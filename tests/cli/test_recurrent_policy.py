@@ -19,17 +19,19 @@ HIDE_VELOCITIES = "typedrl.envs:KeepObservationIndices(indices=[0, 2])"
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny PPO run of a GRU policy on CartPole without velocities."""
     run = tmp_path_factory.mktemp("recurrent") / "run"
-    argv = [
+    policy = ["--policy", RECURRENT, "--policy-kwargs", '{"hidden_size": 8}']
+    assert main(_tiny_run(run, *policy, "--total-timesteps", "128")) == 0
+    return run
+
+
+def _tiny_run(run: Path, *flags: str) -> list[str]:
+    """``typedrl train`` on CartPole without velocities: 2 envs, one pass of 16-step rollouts."""
+    return [
         "train",
         "CartPole-v1",
         "--wrapper",
         HIDE_VELOCITIES,
-        "--policy",
-        RECURRENT,
-        "--policy-kwargs",
-        '{"hidden_size": 8}',
-        "--total-timesteps",
-        "128",
+        *flags,
         "--num-envs",
         "2",
         "--eval-episodes",
@@ -44,8 +46,6 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--run-dir",
         str(run),
     ]
-    assert main(argv) == 0
-    return run
 
 
 def test_the_run_records_the_recurrent_policy(run_dir: Path) -> None:
@@ -92,31 +92,8 @@ def test_policy_core_from_the_command_line(
 ) -> None:
     """--set policy.core=lstm trains the built-in recurrent policy; the first line names it."""
     run = tmp_path / "lstm"
-    argv = [
-        "train",
-        "CartPole-v1",
-        "--wrapper",
-        HIDE_VELOCITIES,
-        "--set",
-        "policy.core=lstm",
-        "--set",
-        "policy.core_hidden_size=8",
-        "--total-timesteps",
-        "64",
-        "--num-envs",
-        "2",
-        "--eval-episodes",
-        "2",
-        "--no-progress",
-        "--set",
-        "num_steps=16",
-        "--set",
-        "batch_size=16",
-        "--set",
-        "num_mini_epochs=1",
-        "--run-dir",
-        str(run),
-    ]
+    core = ["--set", "policy.core=lstm", "--set", "policy.core_hidden_size=8"]
+    argv = _tiny_run(run, *core, "--total-timesteps", "64")
     assert main(argv) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("policy          RecurrentActorCritic, ")

@@ -5,7 +5,9 @@ in ``tests/thirdparty/test_images.py`` (``nox -s thirdparty``).
 """
 
 from pathlib import Path
+from typing import Literal
 
+import pytest
 import torch
 
 from typedrl.envs import make
@@ -16,8 +18,12 @@ from typedrl.training import RunOptions
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_ppo_reads_the_quadrant_from_the_image() -> None:
-    """QuadrantImageEnv (chance 0.25): the small CNN reaches >= 0.9 in 8192 steps, seed 0."""
+@pytest.mark.parametrize("core", ["mlp", "gru"])
+def test_ppo_reads_the_quadrant_from_the_image(core: Literal["mlp", "gru"]) -> None:
+    """QuadrantImageEnv (chance 0.25): the small CNN reaches >= 0.9 in 8192 steps, seed 0.
+
+    With ``core="gru"`` the CNN feeds a GRU and the rollout carries its state.
+    """
     torch.set_num_threads(1)
     env = make("typedrl.testing:QuadrantImageEnv", num_envs=8, seed=0)
     eval_env = make("typedrl.testing:QuadrantImageEnv", num_envs=8, seed=100)
@@ -31,6 +37,7 @@ def test_ppo_reads_the_quadrant_from_the_image() -> None:
         actor_hidden=(64,),
         critic_hidden=(64,),
         image_features=64,
+        core=core,
     )
     agent = PPOAgent(
         env=env,
@@ -41,40 +48,14 @@ def test_ppo_reads_the_quadrant_from_the_image() -> None:
     result = agent.fit()
     env.close()
     eval_env.close()
-    assert isinstance(agent.policy, MLPActorCritic)
-    assert agent.policy.actor_encoding.images[0].kind == "small"
+    policy = agent.policy
+    if core == "mlp":
+        assert isinstance(policy, MLPActorCritic)
+        encoders = policy.actor_encoding.images
+    else:
+        assert isinstance(policy, RecurrentActorCritic)
+        encoders = policy.encoding.images
+    assert [encoder.kind for encoder in encoders] == ["small"]
     # The rollout stores the image as the env gives it: bytes, not floats.
-    assert agent.collector.buffer.specs["obs", "obs"].dtype == torch.uint8
-    assert result.metrics["eval/score"] >= 0.9
-
-
-def test_a_recurrent_policy_reads_the_quadrant_through_its_cnn() -> None:
-    """``core="gru"``: the CNN feeds a GRU and the rollout carries its state; >= 0.9, seed 0."""
-    torch.set_num_threads(1)
-    env = make("typedrl.testing:QuadrantImageEnv", num_envs=8, seed=0)
-    eval_env = make("typedrl.testing:QuadrantImageEnv", num_envs=8, seed=100)
-    config = PPOConfig(
-        total_timesteps=8192,
-        num_steps=32,
-        batch_size=64,
-        num_mini_epochs=4,
-        learning_rate=1e-3,
-        entropy_coef=0.01,
-        actor_hidden=(64,),
-        critic_hidden=(64,),
-        image_features=64,
-        core="gru",
-    )
-    agent = PPOAgent(
-        env=env,
-        config=config,
-        eval_env=eval_env,
-        options=RunOptions(eval_episodes=64, progress=False),
-    )
-    result = agent.fit()
-    env.close()
-    eval_env.close()
-    assert isinstance(agent.policy, RecurrentActorCritic)
-    assert agent.policy.encoding.images[0].kind == "small"
     assert agent.collector.buffer.specs["obs", "obs"].dtype == torch.uint8
     assert result.metrics["eval/score"] >= 0.9
