@@ -35,7 +35,8 @@ What differs, because the two programs allow no closer match:
   them as uint8 and scales them in the policy.
 - Extra work. typedrl plays one deterministic evaluation episode at the end
   (the least its ``train`` command allows) and writes its run folder
-  (checkpoints, ``metrics.csv``, ``summary.json``); CleanRL writes a
+  (checkpoints, ``metrics.csv``, ``summary.json``, ``curve.png``, and a
+  TensorBoard log where tensorboard is installed); CleanRL writes a
   TensorBoard log.
 
 Each side is one fresh process, alternately first. Two rates are measured:
@@ -43,7 +44,8 @@ the whole process (env steps over the wall clock from start to exit,
 imports, env creation, typedrl's evaluation and files included), and the
 training loop at its steady state (the env steps of iterations 2 to the last
 over their time: CleanRL's from the time of its first ``SPS:`` line to its
-last, typedrl's from the ``time/iteration_seconds`` of its ``metrics.csv``).
+last, typedrl's from the ``time/iteration_seconds`` of its ``metrics.csv``,
+which time each iteration's collection and update but not its logging).
 The ratios are typedrl's rate over CleanRL's, medians over the rounds.
 
 Needs ``tyro`` and ``tensorboard`` (CleanRL's command line and logger) and
