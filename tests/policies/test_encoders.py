@@ -1,5 +1,7 @@
 """Tests for typedrl.policies._encoders."""
 
+from typing import Literal
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -76,6 +78,18 @@ def test_bytes_are_scaled_and_hwc_is_read_as_chw() -> None:
     expected = torch.relu(hwc.project(hwc.convs(image.permute(0, 3, 1, 2) / 255.0)))
     torch.testing.assert_close(hwc(image.reshape(3, -1)), expected)
     torch.testing.assert_close(chw(image.permute(0, 3, 1, 2).reshape(3, -1)), expected)
+
+
+@pytest.mark.parametrize(("shape", "layout"), [((4, 84, 84), "chw"), ((84, 84, 4), "hwc")])
+def test_the_convolutions_read_channels_last_memory(
+    shape: tuple[int, int, int], layout: Literal["chw", "hwc"]
+) -> None:
+    """Either layout reaches the first convolution channels-last in memory (faster on the CPU)."""
+    encoder = ImageEncoder(shape, layout, "nature", features=8, where="P")
+    seen: list[torch.Tensor] = []
+    encoder.convs[0].register_forward_hook(lambda _module, args, _out: seen.append(args[0]))
+    encoder(torch.zeros(2, 4 * 84 * 84))
+    assert seen[0].is_contiguous(memory_format=torch.channels_last)
 
 
 def test_auto_picks_nature_for_large_images_and_small_for_small_ones() -> None:
