@@ -35,6 +35,7 @@ Run::
 
 import argparse
 import copy
+import importlib
 import json
 import sys
 import tempfile
@@ -179,17 +180,18 @@ def _install_stand_ins(reference: Path) -> None:
     )
 
 
-def _reference(module: Any, actor: _Actor, critic: nn.Module, log_dir: str) -> Any:
+def _reference(module: Any, actor: _Actor, critic: Any, log_dir: str) -> Any:
     """The reference's AHAC with ahac.yaml's settings, on the adapter, actor and critic."""
-    objects = {
+    objects: dict[str, Any] = {
         "env": _ReferenceEnv,
-        "actor": lambda: copy.deepcopy(actor),
-        "critic": lambda: copy.deepcopy(critic),
+        "actor": actor,
+        "critic": critic,
     }
 
     def instantiate(config: dict[str, Any], **kwargs: Any) -> Any:
         del kwargs
-        return objects[config["_target_"]]()
+        made = objects[config["_target_"]]
+        return made() if made is _ReferenceEnv else copy.deepcopy(made)
 
     module.instantiate = instantiate
     return module.AHAC(
@@ -217,7 +219,7 @@ def _reference(module: Any, actor: _Actor, critic: nn.Module, log_dir: str) -> A
     )
 
 
-def _typedrl_update(actor: _Actor, reference_critic: nn.Module) -> dict[str, Any]:
+def _typedrl_update(actor: _Actor, reference_critic: Any) -> dict[str, Any]:
     """One typedrl AHAC update on the same env, weights and settings."""
     import typedrl.ahac._algorithm as algorithm_module  # noqa: PLC0415
 
@@ -252,14 +254,14 @@ def _typedrl_update(actor: _Actor, reference_critic: nn.Module) -> dict[str, Any
     collector = DifferentiableCollector(env, record_contacts=True)
     collector.reset(seed=SEED)
     recorded: dict[str, Any] = {}
-    original_targets = algorithm_module.critic_targets
+    original_targets = getattr(algorithm_module, "critic_targets")  # noqa: B009 - patched below
 
     def critic_targets(*args: Any, **kwargs: Any) -> Any:
         data = original_targets(*args, **kwargs)
         recorded["targets"] = data.targets.reshape(8, NUM_ENVS).clone()
         return data
 
-    algorithm_module.critic_targets = critic_targets  # type: ignore[assignment]
+    setattr(algorithm_module, "critic_targets", critic_targets)  # noqa: B010 - restored below
 
     class Watch:
         def collect(self, policy: Any, *, num_steps: int, iteration: int) -> Any:
@@ -268,13 +270,16 @@ def _typedrl_update(actor: _Actor, reference_critic: nn.Module) -> dict[str, Any
             return window
 
         def detach_state(self) -> Any:
-            recorded["grads"] = [p.grad.clone() for p in policy.actor.parameters()]
+            recorded["grads"] = [
+                torch.zeros_like(p) if p.grad is None else p.grad.clone()
+                for p in policy.actor.parameters()
+            ]
             return collector.detach_state()
 
     try:
         outcome, _ = ahac.update(Watch())
     finally:
-        algorithm_module.critic_targets = original_targets
+        setattr(algorithm_module, "critic_targets", original_targets)  # noqa: B010
     steps = 8
     return {
         "loss": outcome.metrics["loss/policy"],
@@ -286,7 +291,7 @@ def _typedrl_update(actor: _Actor, reference_critic: nn.Module) -> dict[str, Any
     }
 
 
-def _reference_window(module: Any, actor: _Actor, critic: nn.Module) -> dict[str, Any]:
+def _reference_window(module: Any, actor: _Actor, critic: Any) -> dict[str, Any]:
     """The reference's loss, gradient, targets (one instance) and horizon step (another)."""
     with tempfile.TemporaryDirectory() as log_dir:
         first = _reference(module, actor, critic, log_dir)
@@ -318,11 +323,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     _install_stand_ins(args.reference)
-    import shac.algorithms.ahac as module  # noqa: PLC0415
-    from shac.models.critic import DoubleCriticMLP  # noqa: PLC0415
+    module = importlib.import_module("shac.algorithms.ahac")
+    double_critic = importlib.import_module("shac.models.critic").DoubleCriticMLP
 
     actor = _Actor()
-    critic = DoubleCriticMLP(obs_dim=1, units=HIDDEN, activation="elu", device="cpu")
+    critic = double_critic(obs_dim=1, units=HIDDEN, activation="elu", device="cpu")
     pairs = zip(critic.critic_1.parameters(), critic.critic_2.parameters(), strict=True)
     shared = all(a is b for a, b in pairs)
     reference = _reference_window(module, actor, critic)
