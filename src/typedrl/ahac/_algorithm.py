@@ -12,7 +12,7 @@ shares its steps with :meth:`~typedrl.shac.SHAC.update`.
 """
 
 from collections.abc import Sequence
-from typing import cast, final
+from typing import final
 
 import torch
 from jaxtyping import Float
@@ -34,7 +34,7 @@ from typedrl.metrics import (
 )
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies import build_mlp
-from typedrl.protocols import DifferentiablePolicy, SupportsNormalizerUpdate
+from typedrl.protocols import SupportsNormalizerUpdate
 from typedrl.shac._window import (
     WindowCollector,
     critic_metrics,
@@ -265,7 +265,7 @@ class AHAC:
         # 1-3. The window of round(H) steps, the loss ended by min(V_1, V_2), backward.
         window, loss = differentiate_window(
             collector,
-            cast("DifferentiablePolicy", self.policy),
+            self.policy,
             num_steps=num_steps,
             iteration=iteration,
             value=self.value,

@@ -10,7 +10,7 @@ averaging. :meth:`SHAC.update` is one iteration, top to bottom.
 """
 
 import copy
-from typing import cast, final
+from typing import final
 
 import torch
 from tensordict import TensorDict
@@ -22,7 +22,7 @@ from typedrl.episodes import EpochEpisodes
 from typedrl.errors import ConfigError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies import build_mlp
-from typedrl.protocols import DifferentiablePolicy, SupportsNormalizerUpdate
+from typedrl.protocols import SupportsNormalizerUpdate
 from typedrl.shac._config import SHACConfig
 from typedrl.shac._window import (
     WINDOW_SUMS,
@@ -240,11 +240,10 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
                 run's first updates (the objective does not depend on the actions).
         """
         config, dist = self.config, self.dist
-        policy = cast("DifferentiablePolicy", self.policy)
         # 1-3. The window, the actor loss ended by the target critic, backward, detach.
         window, loss = differentiate_window(
             collector,
-            policy,
+            self.policy,
             num_steps=num_steps,
             iteration=iteration,
             value=self.value,

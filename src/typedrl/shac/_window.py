@@ -12,12 +12,12 @@ those as arguments, so :meth:`~typedrl.shac.SHAC.update` and
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol, final, runtime_checkable
+from typing import Final, Protocol, cast, final, runtime_checkable
 
 import torch
 from jaxtyping import Bool, Float
 from tensordict import TensorDict
-from torch import Tensor
+from torch import Tensor, nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
@@ -114,7 +114,7 @@ class WindowLoss:
 
 def differentiate_window(
     collector: WindowCollector,
-    policy: DifferentiablePolicy,
+    policy: nn.Module,
     *,
     num_steps: int,
     iteration: int,
@@ -142,7 +142,9 @@ def differentiate_window(
     kernel.clear()
     try:
         # The window: graph-preserving, continuing the env's running episodes.
-        window = collector.collect(policy, num_steps=num_steps, iteration=iteration)
+        window = collector.collect(
+            cast("DifferentiablePolicy", policy), num_steps=num_steps, iteration=iteration
+        )
         rewards, valid = window.rewards, window.valid
         rows = rewards.shape[1]
         # A row whose observation exploded is cut like a termination (masked steps after a
