@@ -21,6 +21,7 @@ def contact_trainer(
     ahac: dict[str, Any] | None = None,
     options: RunOptions | None = None,
     seed: int = 0,
+    episode: int = 5,
     **fields: Any,
 ) -> DifferentiableTrainer:
     """A small AHAC trainer on :class:`~typedrl.testing.ContactQuadraticEnv`."""
@@ -35,12 +36,11 @@ def contact_trainer(
     }
     config = DifferentiableTrainerConfig(
         total_updates=total_updates,
-        hidden=(8,),
         algorithm=AHACConfig(**values),
         seed=seed,
-        **fields,
+        **{"hidden": (8,), **fields},
     )
-    env = ContactQuadraticEnv(num_envs=num_envs, horizon=5, contact_scale=contact_scale)
+    env = ContactQuadraticEnv(num_envs=num_envs, horizon=episode, contact_scale=contact_scale)
     return DifferentiableTrainer(
         env=env,
         config=config,
