@@ -40,6 +40,7 @@ from typedrl.shac._window import (
     critic_metrics,
     critic_targets,
     differentiate_window,
+    feature_width,
     fit_critic,
     step_actor,
 )
@@ -209,6 +210,15 @@ class AHAC:
         )
         self.sampler = torch.Generator(device="cpu").manual_seed(seed)
         self._features = features
+
+    @staticmethod
+    def feature_width(policy: nn.Module, observation: TensorDict) -> int:
+        """Width of ``policy.features(observation)``: the critics' input for this policy.
+
+        Raises:
+            ConfigError: The policy has no ``features(obs)``.
+        """
+        return feature_width("AHAC", policy, observation)
 
     def value(self, observations: TensorDict) -> Tensor:
         """``min(V_1(obs), V_2(obs))`` of a batch of observations, unscaled."""

@@ -405,7 +405,7 @@ class DifferentiableTrainer(AbstractTrainer):
                 dist=self.dist,
                 planned_updates=self.planned_updates,
                 seed=derive_seed(config.seed, "sampler", rank=self.dist.rank),
-                feature_width=SHAC.feature_width(model, _zero_observation(env, self.device)),
+                feature_width=AHAC.feature_width(model, _zero_observation(env, self.device)),
                 normalize_observations=config.normalize_observations,
             )
         elif isinstance(config.algorithm, SHACConfig):

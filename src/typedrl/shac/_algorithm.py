@@ -31,6 +31,7 @@ from typedrl.shac._window import (
     critic_metrics,
     critic_targets,
     differentiate_window,
+    feature_width,
     fit_critic,
     step_actor,
 )
@@ -180,14 +181,7 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
         Raises:
             ConfigError: The policy has no ``features(obs)``.
         """
-        features = getattr(policy, "features", None)
-        if not callable(features):
-            raise ConfigError(
-                "SHAC needs a policy with features(obs), the critic's input (as "
-                f"DifferentiableMLPPolicy has), got {type(policy).__name__}"
-            )
-        with torch.no_grad():
-            return int(features(observation).shape[-1])
+        return feature_width("SHAC", policy, observation)
 
     def value(self, observations: TensorDict, *, target: bool = True) -> Tensor:
         """``V(obs)`` of a batch of observations (the target critic by default), unscaled."""

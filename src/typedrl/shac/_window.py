@@ -32,7 +32,7 @@ from typedrl.apg._config import APGConfig
 from typedrl.apg._cut_rows import exploded_rows, zero_rows
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed, raise_together
-from typedrl.errors import TypedRLError
+from typedrl.errors import ConfigError, TypedRLError
 from typedrl.metrics import (
     CRITIC_EXPLAINED_VARIANCE,
     CRITIC_TARGET_MEAN,
@@ -56,6 +56,7 @@ __all__ = [
     "critic_metrics",
     "critic_targets",
     "differentiate_window",
+    "feature_width",
     "fit_critic",
     "step_actor",
 ]
@@ -91,6 +92,22 @@ class WindowCollector(Protocol):
     def detach_state(self) -> Obs:
         """Cut the graph at the current state (a window's end)."""
         ...
+
+
+def feature_width(owner: str, policy: nn.Module, observation: TensorDict) -> int:
+    """Width of ``policy.features(observation)``: the critic's input for this policy.
+
+    Raises:
+        ConfigError: The policy has no ``features(obs)``; the message names ``owner``.
+    """
+    features = getattr(policy, "features", None)
+    if not callable(features):
+        raise ConfigError(
+            f"{owner} needs a policy with features(obs), the critic's input (as "
+            f"DifferentiableMLPPolicy has), got {type(policy).__name__}"
+        )
+    with torch.no_grad():
+        return int(features(observation).shape[-1])
 
 
 @final
