@@ -24,7 +24,7 @@ from typedrl.ahac._horizon import AdaptiveHorizon
 from typedrl.apg._algorithm import AlgorithmState, actor_step
 from typedrl.distributed import Distributed
 from typedrl.episodes import EpochEpisodes
-from typedrl.errors import ConfigError, EnvContractError
+from typedrl.errors import EnvContractError
 from typedrl.metrics import (
     AHAC_CONTACT_NORM,
     AHAC_CRITIC_PASSES,
@@ -38,14 +38,16 @@ from typedrl.protocols import SupportsNormalizerUpdate
 from typedrl.shac._window import (
     WindowCollector,
     critic_metrics,
+    critic_step,
     critic_targets,
     differentiate_window,
     feature_width,
     fit_critic,
+    policy_features,
     step_actor,
 )
 from typedrl.training import Counters, GeneratorState
-from typedrl.training._update import GradientStep, UpdateOutcome, build_optimizer, build_scheduler
+from typedrl.training._update import UpdateOutcome
 
 __all__ = ["AHAC", "DoubleCritic", "loss_has_settled"]
 
@@ -143,12 +145,7 @@ class AHAC:
         feature_width: int,
         normalize_observations: bool = False,
     ) -> None:
-        features = getattr(policy, "features", None)
-        if not callable(features):
-            raise ConfigError(
-                f"AHAC needs a policy with features(obs) (the critics' input, normalised as "
-                f"the policy sees it), got {type(policy).__name__}"
-            )
+        features = policy_features("AHAC", policy)
         self.policy = policy
         self.config = config
         self.dist = dist
@@ -172,30 +169,10 @@ class AHAC:
                 for _ in range(2)
             )
         ).to(device=parameter.device, dtype=parameter.dtype)
-        if dist.world_size > 1:
-            with torch.no_grad():
-                for tensor in critic.parameters():
-                    tensor.copy_(dist.broadcast(tensor.detach().clone(), src=0))
+        self.critic_optimizer, self.critic_scheduler, self.critic_kernel = critic_step(
+            critic, config, dist=dist, planned_updates=planned_updates
+        )
         self.critic = critic
-        self.critic_optimizer = build_optimizer(
-            list(critic.parameters()),
-            name="adam",
-            learning_rate=config.critic_learning_rate,
-            betas=config.critic_betas,
-        )
-        self.critic_scheduler = build_scheduler(
-            self.critic_optimizer,
-            schedule=config.critic_learning_rate_schedule,
-            planned_updates=planned_updates,
-            learning_rate=config.critic_learning_rate,
-            min_learning_rate=config.critic_min_learning_rate,
-        )
-        self.critic_kernel = GradientStep(
-            list(critic.parameters()),
-            self.critic_optimizer,
-            dist=dist,
-            max_grad_norm=config.critic_max_grad_norm,
-        )
         self.return_normalizer = (
             RunningMeanStd((), clip=None).to(parameter.device) if config.normalize_returns else None
         )

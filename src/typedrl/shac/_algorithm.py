@@ -19,7 +19,6 @@ from torch import Tensor, nn
 from typedrl.apg._algorithm import AlgorithmState, actor_step
 from typedrl.distributed import Distributed
 from typedrl.episodes import EpochEpisodes
-from typedrl.errors import ConfigError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies import build_mlp
 from typedrl.protocols import SupportsNormalizerUpdate
@@ -29,14 +28,16 @@ from typedrl.shac._window import (
     CriticData,
     WindowCollector,
     critic_metrics,
+    critic_step,
     critic_targets,
     differentiate_window,
     feature_width,
     fit_critic,
+    policy_features,
     step_actor,
 )
 from typedrl.training import Counters, GeneratorState
-from typedrl.training._update import GradientStep, UpdateOutcome, build_optimizer, build_scheduler
+from typedrl.training._update import UpdateOutcome
 
 __all__ = ["SHAC", "WindowCollector"]
 
@@ -115,12 +116,7 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
         feature_width: int,
         normalize_observations: bool = False,
     ) -> None:
-        features = getattr(policy, "features", None)
-        if not callable(features):
-            raise ConfigError(
-                f"SHAC needs a policy with features(obs) (the critic's input, normalised as "
-                f"the policy sees it), got {type(policy).__name__}"
-            )
+        features = policy_features("SHAC", policy)
         actor = config.actor
         self.policy = policy
         self.config = config
@@ -141,33 +137,13 @@ input, normalised as the policy sees it), got LinearDifferentiablePolicy
             activation=config.critic_activation,
             layer_norm=config.critic_layer_norm,
         ).to(device=parameter.device, dtype=parameter.dtype)
-        if dist.world_size > 1:
-            with torch.no_grad():
-                for tensor in critic.parameters():
-                    tensor.copy_(dist.broadcast(tensor.detach().clone(), src=0))
+        self.critic_optimizer, self.critic_scheduler, self.critic_kernel = critic_step(
+            critic, config, dist=dist, planned_updates=planned_updates
+        )
         self.critic = critic
         self.target_critic = copy.deepcopy(critic)
         # The actor's loss goes through the target critic, which never trains on it.
         self.target_critic.requires_grad_(requires_grad=False)
-        self.critic_optimizer = build_optimizer(
-            list(critic.parameters()),
-            name="adam",
-            learning_rate=config.critic_learning_rate,
-            betas=config.critic_betas,
-        )
-        self.critic_scheduler = build_scheduler(
-            self.critic_optimizer,
-            schedule=config.critic_learning_rate_schedule,
-            planned_updates=planned_updates,
-            learning_rate=config.critic_learning_rate,
-            min_learning_rate=config.critic_min_learning_rate,
-        )
-        self.critic_kernel = GradientStep(
-            list(critic.parameters()),
-            self.critic_optimizer,
-            dist=dist,
-            max_grad_norm=config.critic_max_grad_norm,
-        )
         self.return_normalizer = (
             RunningMeanStd((), clip=None).to(parameter.device) if config.normalize_returns else None
         )

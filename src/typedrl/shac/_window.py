@@ -28,7 +28,7 @@ from typedrl.apg._algorithm import (
     policy_statistics,
     refuse_update,
 )
-from typedrl.apg._config import APGConfig
+from typedrl.apg._config import APGConfig, DecaySchedule
 from typedrl.apg._cut_rows import exploded_rows, zero_rows
 from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed, raise_together
@@ -45,7 +45,12 @@ from typedrl.metrics import (
 from typedrl.normalization import RunningMeanStd
 from typedrl.protocols import DifferentiablePolicy
 from typedrl.training import Counters
-from typedrl.training._update import GradientStep, ReducedGradient
+from typedrl.training._update import (
+    GradientStep,
+    ReducedGradient,
+    build_optimizer,
+    build_scheduler,
+)
 from typedrl.types import Obs, RolloutFlag
 
 __all__ = [
@@ -94,8 +99,8 @@ class WindowCollector(Protocol):
         ...
 
 
-def feature_width(owner: str, policy: nn.Module, observation: TensorDict) -> int:
-    """Width of ``policy.features(observation)``: the critic's input for this policy.
+def policy_features(owner: str, policy: nn.Module) -> Callable[[TensorDict], Tensor]:
+    """``policy.features``, the critic's input (normalised as the policy sees it).
 
     Raises:
         ConfigError: The policy has no ``features(obs)``; the message names ``owner``.
@@ -103,11 +108,74 @@ def feature_width(owner: str, policy: nn.Module, observation: TensorDict) -> int
     features = getattr(policy, "features", None)
     if not callable(features):
         raise ConfigError(
-            f"{owner} needs a policy with features(obs), the critic's input (as "
-            f"DifferentiableMLPPolicy has), got {type(policy).__name__}"
+            f"{owner} needs a policy with features(obs) (the critic's input, normalised as "
+            f"the policy sees it), got {type(policy).__name__}"
         )
+    return cast("Callable[[TensorDict], Tensor]", features)
+
+
+def feature_width(owner: str, policy: nn.Module, observation: TensorDict) -> int:
+    """Width of ``policy.features(observation)``: the critic's input for this policy.
+
+    Raises:
+        ConfigError: The policy has no ``features(obs)``; the message names ``owner``.
+    """
+    features = policy_features(owner, policy)
     with torch.no_grad():
         return int(features(observation).shape[-1])
+
+
+@runtime_checkable
+class CriticSettings(Protocol):
+    """The critic's optimisation fields SHAC's and AHAC's configs share."""
+
+    @property
+    def critic_learning_rate(self) -> float: ...
+    @property
+    def critic_betas(self) -> tuple[float, float]: ...
+    @property
+    def critic_learning_rate_schedule(self) -> DecaySchedule: ...
+    @property
+    def critic_min_learning_rate(self) -> float: ...
+    @property
+    def critic_max_grad_norm(self) -> float | None: ...
+
+
+def critic_step(
+    critic: nn.Module,
+    config: CriticSettings,
+    *,
+    dist: Distributed,
+    planned_updates: int | None,
+) -> tuple[Optimizer, LambdaLR, GradientStep]:
+    """Rank 0's critic weights on every rank, then the critic's Adam, schedule and gradient step.
+
+    SHAC's critic and AHAC's double critic start the same on every rank and
+    step the same way: Adam over all their parameters, the config's schedule
+    over ``planned_updates``, and one rank-averaged, clipped gradient step.
+    """
+    parameters = list(critic.parameters())
+    if dist.world_size > 1:
+        with torch.no_grad():
+            for tensor in parameters:
+                tensor.copy_(dist.broadcast(tensor.detach().clone(), src=0))
+    optimizer = build_optimizer(
+        parameters,
+        name="adam",
+        learning_rate=config.critic_learning_rate,
+        betas=config.critic_betas,
+    )
+    scheduler = build_scheduler(
+        optimizer,
+        schedule=config.critic_learning_rate_schedule,
+        planned_updates=planned_updates,
+        learning_rate=config.critic_learning_rate,
+        min_learning_rate=config.critic_min_learning_rate,
+    )
+    kernel = GradientStep(
+        parameters, optimizer, dist=dist, max_grad_norm=config.critic_max_grad_norm
+    )
+    return optimizer, scheduler, kernel
 
 
 @final
