@@ -64,7 +64,6 @@ def test_the_double_critic_is_the_minimum_of_two() -> None:
 
 def test_the_two_critics_start_apart() -> None:
     """The two networks have their own weights (the reference's share their layers)."""
-    _policy, ahac = window_ahac()
     fresh = AHAC(
         FeaturePolicy(),
         AHACConfig(critic_hidden=(4,)),
@@ -75,8 +74,7 @@ def test_the_two_critics_start_apart() -> None:
     )
     first = dict(fresh.critic.first.named_parameters())
     second = dict(fresh.critic.second.named_parameters())
-    assert not all(torch.equal(first[name], second[name]) for name in first)
-    assert ahac.value is not None
+    assert not any(torch.equal(first[name], second[name]) for name in first)
 
 
 # ---------------------------------------------------------------- the critic's stop rule
