@@ -24,9 +24,7 @@ def test_an_env_without_contact_forces_stops_before_anything_starts(
         main(["--debug", *argv, "--num-envs", "2", "--no-progress"])
 
 
-def test_the_default_env_is_the_newton_ant(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_default_env_is_the_newton_ant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--algo ahac with no env builds the Newton Ant: without the newton extra, a clear error."""
     # Newton and Warp cannot be imported in this test, installed or not.
     monkeypatch.setitem(sys.modules, "newton", None)
