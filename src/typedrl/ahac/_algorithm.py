@@ -291,11 +291,15 @@ class AHAC:
         )
         self._zero_gradients = step.zero_gradients
         metrics = step.metrics
-        pooled_sums, pooled_counts = step.extra[:num_steps], step.extra[num_steps:]
+        # One copy to the host: each step's contact-norm sum and row count over every rank.
+        pooled = step.extra.tolist()
+        pooled_sums, pooled_counts = pooled[:num_steps], pooled[num_steps:]
         # c_t: each step's mean contact norm over every rank's valid rows
-        contact_means = (pooled_sums / pooled_counts.clamp(min=1.0)).tolist()
+        contact_means = [
+            total / max(count, 1.0) for total, count in zip(pooled_sums, pooled_counts, strict=True)
+        ]
         metrics[AHAC_HORIZON] = float(num_steps)
-        metrics[AHAC_CONTACT_NORM] = float(pooled_sums.sum() / pooled_counts.sum().clamp(min=1.0))
+        metrics[AHAC_CONTACT_NORM] = sum(pooled_sums) / max(sum(pooled_counts), 1.0)
         if not step.applied:
             metrics[AHAC_HORIZON_VALUE] = horizon.horizon
             metrics[AHAC_MULTIPLIER] = horizon.multiplier
