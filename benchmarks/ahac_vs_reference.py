@@ -47,11 +47,12 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor, nn
 
+import typedrl.ahac._algorithm as algorithm_module
 from typedrl.ahac import AHAC, AHACConfig, DoubleCritic
 from typedrl.apg import DifferentiableCollector
 from typedrl.distributed import SingleProcess
+from typedrl.shac._window import critic_step
 from typedrl.testing import ContactQuadraticEnv
-from typedrl.training._update import GradientStep, build_optimizer, build_scheduler
 
 NUM_ENVS = 6
 EPISODE = 5
@@ -221,8 +222,6 @@ def _reference(module: Any, actor: _Actor, critic: Any, log_dir: str) -> Any:
 
 def _typedrl_update(actor: _Actor, reference_critic: Any) -> dict[str, Any]:
     """One typedrl AHAC update on the same env, weights and settings."""
-    import typedrl.ahac._algorithm as algorithm_module  # noqa: PLC0415
-
     policy = _Policy(actor)
     ahac = AHAC(
         policy,
@@ -241,14 +240,8 @@ def _typedrl_update(actor: _Actor, reference_critic: Any) -> dict[str, Any]:
     ahac.critic = DoubleCritic(
         copy.deepcopy(reference_critic.critic_1), copy.deepcopy(reference_critic.critic_1)
     )
-    ahac.critic_optimizer = build_optimizer(
-        list(ahac.critic.parameters()), name="adam", learning_rate=2e-3, betas=(0.7, 0.95)
-    )
-    ahac.critic_scheduler = build_scheduler(
-        ahac.critic_optimizer, schedule="linear", planned_updates=1, learning_rate=2e-3
-    )
-    ahac.critic_kernel = GradientStep(
-        list(ahac.critic.parameters()), ahac.critic_optimizer, dist=ahac.dist, max_grad_norm=None
+    ahac.critic_optimizer, ahac.critic_scheduler, ahac.critic_kernel = critic_step(
+        ahac.critic, ahac.config, dist=ahac.dist, planned_updates=1
     )
     env = ContactQuadraticEnv(num_envs=NUM_ENVS, horizon=EPISODE, contact_scale=CONTACT_SCALE)
     collector = DifferentiableCollector(env, record_contacts=True)
