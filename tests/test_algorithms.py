@@ -6,6 +6,7 @@ import pytest
 
 from tests.cli.random_search import ALGORITHM, RandomSearch, RandomSearchConfig
 from typedrl import algorithms
+from typedrl.ahac import AHACConfig
 from typedrl.algorithms import (
     BUILTIN_ALGORITHMS,
     ENTRY_POINT_GROUP,
@@ -40,9 +41,9 @@ def _site(tmp_path: Path, entry: str) -> Path:
 
 
 @pytest.mark.usefixtures("registry")
-def test_typedrl_registers_ppo_apg_and_shac() -> None:
-    """The built-in algorithms, their classes and kinds; APG and SHAC share a trainer."""
-    assert algorithm_names() == ("ppo", "apg", "shac")
+def test_typedrl_registers_ppo_apg_shac_and_ahac() -> None:
+    """The built-in algorithms, their classes and kinds; APG, SHAC and AHAC share a trainer."""
+    assert algorithm_names() == ("ppo", "apg", "shac", "ahac")
     ppo = get_algorithm("ppo")
     assert (ppo.config, ppo.trainer, ppo.kind, ppo.differentiable) == (
         PPOConfig,
@@ -51,18 +52,21 @@ def test_typedrl_registers_ppo_apg_and_shac() -> None:
         False,
     )
     assert get_algorithm("shac").trainer is get_algorithm("apg").trainer is DifferentiableTrainer
+    assert get_algorithm("ahac").trainer is DifferentiableTrainer
     with pytest.raises(
-        ConfigError, match=r"algo must be one of \['ppo', 'apg', 'shac'\], got 'sac'"
+        ConfigError, match=r"algo must be one of \['ppo', 'apg', 'shac', 'ahac'\], got 'sac'"
     ):
         get_algorithm("sac")
 
 
 @pytest.mark.usefixtures("registry")
 def test_a_checkpoint_kind_finds_its_algorithm() -> None:
-    """A kind shared by APG and SHAC is told apart by the saved config."""
+    """A kind shared by APG, SHAC and AHAC is told apart by the saved config."""
     shac = DifferentiableTrainerConfig.from_dict({"total_updates": 1, "algorithm": {"actor": {}}})
     apg = DifferentiableTrainerConfig(total_updates=1)
+    ahac = DifferentiableTrainerConfig(total_updates=1, algorithm=AHACConfig())
     assert find_algorithm(kind="apg", config=shac.to_dict()).name == "shac"
+    assert find_algorithm(kind="apg", config=ahac.to_dict()).name == "ahac"
     assert find_algorithm(kind="apg", config=apg.to_dict()).name == "apg"
     assert find_algorithm(kind="ppo", config={}).name == "ppo"
     with pytest.raises(ConfigError, match=r"no registered algorithm writes checkpoints of kind"):
@@ -118,7 +122,7 @@ def test_an_entry_point_registers_an_installed_package(
     """The group's entry points are loaded on the first lookup of a name typedrl lacks."""
     monkeypatch.syspath_prepend(str(_site(tmp_path, f"random_search = {__name__}:ALGORITHM")))
     assert get_algorithm("random_search") is ALGORITHM
-    assert algorithm_names() == ("ppo", "apg", "shac", "random_search")
+    assert algorithm_names() == ("ppo", "apg", "shac", "ahac", "random_search")
 
 
 @pytest.mark.parametrize(

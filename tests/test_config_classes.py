@@ -181,6 +181,7 @@ def test_the_config_classes_are_found() -> None:
         "PPOConfig",
         "APGConfig",
         "SHACConfig",
+        "AHACConfig",
         "DifferentiableTrainerConfig",
         "RunOptions",
         "RunSettings",

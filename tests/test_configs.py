@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from typedrl import configs
+from typedrl.ahac import AHACConfig
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig, SHACConfig
 from typedrl.cli import main
 from typedrl.errors import ConfigError
@@ -27,6 +28,9 @@ def test_every_shipped_file_builds_its_algorithms_config() -> None:
     """Each shipped file has the agreed keys and builds through the real dataclasses."""
     shipped = configs.available()
     assert set(shipped) >= _CONVERTED
+    assert {("ahac", "typedrl/NewtonAnt-v0"), ("ahac", "typedrl/NewtonHalfCheetah-v0")} <= set(
+        shipped
+    )
     for algo, env_id in shipped:
         tuned = configs.load(algo, env_id)
         assert (tuned.algo, tuned.env_id) == (algo, env_id)
@@ -41,7 +45,8 @@ def test_every_shipped_file_builds_its_algorithms_config() -> None:
         expected = PPOConfig if algo == "ppo" else DifferentiableTrainerConfig
         assert isinstance(config, expected)
         if isinstance(config, DifferentiableTrainerConfig):
-            assert isinstance(config.algorithm, SHACConfig if algo == "shac" else APGConfig)
+            algorithm = {"shac": SHACConfig, "ahac": AHACConfig}.get(algo, APGConfig)
+            assert isinstance(config.algorithm, algorithm)
 
 
 def test_converted_values_are_kept() -> None:

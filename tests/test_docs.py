@@ -47,6 +47,7 @@ RUN: dict[str, tuple[tuple[str, str], ...]] = {
         ("total_updates=400", "total_updates=2"),
         ("eval_episodes=64", "eval_episodes=8"),
     ),
+    "docs/guides/ahac.rst": (("total_updates=20", "total_updates=2"),),
     "docs/guides/trainer_core.rst": (("iterations=200,", "iterations=4,"),),
     "docs/guides/own_policy.rst": (("total_timesteps=20_000", "total_timesteps=512"),),
     "docs/guides/partially_observed.rst": (*_TINY_PPO,),

@@ -10,6 +10,7 @@ from typedrl import protocols
 from typedrl.policies import DifferentiableMLPPolicy, MLPActorCritic, RecurrentActorCritic
 from typedrl.testing import (
     ConstantPolicy,
+    ContactQuadraticEnv,
     CounterState,
     CountingVecEnv,
     EpisodeReturnEvaluator,
@@ -30,6 +31,8 @@ def _conforming() -> list[tuple[type[Any], object]]:
         (protocols.VecEnv, counting),
         (protocols.DifferentiableVecEnv, QuadraticEnv(num_envs=2)),
         (protocols.SupportsObservationNormalizeMask, QuadraticEnv(num_envs=2)),
+        (protocols.SupportsContactForces, ContactQuadraticEnv(num_envs=2)),
+        (protocols.DifferentiableVecEnv, ContactQuadraticEnv(num_envs=2)),
         (protocols.ScheduledDifferentiableVecEnv, ScheduledQuadraticEnv(num_envs=2, horizons=[2])),
         (protocols.Policy, ConstantPolicy(torch.zeros(1))),
         (protocols.ActorCritic, LinearActorCritic(obs_dim=3, act_dim=1)),

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from typedrl.protocols import Evaluator as Evaluator
     from typedrl.protocols import Policy as Policy
     from typedrl.protocols import ScheduledDifferentiableVecEnv as ScheduledDifferentiableVecEnv
+    from typedrl.protocols import SupportsContactForces as SupportsContactForces
     from typedrl.protocols import SupportsDeterministicActor as SupportsDeterministicActor
     from typedrl.protocols import SupportsNormalizerUpdate as SupportsNormalizerUpdate
     from typedrl.protocols import (
@@ -66,6 +67,7 @@ else:
             "Evaluator": "typedrl.protocols",
             "Policy": "typedrl.protocols",
             "ScheduledDifferentiableVecEnv": "typedrl.protocols",
+            "SupportsContactForces": "typedrl.protocols",
             "SupportsDeterministicActor": "typedrl.protocols",
             "SupportsNormalizerUpdate": "typedrl.protocols",
             "SupportsObservationNormalizeMask": "typedrl.protocols",
@@ -104,6 +106,7 @@ __all__ = [
     "SpecError",
     "StateError",
     "StepResult",
+    "SupportsContactForces",
     "SupportsDeterministicActor",
     "SupportsNormalizerUpdate",
     "SupportsObservationNormalizeMask",

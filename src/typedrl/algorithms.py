@@ -5,8 +5,8 @@ config class, its trainer class (an :class:`~typedrl.training.AbstractTrainer`
 subclass, whose :attr:`~typedrl.training.AbstractTrainer.kind` its
 checkpoints carry) and a few facts the command needs (the env it trains on by
 default, whether it needs a differentiable env). typedrl registers ``ppo``,
-``apg`` and ``shac`` (APG and SHAC share the differentiable trainer and its
-kind ``"apg"``: the saved config says which ran). A package adds its own in
+``apg``, ``shac`` and ``ahac`` (APG, SHAC and AHAC share the differentiable trainer
+and its kind ``"apg"``: the saved config says which ran). A package adds its own in
 either of two ways:
 
 - call :func:`register_algorithm` when it is imported (from Python: import it
@@ -64,13 +64,14 @@ __all__ = [
 ENTRY_POINT_GROUP: Final = "typedrl.algorithms"
 """The entry-point group in which installed packages declare their :class:`AlgorithmSpec`."""
 
-BUILTIN_ALGORITHMS: Final = ("ppo", "apg", "shac")
+BUILTIN_ALGORITHMS: Final = ("ppo", "apg", "shac", "ahac")
 """The algorithms typedrl itself registers."""
 
 DEFAULT_ENV_IDS: Final[Mapping[str, str]] = {
     "ppo": "typedrl/CartPole-v0",
     "apg": "typedrl/Reacher-v0",
     "shac": "typedrl/CartPoleSwingUp-v0",
+    "ahac": "typedrl/NewtonAnt-v0",
 }
 """The env each of typedrl's algorithms trains on when none is named: built-in torch envs."""
 
@@ -78,6 +79,7 @@ _DESCRIPTIONS: Final[Mapping[str, str]] = {
     "ppo": "proximal policy optimisation",
     "apg": "analytic policy gradients",
     "shac": "short-horizon actor-critic",
+    "ahac": "adaptive-horizon actor-critic",
 }
 
 
@@ -273,6 +275,7 @@ def _builtins() -> None:
         "ppo": (PPOConfig, PPOAgent),
         "apg": (DifferentiableTrainerConfig, DifferentiableTrainer),
         "shac": (DifferentiableTrainerConfig, DifferentiableTrainer),
+        "ahac": (DifferentiableTrainerConfig, DifferentiableTrainer),
     }
     for name in BUILTIN_ALGORITHMS:
         config, trainer = classes[name]

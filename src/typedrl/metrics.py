@@ -21,6 +21,11 @@ __all__ = [
     "ADJOINT_NORM_MAX",
     "ADJOINT_NORM_MEAN",
     "ADJOINT_ROWS",
+    "AHAC_CONTACT_NORM",
+    "AHAC_CRITIC_PASSES",
+    "AHAC_HORIZON",
+    "AHAC_HORIZON_VALUE",
+    "AHAC_MULTIPLIER",
     "CRITIC_EXPLAINED_VARIANCE",
     "CRITIC_TARGET_MEAN",
     "CRITIC_VALUE_MEAN",
@@ -106,6 +111,19 @@ TRAIN_CRITIC_GRAD_NORM: Final = "train/critic_grad_norm"
 """SHAC: the critic's gradient norm before clipping, averaged over its minibatches."""
 TRAIN_CRITIC_LEARNING_RATE: Final = "train/critic_learning_rate"
 """SHAC: the critic's learning rate at this update."""
+
+# ---------------------------------------------------------------- AHAC's horizon
+
+AHAC_HORIZON: Final = "ahac/horizon"
+"""AHAC: the window's length ``round(H)`` at this update, in steps."""
+AHAC_HORIZON_VALUE: Final = "ahac/horizon_value"
+"""AHAC: ``H`` after this update's dual-ascent step (unrounded)."""
+AHAC_MULTIPLIER: Final = "ahac/multiplier"
+"""AHAC: the Lagrange multiplier ``lambda`` the next window starts from."""
+AHAC_CONTACT_NORM: Final = "ahac/contact_norm"
+"""AHAC: the window's mean contact-force norm over its valid steps and every rank's rows."""
+AHAC_CRITIC_PASSES: Final = "ahac/critic_passes"
+"""AHAC: passes the critic's fit ran before its stop rule ended it."""
 
 # ---------------------------------------------------------------- SHAC's critic
 

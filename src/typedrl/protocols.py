@@ -66,6 +66,7 @@ __all__ = [
     "StateSpec",
     "StatefulActorCritic",
     "StepResult",
+    "SupportsContactForces",
     "SupportsDeterministicActor",
     "SupportsNormalizerUpdate",
     "SupportsObservationNormalizeMask",
@@ -177,6 +178,23 @@ class SupportsObservationNormalizeMask(Protocol):
     @property
     def observation_normalize_mask(self) -> ObsMask:
         """``torch.bool`` ``[obs_dim]``; ``True`` where the feature may be normalised."""
+        ...
+
+
+@runtime_checkable
+class SupportsContactForces(Protocol):
+    """Optional capability of a differentiable env: how hard each row pressed on its contacts.
+
+    AHAC (:class:`~typedrl.ahac.AHAC`) adapts its window to it: the window
+    shortens where the contact forces grow stiff. The collector reads it right
+    after each step.
+    """
+
+    def contact_force_norm(self) -> EnvScalar:
+        """The norm of each row's contact forces in its last step (``[num_envs]``, detached).
+
+        A row reset inside that step reports the step that ended its episode.
+        """
         ...
 
 

@@ -45,3 +45,19 @@ def test_train_refuses_a_rollout_larger_than_memory(
         "(51 bytes per transition x 100,000,000 envs x 32 steps), but this machine has 2.0 GiB "
         "available; lower --num-envs or --set num_steps=N"
     )
+
+
+def test_ahac_sizes_its_rollout_by_its_longest_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """AHAC's windows grow to horizon_max (64), not segment_length: the line names it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_memory, "available_memory", lambda _: 2 * 1024**3)
+    argv = ["train", "typedrl.testing:ContactQuadraticEnv", "--algo", "ahac"]
+    assert main([*argv, "--num-envs", "100000000", "--no-progress"]) == 1
+    first, *_ = capsys.readouterr().err.splitlines()
+    assert first == (
+        "typedrl: ConfigError: --num-envs 100,000,000: the rollout needs at least 208.6 GiB "
+        "(35 bytes per transition x 100,000,000 envs x 64 steps), but this machine has 2.0 GiB "
+        "available; lower --num-envs or --set algorithm.horizon_max=N"
+    )

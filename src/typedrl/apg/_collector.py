@@ -20,7 +20,7 @@ from typedrl.apg._rollout import DifferentiableRollout, first_done_mask
 from typedrl.envs._checker._observations import FirstObsDtypeCheck
 from typedrl.episodes import EpisodeTracker, EpochEpisodes
 from typedrl.errors import CheckpointError, ConfigError, EnvContractError, SpecError
-from typedrl.protocols import DifferentiablePolicy, DifferentiableVecEnv
+from typedrl.protocols import DifferentiablePolicy, DifferentiableVecEnv, SupportsContactForces
 from typedrl.types import Obs
 
 __all__ = ["DifferentiableCollector"]
@@ -81,10 +81,14 @@ class DifferentiableCollector:
             at every step of the rollout up to its cut, so the NaN inside the
             env never reaches the policy. The mask survives
             :meth:`detach_state` and checkpoints; :meth:`reset` clears it.
+        record_contacts: Read the env's contact-force norm after each step
+            (:class:`~typedrl.protocols.SupportsContactForces`) into
+            :attr:`DifferentiableRollout.contact_norms` (AHAC's horizon reads them).
 
     Raises:
         ConfigError: ``env`` is not a differentiable env, provides no terminal
-            observations, or ``clip_actions`` is set for a space without bounds.
+            observations, ``clip_actions`` is set for a space without bounds, or
+            ``record_contacts`` for an env without contact forces.
 
     Example:
         >>> import torch
@@ -110,6 +114,7 @@ class DifferentiableCollector:
         adjoint_max_norm: float | None = None,
         measure_adjoint: bool = True,
         observation_limit: float | None = None,
+        record_contacts: bool = False,
     ) -> None:
         if not isinstance(env, DifferentiableVecEnv):
             raise ConfigError(
@@ -123,6 +128,11 @@ class DifferentiableCollector:
         if observation_limit is not None:
             observation_limit = _validation.positive_float(
                 _OWNER, "observation_limit", observation_limit
+            )
+        if record_contacts and not isinstance(env, SupportsContactForces):
+            raise ConfigError(
+                f"{_OWNER}.record_contacts needs an env with the SupportsContactForces "
+                f"capability (contact_force_norm()), got {type(env).__name__}"
             )
         if not env.provides_final_obs:
             raise ConfigError(
@@ -146,6 +156,9 @@ class DifferentiableCollector:
         self.adjoint_max_norm = adjoint_max_norm
         self.measure_adjoint = measure_adjoint
         self.observation_limit = observation_limit
+        self.record_contacts = record_contacts
+        # Checked above: the env measures its contacts.
+        self._contact_source = cast("SupportsContactForces", env) if record_contacts else None
         self.episodes = EpisodeTracker(num_envs=env.num_envs, device=self.device)
         # Rows cut for an exploded observation and not yet reset by the env.
         self._masked = torch.zeros(env.num_envs, dtype=torch.bool, device=self.device)
@@ -196,7 +209,7 @@ class DifferentiableCollector:
             raise ConfigError(f"{_OWNER}: call reset() before collecting")
         return self._obs
 
-    def collect(
+    def collect(  # noqa: PLR0915 - one loop over the steps, read top to bottom
         self,
         policy: DifferentiablePolicy,
         *,
@@ -238,6 +251,8 @@ class DifferentiableCollector:
         truncated: list[Tensor] = []
         valid: list[Tensor] = []
         finals: list[Obs] = []
+        contacts: list[Tensor] = []
+        contact_source = self._contact_source
         limit = self.observation_limit
         cuts = RolloutCuts(self._masked, limit=limit) if limit is not None else None
         for t in range(num_steps):
@@ -277,6 +292,8 @@ class DifferentiableCollector:
             truncated.append(result.truncated)
             valid.append(step_valid)
             finals.append(final_obs)
+            if contact_source is not None:
+                contacts.append(contact_source.contact_force_norm().detach())
             obs = result.obs
         # Outside the loop: the last step's observation has the step's dtypes (checked
         # until one step passed, once in a run).
@@ -304,6 +321,7 @@ class DifferentiableCollector:
             final_observation=obs,
             episodes=self.episodes.update(reward.detach(), done, step_valid),
             adjoint=adjoint,
+            contact_norms=torch.stack(contacts) if contacts else None,
         )
 
     def _new_adjoint(self) -> ActionAdjointClipper | None:

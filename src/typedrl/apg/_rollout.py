@@ -88,6 +88,10 @@ class DifferentiableRollout:
     adjoint: ActionAdjointClipper | None
     """The clipper attached to this rollout's actions, ``None`` when neither clipping nor
     measuring; read its statistics after the backward pass."""
+    contact_norms: RolloutScalar | None = None
+    """Each step's contact-force norm per row
+    (:meth:`~typedrl.protocols.SupportsContactForces.contact_force_norm`, detached), when
+    the collector records them; else ``None``."""
 
     def detach(self) -> "DifferentiableRollout":
         """The same rollout cut from its graph (what an update keeps after its backward)."""
@@ -105,6 +109,7 @@ class DifferentiableRollout:
             final_observation=self.final_observation.detach(),
             episodes=self.episodes,
             adjoint=None,
+            contact_norms=self.contact_norms,
         )
 
     @property

@@ -1,4 +1,4 @@
-"""The differentiable trainer: APG and SHAC on the shared trainer core, with DDP."""
+"""The differentiable trainer: APG, SHAC and AHAC on the shared trainer core, with DDP."""
 
 import math
 import time
@@ -13,6 +13,8 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl._results import DifferentiableRolloutSpec
+from typedrl.ahac._algorithm import AHAC
+from typedrl.ahac._config import AHACConfig
 from typedrl.apg._algorithm import APG, DifferentiableAlgorithm, UpdateData
 from typedrl.apg._collector import DifferentiableCollector
 from typedrl.apg._rollout import DifferentiableRollout
@@ -32,6 +34,7 @@ from typedrl.protocols import (
     Evaluator,
     Policy,
     ScheduledDifferentiableVecEnv,
+    SupportsContactForces,
     VecEnv,
 )
 from typedrl.seeding import derive_seed
@@ -61,7 +64,9 @@ class DifferentiableTrainer(AbstractTrainer):
     A trainer on the core (:class:`~typedrl.training.AbstractTrainer`): one
     iteration is one optimizer update of the algorithm, :class:`~typedrl.apg.APG`
     or, with a :class:`~typedrl.shac.SHACConfig`, :class:`~typedrl.shac.SHAC`
-    (whose :meth:`~typedrl.shac.SHAC.update` is the whole iteration).
+    (whose :meth:`~typedrl.shac.SHAC.update` is the whole iteration), or with an
+    :class:`~typedrl.ahac.AHACConfig`, :class:`~typedrl.ahac.AHAC` (likewise, on an env
+    with :class:`~typedrl.protocols.SupportsContactForces`).
 
     - **Segmented** (``rollout_mode="segmented"``): the env keeps running; an
       update spans ``update_horizon`` steps cut into segments of
@@ -155,6 +160,14 @@ class DifferentiableTrainer(AbstractTrainer):
                 f"DifferentiableTrainer needs a DifferentiableVecEnv (a step that keeps the "
                 f"graph and detach_state()), got {type(env).__name__}"
             )
+        elif isinstance(config.algorithm, AHACConfig) and not isinstance(
+            env, SupportsContactForces
+        ):
+            error = ConfigError(
+                f"AHAC needs an env with the SupportsContactForces capability "
+                f"(contact_force_norm(), each row's contact-force norm per step), got "
+                f"{type(env).__name__}"
+            )
         elif type(self.fabric.strategy.precision) not in (Precision, DoublePrecision):
             error = ConfigError(
                 "DifferentiableTrainer differentiates the env in its own dtype and supports "
@@ -176,7 +189,9 @@ class DifferentiableTrainer(AbstractTrainer):
         raise_together(error, "the differentiable trainer's checks", self.dist)
         self.scheduled = isinstance(env, ScheduledDifferentiableVecEnv)
         actor = (
-            config.algorithm.actor if isinstance(config.algorithm, SHACConfig) else config.algorithm
+            config.algorithm.actor
+            if isinstance(config.algorithm, SHACConfig | AHACConfig)
+            else config.algorithm
         )
         if (
             self.scheduled
@@ -195,12 +210,14 @@ class DifferentiableTrainer(AbstractTrainer):
             clip_actions=config.clip_actions,
             adjoint_max_norm=config.adjoint_max_norm,
             measure_adjoint=config.measure_adjoint,
-            # SHAC's cut rows stay masked until the env resets them.
+            # SHAC's and AHAC's cut rows stay masked until the env resets them.
             observation_limit=(
                 config.algorithm.observation_limit
-                if isinstance(config.algorithm, SHACConfig)
+                if isinstance(config.algorithm, SHACConfig | AHACConfig)
                 else None
             ),
+            # AHAC's horizon follows the contact forces of each step.
+            record_contacts=isinstance(config.algorithm, AHACConfig),
         )
         self.progress_counters = Counters("rollouts")
         self._reset_options = (
@@ -228,8 +245,11 @@ class DifferentiableTrainer(AbstractTrainer):
 
     @property
     def algorithm_name(self) -> str:
-        """``"shac"`` when the config's algorithm is SHAC, else ``"apg"`` (``summary.json``)."""
-        return "shac" if isinstance(self.config.algorithm, SHACConfig) else "apg"
+        """``"shac"``, ``"ahac"`` or ``"apg"``: the config's algorithm (``summary.json``)."""
+        algorithm = self.config.algorithm
+        if isinstance(algorithm, SHACConfig):
+            return "shac"
+        return "ahac" if isinstance(algorithm, AHACConfig) else "apg"
 
     @property
     def budget(self) -> Budget:
@@ -243,7 +263,9 @@ class DifferentiableTrainer(AbstractTrainer):
     def iteration_shape(self) -> tuple[int, int] | None:
         """Each update's steps per row on every row, unless a scheduled env chooses them."""
         config = self.config
-        if self.scheduled and config.rollout_mode == "complete":
+        if (self.scheduled and config.rollout_mode == "complete") or isinstance(
+            config.algorithm, AHACConfig
+        ):
             return None
         return self.global_num_envs, config.steps_per_update
 
@@ -259,6 +281,10 @@ class DifferentiableTrainer(AbstractTrainer):
             return config.total_updates
         if self.scheduled and config.rollout_mode == "complete":
             return None
+        if isinstance(config.algorithm, AHACConfig):
+            # AHAC's windows vary: a budget in env steps plans with its shortest one.
+            per_update = config.algorithm.horizon_min * self.global_num_envs
+            return math.ceil((config.total_timesteps or 0) / per_update)
         per_update = config.steps_per_update * self.global_num_envs
         return math.ceil((config.total_timesteps or 0) / per_update)
 
@@ -371,8 +397,18 @@ class DifferentiableTrainer(AbstractTrainer):
         self.model = model
         # Checked in __init__ (a given policy) or by construction (the default one).
         self._policy = cast("DifferentiablePolicy", model)
-        self.algorithm: DifferentiableAlgorithm | SHAC
-        if isinstance(config.algorithm, SHACConfig):
+        self.algorithm: DifferentiableAlgorithm | SHAC | AHAC
+        if isinstance(config.algorithm, AHACConfig):
+            self.algorithm = AHAC(
+                model,
+                config.algorithm,
+                dist=self.dist,
+                planned_updates=self.planned_updates,
+                seed=derive_seed(config.seed, "sampler", rank=self.dist.rank),
+                feature_width=AHAC.feature_width(model, _zero_observation(env, self.device)),
+                normalize_observations=config.normalize_observations,
+            )
+        elif isinstance(config.algorithm, SHACConfig):
             self.algorithm = SHAC(
                 model,
                 config.algorithm,
@@ -422,7 +458,9 @@ class DifferentiableTrainer(AbstractTrainer):
         """One optimizer update of the algorithm.
 
         SHAC's is :meth:`~typedrl.shac.SHAC.update` (a window, an actor step, a
-        critic regression, a target update), followed by step 4. APG's:
+        critic regression, a target update), followed by step 4; AHAC's is
+        :meth:`~typedrl.ahac.AHAC.update` (a window of its horizon, an actor step,
+        the horizon's step, a critic regression). APG's:
 
         1. ``begin_update``: gradients cleared.
         2. Collect and backpropagate: segmented, ``update_horizon //
@@ -438,6 +476,12 @@ class DifferentiableTrainer(AbstractTrainer):
         """
         started = time.perf_counter()
         algorithm = self.algorithm
+        if isinstance(algorithm, AHAC):
+            # Every rank holds the same horizon (it moves on pooled statistics only).
+            steps = algorithm.horizon.steps
+            outcome, episodes = algorithm.update(self.collector, iteration=self.iteration)
+            self._record_episodes(episodes)
+            return self._iteration_result(outcome.metrics, {}, steps, started, algorithm.counters)
         if isinstance(algorithm, SHAC):
             outcome, episodes = algorithm.update(
                 self.collector, num_steps=self.config.segment_length, iteration=self.iteration
@@ -575,7 +619,7 @@ class DifferentiableTrainer(AbstractTrainer):
         counters = self.algorithm.counters
         field = (
             "algorithm.actor.nonfinite"
-            if isinstance(self.config.algorithm, SHACConfig)
+            if isinstance(self.config.algorithm, SHACConfig | AHACConfig)
             else "algorithm.nonfinite"
         )
         return UpdateCounts(

@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeAlias, final
 from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, optional, policy, sequence_of
 from typedrl._validation import finite_float, json_object, positive_float, positive_int, seed_int
+from typedrl.ahac._config import AHACConfig
 from typedrl.apg._config import APGConfig
 from typedrl.errors import ConfigError
 from typedrl.policies import Activation
@@ -91,10 +92,12 @@ multiple of segment_length (16)
     """Learn the log standard deviation (else it stays at :attr:`log_std_init`)."""
     observation_clip: float = field(default=10.0, metadata=check(positive_float))
     """Clamp normalised observations to ``[-observation_clip, observation_clip]``."""
-    algorithm: APGConfig | SHACConfig = field(default_factory=APGConfig)
+    algorithm: APGConfig | SHACConfig | AHACConfig = field(default_factory=APGConfig)
     """The algorithm: :class:`~typedrl.apg.APGConfig` for plain analytic policy gradients,
     :class:`~typedrl.shac.SHACConfig` for the short-horizon actor-critic (segmented only,
-    one window of ``segment_length`` steps per update)."""
+    one window of ``segment_length`` steps per update), :class:`~typedrl.ahac.AHACConfig`
+    for the adaptive-horizon actor-critic (segmented only; its windows are as long as its
+    horizon, and ``segment_length`` is not used)."""
     seed: int = field(default=0, metadata=check(seed_int))
     """Seed of the run, in ``[0, 2**32 - 1]`` (every stream derives its seed from it)."""
     extra: dict[str, Any] = field(default_factory=dict, metadata=check(json_object))
@@ -121,6 +124,14 @@ multiple of segment_length (16)
                 f"{owner}.gradient_accumulation_steps ({self.gradient_accumulation_steps}) "
                 "applies to rollout_mode='complete' only; a segmented update spans "
                 "update_horizon steps instead"
+            )
+        if isinstance(self.algorithm, AHACConfig) and (
+            not segmented or self.update_horizon is not None
+        ):
+            raise ConfigError(
+                f"{owner}: AHAC learns from one window of its adaptive horizon per update; "
+                f"set rollout_mode='segmented' and leave update_horizon unset (got "
+                f"rollout_mode={self.rollout_mode!r}, update_horizon={self.update_horizon!r})"
             )
         if isinstance(self.algorithm, SHACConfig) and (
             not segmented or self.horizon != self.segment_length
@@ -151,7 +162,8 @@ multiple of segment_length (16)
     def from_dict(cls, data: Mapping[str, Any]) -> "DifferentiableTrainerConfig":
         """Rebuild a config from :meth:`to_dict` output; unknown keys raise ConfigError.
 
-        An ``algorithm`` dict is a :class:`~typedrl.shac.SHACConfig` when it names SHAC's
-        fields (its ``actor``, a ``critic_*``), else an :class:`~typedrl.apg.APGConfig`.
+        An ``algorithm`` dict is the config among :class:`~typedrl.apg.APGConfig`,
+        :class:`~typedrl.shac.SHACConfig` and :class:`~typedrl.ahac.AHACConfig` whose fields
+        it names most (the first on a tie).
         """
         return _config_fields.from_dict(cls, data)

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from typedrl.ahac import AHACConfig
 from typedrl.apg import DifferentiableTrainerConfig
 from typedrl.cli._config import ResolvedRun
 from typedrl.envs import make
@@ -91,6 +92,9 @@ def _rollout_steps(resolved: ResolvedRun) -> tuple[int, str] | None:
     if isinstance(config, PPOConfig):
         return config.num_steps, "num_steps"
     if isinstance(config, DifferentiableTrainerConfig):
+        if isinstance(config.algorithm, AHACConfig):
+            # AHAC's windows grow up to its longest horizon.
+            return config.algorithm.horizon_max, "algorithm.horizon_max"
         return config.segment_length, "segment_length"
     return None
 
@@ -101,8 +105,8 @@ def check_rollout_memory(resolved: ResolvedRun, *, device: torch.device) -> None
     One row of the env is built to read its spaces; the rollout of
     ``num_envs`` rows then needs at least ``transition_nbytes * num_envs *
     steps`` bytes (PPO's ``num_steps``; APG's and SHAC's ``segment_length``,
-    whose graph takes more). An Isaac Lab task, which holds the process's one
-    simulation, is not probed.
+    AHAC's ``horizon_max``, whose graph takes more). An Isaac Lab task, which
+    holds the process's one simulation, is not probed.
     """
     rollout = _rollout_steps(resolved)
     if rollout is None or holds_one_simulation(resolved.env_id):

@@ -61,7 +61,8 @@ def add_train_parser(commands: Commands) -> None:
         "--algo",
         metavar="NAME",
         help="ppo (default), apg (analytic policy gradients), shac (short-horizon "
-        "actor-critic), or an algorithm a package registers (typedrl.algorithms)",
+        "actor-critic), ahac (adaptive-horizon actor-critic), or an algorithm a package "
+        "registers (typedrl.algorithms)",
     )
     train.add_argument("--num-envs", type=int, help="env rows per rank (default: tuned file or 8)")
     train.add_argument("--total-timesteps", type=int, help="budget in env steps over all ranks")
@@ -290,14 +291,15 @@ def _check_differentiable(resolved: ResolvedRun) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Train PPO (default), APG, SHAC or a registered algorithm on an env.
+    """Train PPO (default), APG, SHAC, AHAC or a registered algorithm on an env.
 
-    Train PPO or, with --algo apg/shac, analytic policy gradients or the short-horizon
-    actor-critic through a differentiable env, or any algorithm a package registers in
-    typedrl.algorithms; --policy trains a policy of your own. Values come from the config
-    dataclass's defaults, then the tuned file shipped for (algo, env), then --config, then
-    the flags and --set (any field, dotted for nested ones: algorithm.<field>). Everything
-    goes to a run folder: config.yaml, metrics.csv, checkpoints/, summary.json.
+    Train PPO or, with --algo apg/shac/ahac, analytic policy gradients or the short- or
+    adaptive-horizon actor-critic through a differentiable env, or any algorithm a package
+    registers in typedrl.algorithms; --policy trains a policy of your own. Values come from
+    the config dataclass's defaults, then the tuned file shipped for (algo, env), then
+    --config, then the flags and --set (any field, dotted for nested ones:
+    algorithm.<field>). Everything goes to a run folder: config.yaml, metrics.csv,
+    checkpoints/, summary.json.
     """
     resume, overwrite = _resume_option(args)
     resumed_dir, checkpoint, note = _resume_target(args, resume)

@@ -1,17 +1,17 @@
 """Tuned hyper-parameters per (algorithm, env), shipped with the package as YAML files.
 
 Each file lives at ``typedrl/configs/<algo>/<file>.yaml``, ``<algo>`` one of
-``ppo``, ``apg`` and ``shac`` and ``<file>`` the env id with ``"/"`` and ``":"``
+``ppo``, ``apg``, ``shac`` and ``ahac`` and ``<file>`` the env id with ``"/"`` and ``":"``
 replaced by ``"-"`` (``ppo/CartPole-v1.yaml``, ``shac/typedrl-CartPoleSwingUp-v0.yaml``),
 and holds exactly these keys:
 
 - ``source``: where the values come from and what they reach, measured;
-- ``algo``: ``ppo``, ``apg`` or ``shac`` (the folder it is in);
+- ``algo``: ``ppo``, ``apg``, ``shac`` or ``ahac`` (the folder it is in);
 - ``env_id``: the env id (the file's name);
 - ``num_envs``: env rows per rank;
 - ``config``: fields of :class:`~typedrl.ppo.PPOConfig` (``ppo``) or of
-  :class:`~typedrl.apg.DifferentiableTrainerConfig` (``apg``, ``shac``; the
-  algorithm's fields go under ``algorithm:``, SHAC's actor under
+  :class:`~typedrl.apg.DifferentiableTrainerConfig` (``apg``, ``shac``, ``ahac``; the
+  algorithm's fields go under ``algorithm:``, SHAC's and AHAC's actor under
   ``algorithm.actor``). ``seed`` is never in a tuned file;
 
 and optionally ``policy``: the built-in policy's settings (the config fields
@@ -48,6 +48,7 @@ import yaml
 from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, non_empty_text, optional, policy_fields
 from typedrl._validation import describe, positive_int
+from typedrl.ahac import AHACConfig
 from typedrl.apg import APGConfig, DifferentiableTrainerConfig
 from typedrl.errors import ConfigError
 from typedrl.ppo import PPOConfig
@@ -70,7 +71,7 @@ __all__ = [
     "load_file",
 ]
 
-Algorithm: TypeAlias = Literal["ppo", "apg", "shac"]
+Algorithm: TypeAlias = Literal["ppo", "apg", "shac", "ahac"]
 """The algorithms ``typedrl train --algo`` runs."""
 
 ALGORITHMS: Final[tuple[Algorithm, ...]] = get_args(Algorithm)
@@ -306,8 +307,9 @@ def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> Tr
 
     Fields the values leave out keep the dataclass defaults; APG and SHAC train
     :data:`DEFAULT_DIFFERENTIABLE_TIMESTEPS` env steps when neither
-    ``total_timesteps`` nor ``total_updates`` is set, and a SHAC config always
-    gets :class:`~typedrl.shac.SHACConfig` as its algorithm.
+    ``total_timesteps`` nor ``total_updates`` is set, and a SHAC (AHAC) config
+    always gets :class:`~typedrl.shac.SHACConfig` (:class:`~typedrl.ahac.AHACConfig`)
+    as its algorithm.
 
     Args:
         algo: The algorithm whose config to build.
@@ -337,23 +339,11 @@ def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> Tr
         algorithm = data.setdefault("algorithm", {})
         if not isinstance(algorithm, dict):
             raise ConfigError(f"{prefix}algorithm must be a mapping, got {describe(algorithm)}")
-        if algo == "shac":
-            # An actor key is what marks an algorithm mapping as SHAC's.
-            algorithm.setdefault("actor", {})
-            _check_fields(SHACConfig, algorithm, prefix, "algorithm.")
-            if isinstance(algorithm["actor"], dict):
-                _check_fields(APGConfig, algorithm["actor"], prefix, "algorithm.actor.")
+        if algo == "ahac":
+            # Built here: a mapping that names few fields could pass for SHAC's.
+            data["algorithm"] = _ahac_config(algorithm, prefix)
         else:
-            shac_only = sorted(
-                set(algorithm)
-                & (set(SHACConfig.__dataclass_fields__) - set(APGConfig.__dataclass_fields__))
-            )
-            if shac_only:
-                raise ConfigError(
-                    f"{prefix}algorithm has SHAC fields {shac_only}, but the algo is apg "
-                    "(train SHAC with --algo shac)"
-                )
-            _check_fields(APGConfig, algorithm, prefix, "algorithm.")
+            _check_algorithm(algo, algorithm, prefix)
         _check_fields(DifferentiableTrainerConfig, data, prefix, "")
         return DifferentiableTrainerConfig.from_dict(data)
     except ConfigError as error:
@@ -362,6 +352,33 @@ def build_config(algo: str, values: Mapping[str, Any], *, where: str = "") -> Tr
         raise
     except (TypeError, ValueError) as error:
         raise ConfigError(f"{prefix}the {algo} config does not build: {error}") from None
+
+
+def _ahac_config(algorithm: dict[str, Any], prefix: str) -> AHACConfig:
+    _check_fields(AHACConfig, algorithm, prefix, "algorithm.")
+    if isinstance(algorithm.get("actor"), dict):
+        _check_fields(APGConfig, algorithm["actor"], prefix, "algorithm.actor.")
+    return AHACConfig.from_dict(algorithm)
+
+
+def _check_algorithm(algo: str, algorithm: dict[str, Any], prefix: str) -> None:
+    """Check an APG or SHAC ``algorithm`` mapping's fields (SHAC's gets its actor key)."""
+    if algo == "shac":
+        # An actor key is what marks an algorithm mapping as SHAC's.
+        algorithm.setdefault("actor", {})
+        _check_fields(SHACConfig, algorithm, prefix, "algorithm.")
+        if isinstance(algorithm["actor"], dict):
+            _check_fields(APGConfig, algorithm["actor"], prefix, "algorithm.actor.")
+        return
+    apg_fields = set(APGConfig.__dataclass_fields__)
+    for name, cls in (("SHAC", SHACConfig), ("AHAC", AHACConfig)):
+        foreign = sorted(set(algorithm) & (set(cls.__dataclass_fields__) - apg_fields))
+        if foreign:
+            raise ConfigError(
+                f"{prefix}algorithm has {name} fields {foreign}, but the algo is apg "
+                f"(train {name} with --algo {name.lower()})"
+            )
+    _check_fields(APGConfig, algorithm, prefix, "algorithm.")
 
 
 def _plain_dict(values: Mapping[str, Any], prefix: str, name: str) -> dict[str, Any]:

@@ -8,6 +8,8 @@ simulator:
 - :class:`QuadraticEnv` and :class:`ScheduledQuadraticEnv`: one-dimensional
   :class:`~typedrl.protocols.DifferentiableVecEnv` and
   :class:`~typedrl.protocols.ScheduledDifferentiableVecEnv`;
+  :class:`ContactQuadraticEnv`: the same with a synthetic contact force
+  (:class:`~typedrl.protocols.SupportsContactForces`);
 - :class:`ConstantPolicy`, :class:`LinearActorCritic`,
   :class:`LinearDifferentiablePolicy`: the policy protocols;
   :class:`TinyActorCritic`: an actor-critic as a user writes one, built from
@@ -43,12 +45,14 @@ from typedrl.testing._policies import ConstantPolicy as ConstantPolicy
 from typedrl.testing._policies import LinearActorCritic as LinearActorCritic
 from typedrl.testing._policies import LinearDifferentiablePolicy as LinearDifferentiablePolicy
 from typedrl.testing._policies import TinyActorCritic as TinyActorCritic
+from typedrl.testing._quadratic import ContactQuadraticEnv as ContactQuadraticEnv
 from typedrl.testing._quadratic import QuadraticEnv as QuadraticEnv
 from typedrl.testing._quadratic import ScheduledQuadraticEnv as ScheduledQuadraticEnv
 from typedrl.testing._state import CounterState as CounterState
 
 __all__ = [
     "ConstantPolicy",
+    "ContactQuadraticEnv",
     "CounterState",
     "CountingVecEnv",
     "DifferentiableVecEnvWrapper",

@@ -13,7 +13,7 @@ from typedrl._tensor_checks import ActionChecker
 from typedrl._validation import non_negative_int, positive_int
 from typedrl.envs._wrapper import DifferentiableVecEnvWrapper
 from typedrl.errors import ConfigError
-from typedrl.types import Action, Obs, ObsMask
+from typedrl.types import Action, EnvScalar, Obs, ObsMask
 
 __all__ = ["QuadraticEnv", "ScheduledQuadraticEnv"]
 
@@ -182,3 +182,70 @@ class ScheduledQuadraticEnv(DifferentiableVecEnvWrapper):
         return DifferentiableRolloutSpec(
             num_steps=horizon, metadata={"horizon": float(horizon), "stage": float(rollout_index)}
         )
+
+
+@final
+class ContactQuadraticEnv(DifferentiableVecEnvWrapper):
+    """:class:`QuadraticEnv` with a synthetic contact force, ``contact_scale * |x'|`` per row.
+
+    Implements :class:`~typedrl.protocols.SupportsContactForces`: after each step
+    :meth:`contact_force_norm` is the scaled distance of the state the step
+    reached (the terminal state where a row ended) from zero, detached. It is
+    checkpointable (``state_dict``), so a resumed run continues its rows exactly.
+    Every other member is the wrapped :class:`QuadraticEnv`'s.
+
+    Example:
+        >>> import torch
+        >>> env = ContactQuadraticEnv(num_envs=2, horizon=4, contact_scale=100.0)
+        >>> obs, _ = env.reset(seed=0)
+        >>> result = env.step(torch.ones(2, 1) - obs["obs"])
+        >>> env.contact_force_norm().tolist()
+        [100.0, 100.0]
+    """
+
+    def __init__(
+        self,
+        *,
+        num_envs: int,
+        horizon: int = 10,
+        init_scale: float = 1.0,
+        contact_scale: float = 1.0,
+        dtype: Literal["float32", "float64"] = "float32",
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self._env = QuadraticEnv(
+            num_envs=num_envs, horizon=horizon, init_scale=init_scale, dtype=dtype, device=device
+        )
+        super().__init__(self._env)
+        self.contact_scale = contact_scale
+        self._contact = torch.zeros(num_envs, dtype=getattr(torch, dtype), device=self._env.device)
+
+    def step(self, action: Action) -> StepResult:
+        """Step the wrapped env and measure each row's contact force."""
+        result = self._env.step(action)
+        if result.final_obs is not None:
+            reached = result.final_obs["obs"].detach().squeeze(-1)
+            self._contact = self.contact_scale * reached.abs()
+        return result
+
+    def contact_force_norm(self) -> EnvScalar:
+        """``contact_scale * |x'|`` of the last step, per row (detached)."""
+        return self._contact
+
+    def state_dict(self) -> dict[str, Any]:
+        """The rows' states and clocks, the generator's state and the last contacts."""
+        env = self._env
+        return {
+            "x": env._x.detach().clone(),
+            "t": env._t.clone(),
+            "generator": env._generator.get_state(),
+            "contact": self._contact.clone(),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`state_dict`'s output (the rows restart graph-free)."""
+        env = self._env
+        env._x = state_dict["x"].clone()
+        env._t = state_dict["t"].clone()
+        env._generator.set_state(state_dict["generator"])
+        self._contact = state_dict["contact"].clone()

@@ -18,7 +18,7 @@ returned :class:`ReducedGradient`, whether to apply or :meth:`GradientStep.skip`
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, final
 
@@ -38,6 +38,7 @@ __all__ = [
     "build_scheduler",
     "restart_schedule",
     "resync_schedule",
+    "schedule_factor",
 ]
 
 
@@ -294,6 +295,32 @@ def build_scheduler(
         >>> rates
         [1.0, 0.75, 0.5, 0.25, 0.0]
     """
+    return LambdaLR(
+        optimizer,
+        schedule_factor(
+            schedule=schedule,
+            planned_updates=planned_updates,
+            floor=min_learning_rate / learning_rate,
+        ),
+    )
+
+
+def schedule_factor(
+    *,
+    schedule: Literal["constant", "linear", "cosine"],
+    planned_updates: int | None,
+    floor: float,
+) -> Callable[[int], float]:
+    """The factor of a rate after ``update`` updates, from 1 down to ``floor`` (see above).
+
+    Raises:
+        ConfigError: A decaying schedule without a positive ``planned_updates``.
+
+    Example:
+        >>> factor = schedule_factor(schedule="linear", planned_updates=4, floor=0.5)
+        >>> [factor(update) for update in range(6)]
+        [1.0, 0.875, 0.75, 0.625, 0.5, 0.5]
+    """
     if schedule != "constant" and (planned_updates is None or planned_updates <= 0):
         raise ConfigError(
             f"a {schedule!r} learning-rate schedule is bound to the planned number of updates, "
@@ -301,7 +328,6 @@ def build_scheduler(
             "horizon varies cannot plan its updates from total_timesteps)"
         )
     total = float(planned_updates or 1)
-    floor = min_learning_rate / learning_rate
 
     def factor(update: int) -> float:
         progress = min(update, total) / total
@@ -311,7 +337,7 @@ def build_scheduler(
             return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
         return 1.0
 
-    return LambdaLR(optimizer, factor)
+    return factor
 
 
 def resync_schedule(scheduler: LambdaLR) -> None:

@@ -16,7 +16,7 @@ from typedrl.envs.newton._dependency import EXTRA, USD_EXTRA
 from typedrl.envs.newton._physics import NewtonPhysics, gear_matrix
 from typedrl.envs.newton._task import NewtonState, NewtonTask
 from typedrl.errors import ConfigError, MissingDependencyError
-from typedrl.types import ContinuousAction
+from typedrl.types import ContinuousAction, EnvScalar
 
 __all__ = ["NewtonVecEnv"]
 
@@ -48,6 +48,10 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
     graph-free, the others keep their graph), per-row seeding,
     :meth:`~typedrl.envs.BaseTorchVecEnv.detach_state` and ``state_dict``.
     The state of a row is its ``joint_q``, ``joint_qd`` and last action.
+
+    It reports its contacts (:class:`~typedrl.protocols.SupportsContactForces`,
+    which AHAC's horizon reads): :meth:`contact_force_norm` is the norm of every
+    contact force on the row's bodies in the last substep of the last step.
 
     The physics runs in float32 only (Warp's Newton kernels are float32).
     Each step that may be differentiated keeps its Warp buffers for as long
@@ -117,6 +121,18 @@ class NewtonVecEnv(BaseMjcfVecEnv[NewtonTask, NewtonState]):
         )
 
     # ------------------------------------------------------------- properties
+
+    def contact_force_norm(self) -> EnvScalar:
+        """``||F||`` per row, in newtons: the contact forces on its bodies in the last substep.
+
+        The Frobenius norm of the ``[bodies, 3]`` linear contact forces (world frame)
+        the penalty contacts put on each body's centre of mass in the last substep of
+        the last step; a row reset in that step reports the step that ended its
+        episode. Zeros before the first step; detached.
+        """
+        forces = self._physics.contact_forces.view(self.num_envs, -1)
+        norms: Tensor = torch.linalg.vector_norm(forces, dim=1)
+        return norms
 
     @property
     def allocated_step_buffers(self) -> int:

@@ -123,6 +123,16 @@ class NewtonPhysics:
         self._free: list[_Workspace] = []
         self._allocated = 0
         self._device = device
+        self._contact_forces = torch.zeros(model.body_count, 3, device=device)
+
+    @property
+    def contact_forces(self) -> Float[Tensor, "bodies 3"]:
+        """The contact force on each body (every world's) in the last substep of the last step.
+
+        The linear part of the wrench the penalty contacts put on the body's centre of
+        mass, in the world frame (zeros before the first step); detached.
+        """
+        return self._contact_forces
 
     @property
     def allocated(self) -> int:
@@ -181,6 +191,10 @@ class NewtonPhysics:
         self._collide(workspace)
         for k in range(self._substeps):
             self._substep(workspace, k)
+        # The solver sums the contacts' wrenches on each body into the output state's
+        # external-force buffer (with body_f, cleared, and free joints' forces, none
+        # here); its linear part is frame-independent.
+        self._contact_forces = wp.to_torch(last.body_f_ext, requires_grad=False)[:, :3].clone()
         return (
             wp.to_torch(last.joint_q, requires_grad=False).clone(),
             wp.to_torch(last.joint_qd, requires_grad=False).clone(),
