@@ -18,11 +18,13 @@ from typedrl.training import RunOptions
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("core", ["mlp", "gru"])
+@pytest.mark.parametrize("core", ["mlp", pytest.param("gru", marks=pytest.mark.slow)])
 def test_ppo_reads_the_quadrant_from_the_image(core: Literal["mlp", "gru"]) -> None:
     """QuadrantImageEnv (chance 0.25): the small CNN reaches >= 0.9 in 8192 steps, seed 0.
 
-    With ``core="gru"`` the CNN feeds a GRU and the rollout carries its state.
+    With ``core="gru"`` (slow: a minute on a loaded 2-core CPU) the CNN feeds a GRU and the
+    rollout carries its state; the default suite checks that path's mechanics in
+    ``tests/policies/test_recurrent.py`` and ``tests/test_export_recurrent.py``.
     """
     torch.set_num_threads(1)
     env = make("typedrl.testing:QuadrantImageEnv", num_envs=8, seed=0)
