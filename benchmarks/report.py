@@ -54,10 +54,13 @@ NEEDS_OWN_ENV = frozenset({"newton_throughput.py", "newton_gait.py", "recurrent_
 run them in the environment ``nox -s newton`` builds; ``newton_gait.py`` also needs trained
 runs; ``recurrent_vs_sb3_contrib.py`` needs ``pip install sb3-contrib``); the report does not
 run them."""
-NEEDS_REFERENCE_CHECKOUT = frozenset({"shac_vs_diffrl.py", "ppo_atari_vs_cleanrl.py"})
+NEEDS_REFERENCE_CHECKOUT = frozenset(
+    {"shac_vs_diffrl.py", "ppo_atari_vs_cleanrl.py", "ahac_vs_reference.py"}
+)
 """Benchmarks against reference code that is not a package (DiffRL's ``shac.py``: pass a
-checkout with ``--diffrl``; CleanRL's ``ppo_atari.py``: pass a checkout with ``--cleanrl``);
-the report does not run them."""
+checkout with ``--diffrl``; CleanRL's ``ppo_atari.py``: pass a checkout with ``--cleanrl``;
+the AHAC authors' ``ahac.py``: pass a checkout with ``--reference``); the report does not
+run them."""
 QUICK_TIMEOUT_S = 150.0
 FULL_TIMEOUT_S = 6 * 3600.0
 VERSIONED = (
