@@ -219,7 +219,7 @@ def typedrl_rate(
     compile: bool = False,
 ) -> float:
     """Env steps per second of ``PPOAgent.fit`` (set-up excluded; compiling is not)."""
-    agent = _typedrl_agent()
+    agent = _typedrl_agent(num_envs, iterations, seed, compile=compile)
     start = time.perf_counter()
     result = agent.fit()
     elapsed = time.perf_counter() - start
@@ -294,7 +294,7 @@ def _print_profile(
 
 def profile(num_envs: int, iterations: int, top: int) -> None:
     """cProfile both trainers for ``iterations`` iterations; print the split and hot functions."""
-    agent = _typedrl_agent()
+    agent = _typedrl_agent(num_envs, iterations, seed, compile=compile)
     profiler = cProfile.Profile()
     profiler.runcall(agent.fit)
     marks = {
