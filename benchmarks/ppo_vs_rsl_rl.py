@@ -294,7 +294,7 @@ def _print_profile(
 
 def profile(num_envs: int, iterations: int, top: int) -> None:
     """cProfile both trainers for ``iterations`` iterations; print the split and hot functions."""
-    agent = _typedrl_agent(num_envs, iterations, seed, compile=compile)
+    agent = _typedrl_agent(num_envs, iterations, 0, compile=False)
     profiler = cProfile.Profile()
     profiler.runcall(agent.fit)
     marks = {
