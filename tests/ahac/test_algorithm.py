@@ -1,6 +1,7 @@
 """Tests for typedrl.ahac._algorithm: the double critic, the stop rule, the horizon's update."""
 
 import dataclasses
+from collections.abc import Sequence
 
 import pytest
 import torch
@@ -13,8 +14,9 @@ from typedrl.apg import DifferentiableCollector, DifferentiableTrainer, Differen
 from typedrl.distributed import SingleProcess
 from typedrl.errors import ConfigError, EnvContractError
 from typedrl.metrics import AHAC_CONTACT_NORM, AHAC_CRITIC_PASSES, AHAC_HORIZON, LOSS_CRITIC
+from typedrl.shac._window import WINDOW_SUMS, CriticData, fit_critic
 from typedrl.testing import ContactQuadraticEnv, QuadraticEnv
-from typedrl.training import RunOptions
+from typedrl.training import GradientStep, RunOptions
 
 
 def linear(weight: list[float], bias: float) -> nn.Linear:
@@ -220,3 +222,44 @@ def test_the_windows_follow_the_horizon(scale: float, *, grows: bool) -> None:
         assert lengths == [2, 2, 2, 2]
     assert result.metrics[LOSS_CRITIC] >= 0.0
     assert trainer.algorithm_name == "ahac"
+
+
+def test_a_pass_that_skips_every_step_is_not_a_settled_loss() -> None:
+    """With no valid sample, no pass takes a step: the stop rule never runs, every pass does."""
+    critic = nn.Linear(3, 1)
+    kernel = GradientStep(
+        list(critic.parameters()),
+        torch.optim.Adam(critic.parameters()),
+        dist=SingleProcess(),
+        max_grad_norm=None,
+    )
+    calls: list[int] = []
+
+    def stop(losses: Sequence[float]) -> bool:
+        calls.append(len(losses))
+        return True
+
+    features, targets = torch.randn(8, 3), torch.randn(8)
+
+    def fit(valid: bool) -> int:
+        data = CriticData(
+            features=features,
+            targets=targets,
+            mask=torch.full((8,), valid),
+            window_sums=torch.zeros(len(WINDOW_SUMS)),
+        )
+        return fit_critic(
+            data,
+            squared_error=lambda x, y: (critic(x).squeeze(-1) - y).square(),
+            kernel=kernel,
+            sampler=torch.Generator().manual_seed(0),
+            iterations=4,
+            minibatches=2,
+            stop=stop,
+        ).passes
+
+    before = [p.detach().clone() for p in critic.parameters()]
+    assert (fit(valid=False), calls) == (4, [])
+    assert all(torch.equal(a, b) for a, b in zip(before, critic.parameters(), strict=True))
+    # With valid samples the rule runs after the first pass and ends the fit.
+    assert (fit(valid=True), calls) == (1, [1])

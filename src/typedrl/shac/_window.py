@@ -505,8 +505,9 @@ def fit_critic(
     follows the mean squared error over every rank's valid samples of its
     minibatch; the window's statistics ride along in the first all-reduce. A
     non-finite gradient, or a minibatch empty on every rank, skips its step on
-    every rank alike. After each pass ``stop`` sees the passes' mean losses,
-    pooled over the ranks, so every rank stops after the same pass.
+    every rank alike. After each pass that took a step, ``stop`` sees the
+    passes' mean losses, pooled over the ranks, so every rank stops after the
+    same pass.
     """
     features, targets, mask, window_sums = data.features, data.targets, data.mask, data.window_sums
     samples = features.shape[0]
@@ -553,8 +554,10 @@ def fit_critic(
             if stop is not None:
                 pass_loss += minibatch_loss
                 pass_steps += 1
-        if stop is not None:
-            pass_losses.append(float(pass_loss) / max(pass_steps, 1))
+        # A pass that skipped every step changed nothing and measured no loss: the stop
+        # rule never sees it (a 0 would read as a settled loss). Every rank skips alike.
+        if stop is not None and pass_steps:
+            pass_losses.append(float(pass_loss) / pass_steps)
             if stop(pass_losses):
                 break
     kernel.clear()
