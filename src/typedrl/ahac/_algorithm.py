@@ -45,8 +45,9 @@ from typedrl.shac._window import (
     fit_critic,
     policy_features,
     step_actor,
+    window_state,
 )
-from typedrl.training import Counters, GeneratorState
+from typedrl.training import Counters
 from typedrl.training._update import UpdateOutcome
 
 __all__ = ["AHAC", "DoubleCritic", "loss_has_settled"]
@@ -360,16 +361,11 @@ class AHAC:
 
     def state(self) -> AlgorithmState:
         """Policy optimizer and schedule, the double critic and theirs, the horizon, the sampler."""
-        modules: dict[str, object] = {
-            "algorithm": self.counters,
-            "critic": self.critic,
-            "horizon": self.horizon,
-        }
-        if self.return_normalizer is not None:
-            modules["return_normalizer"] = self.return_normalizer
-        return AlgorithmState(
-            modules=modules,  # type: ignore[arg-type]
+        return window_state(
+            counters=self.counters,
+            critics={"critic": self.critic, "horizon": self.horizon},
+            return_normalizer=self.return_normalizer,
             optimizers={"policy": self.optimizer, "critic": self.critic_optimizer},
             schedulers={"policy": self.scheduler, "critic": self.critic_scheduler},
-            rank_local={"critic_sampler": GeneratorState(self.sampler)},
+            sampler=self.sampler,
         )

@@ -10,7 +10,7 @@ those as arguments, so :meth:`~typedrl.shac.SHAC.update` and
 """
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, cast, final, runtime_checkable
 
@@ -24,6 +24,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from typedrl.advantages import compute_gae, discount_weights
 from typedrl.apg._algorithm import (
     POLICY_STATISTICS,
+    AlgorithmState,
     policy_metrics,
     policy_statistics,
     refuse_update,
@@ -43,8 +44,8 @@ from typedrl.metrics import (
     TRAIN_CUT_ROWS,
 )
 from typedrl.normalization import RunningMeanStd
-from typedrl.protocols import DifferentiablePolicy
-from typedrl.training import Counters
+from typedrl.protocols import DifferentiablePolicy, SupportsStateDict
+from typedrl.training import Counters, GeneratorState
 from typedrl.training._update import (
     GradientStep,
     ReducedGradient,
@@ -595,3 +596,29 @@ def critic_metrics(
         TRAIN_CRITIC_GRAD_NORM: grad_norm,
         TRAIN_CRITIC_LEARNING_RATE: learning_rate,
     }
+
+
+def window_state(
+    *,
+    counters: Counters,
+    critics: Mapping[str, SupportsStateDict],
+    return_normalizer: RunningMeanStd | None,
+    optimizers: dict[str, SupportsStateDict],
+    schedulers: dict[str, SupportsStateDict],
+    sampler: torch.Generator,
+) -> AlgorithmState:
+    """What a critic-bootstrapped algorithm (SHAC, AHAC) checkpoints.
+
+    Its counters (``"algorithm"``), its critic modules under their names, the
+    return normaliser when there is one, the optimizers and schedules, and the
+    critic's minibatch sampler (per rank).
+    """
+    modules: dict[str, SupportsStateDict] = {"algorithm": counters, **critics}
+    if return_normalizer is not None:
+        modules["return_normalizer"] = return_normalizer
+    return AlgorithmState(
+        modules=modules,
+        optimizers=optimizers,
+        schedulers=schedulers,
+        rank_local={"critic_sampler": GeneratorState(sampler)},
+    )
