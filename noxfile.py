@@ -16,7 +16,7 @@ nox.needs_version = ">=2024.10.9"
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
-nox.options.sessions = ["lint", "typecheck", "tests", "docs"]
+nox.options.sessions = ["lint", "typecheck", "tests", "lightning", "docs"]
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
@@ -52,7 +52,24 @@ def tests(session: nox.Session) -> None:
     suites. Paths after ``--`` run those alone.
     """
     _install(session, "test")
-    session.run("pytest", *PARALLEL, *session.posargs, env=_hypothesis_profile())
+    session.run(
+        "pytest",
+        *PARALLEL,
+        "--ignore=tests/lightning_package",
+        *session.posargs,
+        env=_hypothesis_profile(),
+    )
+
+
+@nox.session
+def lightning(session: nox.Session) -> None:
+    """Tests that need the ``lightning`` package (tests/lightning_package/), in their own venv.
+
+    With ``lightning`` installed, ``lightning_fabric`` imports torchmetrics in
+    every process, which would slow each of the main suite's processes by 2-3 s.
+    """
+    _install(session, "lightning")
+    session.run("pytest", "tests/lightning_package", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session(default=False)

@@ -5,7 +5,6 @@ import importlib.resources
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -89,23 +88,3 @@ def test_reading_a_tuned_config_imports_no_torch() -> None:
 def test_ships_py_typed() -> None:
     """The package ships the PEP 561 marker so users' type checkers read its types."""
     assert importlib.resources.files("typedrl").joinpath("py.typed").is_file()
-
-
-def test_a_training_run_never_imports_pytorch_lightning(tmp_path: Path) -> None:
-    """``typedrl train`` runs on lightning_fabric and leaves the lightning package unloaded.
-
-    Importing ``lightning`` (PyTorch Lightning with torchmetrics) costs over a
-    second per process; a run and its evaluation need only Fabric.
-    """
-    run = str(tmp_path / "run")
-    code = (
-        "import contextlib, io\n"
-        "from typedrl.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main(['train', '--total-timesteps', '256', '--num-envs', '4', '--run-dir', {run!r}, "
-        "'--no-progress', '--set', 'num_steps=16', '--set', 'batch_size=32'])\n"
-        f"    main(['evaluate', {run!r}, '--episodes', '2', '--num-envs', '2'])"
-    )
-    loaded = _heavy_modules_after(code)
-    assert "lightning_fabric" in loaded
-    assert "lightning" not in loaded

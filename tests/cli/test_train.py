@@ -2,13 +2,10 @@
 
 import importlib.util
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import lightning.pytorch.loggers
 import pytest
-from lightning_fabric.loggers.logger import Logger
 
 from typedrl.cli import main
 from typedrl.cli._config import parse_env_kwargs, parse_override
@@ -174,47 +171,6 @@ def test_train_wandb_project_needs_wandb(tmp_path: Path, monkeypatch: pytest.Mon
     with pytest.raises(MissingDependencyError, match="--wandb-project needs W&B"):
         main(["--debug", *argv])
     assert not run_dir.exists()
-
-
-def test_train_logs_to_wandb_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--wandb-project adds a W&B logger (here a stand-in) next to the CSV one, on rank 0."""
-    real_find_spec = importlib.util.find_spec
-    built: list[dict[str, Any]] = []
-    logged: list[Mapping[str, float]] = []
-
-    def with_wandb(name: str, *args: Any) -> Any:
-        return object() if name == "wandb" else real_find_spec(name, *args)
-
-    class FakeWandbLogger(Logger):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__()
-            built.append(kwargs)
-
-        @property
-        def name(self) -> str:
-            return "wandb"
-
-        @property
-        def version(self) -> str:
-            return "0"
-
-        def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-            logged.append(metrics)
-
-        def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-            """Not used by the agent."""
-
-    monkeypatch.setattr(importlib.util, "find_spec", with_wandb)
-    monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", FakeWandbLogger)
-    run_dir = tmp_path / "run"
-    argv = ["train", "--total-timesteps", "512", "--run-dir", str(run_dir), "--no-progress"]
-    assert main([*argv, "--wandb-project", "typedrl-tests", "--set", "num_steps=16"]) == 0
-    save_dir = str(run_dir)
-    assert built == [{"project": "typedrl-tests", "name": "run", "save_dir": save_dir}]
-    # Training and evaluation metrics reach it, as they reach the CSV file.
-    assert any("time/sps" in metrics for metrics in logged)
-    assert any("eval/score" in metrics for metrics in logged)
-    assert (run_dir / "metrics.csv").is_file()
 
 
 def test_train_apg_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,6 @@ from typedrl.training._fabric import (
     default_fabric,
     fabric_from_environment,
     read_launch,
-    require_fabric,
     setup_module_and_optimizer,
 )
 
@@ -168,18 +167,6 @@ def test_fabric_from_environment_refuses_what_the_launch_contradicts(
         fabric_from_environment(devices=1)
     with pytest.raises(ConfigError, match=r"--num-nodes 2: torchrun launched 1 node\(s\)"):
         fabric_from_environment(num_nodes=2)
-
-
-def test_require_fabric_names_the_package_to_import() -> None:
-    """A lightning.fabric.Fabric is refused with the import to use; others by their type."""
-    import lightning.fabric
-
-    fabric = Fabric(accelerator="cpu", devices=1)
-    assert require_fabric(fabric, "PPOAgent") is fabric
-    with pytest.raises(ConfigError, match=r"PPOAgent: .*'from lightning_fabric import Fabric'"):
-        require_fabric(lightning.fabric.Fabric(accelerator="cpu", devices=1), "PPOAgent")
-    with pytest.raises(ConfigError, match=r"must be a lightning_fabric\.Fabric, got str"):
-        require_fabric("cpu", "PPOAgent")
 
 
 def test_leaving_without_a_group_does_nothing() -> None:

@@ -99,16 +99,3 @@ def test_options_are_frozen_and_keyword_only() -> None:
         options.eval_episodes = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         RunOptions("runs")  # type: ignore[call-arg]
-
-
-def test_loggers_of_the_lightning_package_are_accepted(tmp_path: Path) -> None:
-    """A logger built on ``lightning.fabric``'s Logger (PyTorch Lightning's W&B one) is kept.
-
-    Fabric only calls its methods; typedrl itself runs on lightning_fabric.
-    """
-    from lightning.fabric.loggers.csv_logs import CSVLogger as LightningCSVLogger
-
-    logger: object = LightningCSVLogger(tmp_path)
-    options = RunOptions(loggers=[logger])  # type: ignore[list-item]
-    assert options.loggers is not None
-    assert list(options.loggers) == [logger]
