@@ -2,12 +2,13 @@
 
 Every wrapper in the package (the evaluation recorders, the test doubles)
 derives from :class:`VecEnvWrapper`, so no wrapper can drop an attribute of
-the env it wraps that a policy depends on: the observation normalise mask of
-a differentiable env is passed through when the wrapped env has one, and is
-absent when it has none.
+the env it wraps that a policy or a trainer depends on: the observation
+normalise mask of a differentiable env is passed through when the wrapped env
+has one, and is absent when it has none; so are its contact forces
+(:class:`~typedrl.protocols.SupportsContactForces`, which AHAC needs).
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import torch
@@ -15,6 +16,7 @@ import torch
 from typedrl._results import StepResult
 from typedrl.protocols import (
     DifferentiableVecEnv,
+    SupportsContactForces,
     VecEnv,
 )
 from typedrl.types import Action, Obs, ObsMask
@@ -51,6 +53,12 @@ class VecEnvWrapper:
     reward, a raised exception, a step counter), as Gymnasium's
     ``VectorWrapper`` is used.
 
+    The wrapped env's contact forces
+    (:class:`~typedrl.protocols.SupportsContactForces`) are passed through
+    exactly when it has them, so a runtime protocol check on the wrapper is
+    as true as on the env; a wrapper that measures contacts itself (defines
+    ``contact_force_norm``) keeps its own.
+
     Example:
         >>> import torch
         >>> from typedrl.testing import CountingVecEnv
@@ -65,10 +73,30 @@ class VecEnvWrapper:
         >>> _ = env.reset(seed=0)
         >>> env.step(torch.zeros(2, 1)).reward.tolist()
         [2.0, 2.0]
+        >>> from typedrl.protocols import SupportsContactForces
+        >>> from typedrl.testing import ContactQuadraticEnv, QuadraticEnv
+        >>> isinstance(VecEnvWrapper(ContactQuadraticEnv(num_envs=2)), SupportsContactForces)
+        True
+        >>> isinstance(VecEnvWrapper(QuadraticEnv(num_envs=2)), SupportsContactForces)
+        False
     """
+
+    preserves_steps: ClassVar[bool] = True
+    """Each step of the wrapper is one step of the wrapped env, so what the env measures
+    per step (its contact forces) holds for the wrapper's step too. Set it to ``False`` in
+    a wrapper that takes several steps of the env per step (an action repeat): the env's
+    contact forces are then not passed through."""
 
     def __init__(self, env: VecEnv) -> None:
         self.env = env
+        if (
+            self.preserves_steps
+            and isinstance(env, SupportsContactForces)
+            and not hasattr(type(self), "contact_force_norm")
+        ):
+            # An instance attribute, set only when the env has the method: a class-level
+            # method would make every wrapper look like it measures contacts.
+            vars(self)["contact_force_norm"] = env.contact_force_norm
 
     @property
     def num_envs(self) -> int:
