@@ -12,6 +12,7 @@ from tests.shac.windows import F64, FeaturePolicy, FixedWindow, window_rollout
 from typedrl.ahac import AHAC, AHACConfig, DoubleCritic, loss_has_settled
 from typedrl.apg import DifferentiableCollector, DifferentiableTrainer, DifferentiableTrainerConfig
 from typedrl.distributed import SingleProcess
+from typedrl.envs import DifferentiableVecEnvWrapper
 from typedrl.errors import ConfigError, EnvContractError
 from typedrl.metrics import AHAC_CONTACT_NORM, AHAC_CRITIC_PASSES, AHAC_HORIZON, LOSS_CRITIC
 from typedrl.shac._window import WINDOW_SUMS, CriticData, fit_critic
@@ -179,6 +180,35 @@ def test_an_env_without_contact_forces_is_refused_in_one_line() -> None:
             options=RunOptions(progress=False, loggers=[]),
         )
     assert "\n" not in str(error.value)
+
+
+def test_a_wrapped_env_without_contact_forces_is_refused_in_one_line() -> None:
+    """A wrapper does not lend contact forces to an env without them: one line naming it."""
+    config = DifferentiableTrainerConfig(total_updates=1, algorithm=AHACConfig())
+    with pytest.raises(ConfigError, match=r"SupportsContactForces") as error:
+        DifferentiableTrainer(
+            env=DifferentiableVecEnvWrapper(QuadraticEnv(num_envs=2)),
+            config=config,
+            options=RunOptions(progress=False, loggers=[]),
+        )
+    assert "\n" not in str(error.value)
+
+
+def test_ahac_trains_on_a_wrapped_env_with_contact_forces() -> None:
+    """The wrapper passes the contacts through: AHAC reads them as from the env itself."""
+    env = ContactQuadraticEnv(num_envs=4, horizon=5, contact_scale=1000.0)
+    config = DifferentiableTrainerConfig(
+        total_updates=2,
+        hidden=(8,),
+        algorithm=AHACConfig(critic_hidden=(8,), horizon_min=2, horizon_max=6),
+    )
+    trainer = DifferentiableTrainer(
+        env=DifferentiableVecEnvWrapper(env),
+        config=config,
+        options=RunOptions(progress=False, loggers=[]),
+    )
+    result = trainer.train()
+    assert result.metrics[AHAC_CONTACT_NORM] > 0.0
 
 
 def test_the_collector_refuses_to_record_contacts_it_cannot_read() -> None:

@@ -80,6 +80,27 @@ def test_resume_is_bit_exact(tmp_path: Path) -> None:
     assert torch.equal(done.sampler.get_state(), again.sampler.get_state())
 
 
+@pytest.mark.parametrize("restart", [False, True])
+def test_restart_schedule_restarts_the_dual_step_but_keeps_the_horizon(
+    tmp_path: Path, *, restart: bool
+) -> None:
+    """restart_schedule=True puts alpha back at its start with the rates; H and lambda stay."""
+    saved = contact_trainer(options=RunOptions(run_dir=tmp_path, loggers=[], progress=False))
+    saved.train()
+    before = ahac_of(saved).horizon.state_dict()
+    assert before["updates"] == 3
+    loaded = contact_trainer(total_updates=6)
+    loaded.load(tmp_path / "checkpoints" / "last.ckpt", restart_schedule=restart)
+    ahac = ahac_of(loaded)
+    horizon, rate = ahac.horizon, ahac.config.horizon_learning_rate
+    assert (horizon.horizon, horizon.multiplier) == (before["horizon"], before["multiplier"])
+    assert horizon.updates == (0 if restart else 3)
+    # Linear over this run's 6 planned updates, to 0: the start, or halfway.
+    assert horizon.rate == pytest.approx(rate if restart else rate / 2)
+    actor = ahac.config.actor.learning_rate
+    assert ahac.optimizer.param_groups[0]["lr"] == pytest.approx(actor if restart else actor / 2)
+
+
 # ---------------------------------------------------------------- distributed
 
 

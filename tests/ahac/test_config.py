@@ -1,13 +1,16 @@
 """Tests for typedrl.ahac._config: defaults, validation, round trips, the trainer's rules."""
 
 import dataclasses
+import typing
 
 import pytest
 
 from typedrl import configs
+from typedrl._config_fields import field_checks
 from typedrl.ahac import AHACConfig
 from typedrl.apg import DifferentiableTrainerConfig
 from typedrl.errors import ConfigError
+from typedrl.shac import SHACConfig
 
 
 def test_defaults_follow_the_authors_configuration() -> None:
@@ -54,6 +57,22 @@ def test_invalid_values_are_refused(fields: dict[str, object], message: str) -> 
     """Each rule refuses with one line naming the field and the value."""
     with pytest.raises(ConfigError, match=message):
         AHACConfig(**fields)  # type: ignore[arg-type]
+
+
+def test_the_fields_shared_with_shac_take_the_same_values() -> None:
+    """Each field AHACConfig shares with SHACConfig has SHAC's type and check.
+
+    The two classes declare them each (one base class would move AHAC's horizon
+    fields behind the critic's in config.yaml); this keeps the copies alike.
+    """
+    ahac = {field.name: rule for field, rule in field_checks(AHACConfig)}
+    shac = {field.name: rule for field, rule in field_checks(SHACConfig)}
+    shared = ahac.keys() & shac.keys()
+    assert sorted(shac.keys() - shared) == ["target_alpha"]
+    assert len(shared) == 14
+    ahac_hints, shac_hints = typing.get_type_hints(AHACConfig), typing.get_type_hints(SHACConfig)
+    for name in shared:
+        assert (ahac_hints[name], ahac[name]) == (shac_hints[name], shac[name]), name
 
 
 def test_round_trip_and_partial_actor() -> None:

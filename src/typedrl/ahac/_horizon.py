@@ -30,7 +30,11 @@ class AdaptiveHorizon:
     reference keeps float32 tensors.
 
     It is checkpointed (:meth:`state_dict`): a resumed run continues with the
-    same ``H``, ``lambda`` and place on the schedule.
+    same ``H``, ``lambda`` and place on the schedule. Loading with
+    ``restart_schedule=True`` starts ``alpha``'s curve again
+    (:meth:`restart_schedule`, a
+    :class:`~typedrl.training.SupportsScheduleRestart`); ``H`` and ``lambda``
+    are learned, not scheduled, and keep their values.
 
     Args:
         minimum: ``H_min``, the first window's length.
@@ -104,6 +108,23 @@ class AdaptiveHorizon:
         if multipliers:
             self.multiplier = multipliers[0]
         self.updates += 1
+
+    def restart_schedule(self) -> None:
+        """Put ``alpha`` back at its schedule's beginning; ``H`` and ``lambda`` stay.
+
+        Example:
+            >>> horizon = AdaptiveHorizon(
+            ...     minimum=8, maximum=64, threshold=500.0, learning_rate=0.01,
+            ...     schedule="linear", min_learning_rate=0.0, planned_updates=2,
+            ... )
+            >>> horizon.update([1500.0] * 8)
+            >>> horizon.rate, horizon.horizon
+            (0.005, 8.8)
+            >>> horizon.restart_schedule()
+            >>> horizon.rate, horizon.horizon
+            (0.01, 8.8)
+        """
+        self.updates = 0
 
     def state_dict(self) -> dict[str, Any]:
         """``H``, ``lambda`` and the updates taken (the schedule's place)."""

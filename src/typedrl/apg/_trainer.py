@@ -447,8 +447,9 @@ class DifferentiableTrainer(AbstractTrainer):
         Args:
             path: The checkpoint file.
             strict_config: Refuse a checkpoint saved with another config.
-            restart_schedule: Start the learning-rate curve again from its beginning
-                (the optimizer's moments are kept), to continue a finished run.
+            restart_schedule: Start the learning-rate curves (and AHAC's dual step's)
+                again from their beginning (the optimizers' moments, AHAC's horizon and
+                multiplier are kept), to continue a finished run.
         """
         super().load(path, strict_config=strict_config, restart_schedule=restart_schedule)
 

@@ -11,7 +11,14 @@ from typedrl._validation import describe
 from typedrl.errors import ConfigError
 from typedrl.protocols import SupportsStateDict
 
-__all__ = ["Counters", "GeneratorState", "Progress", "SupportsSharedState", "TrainerState"]
+__all__ = [
+    "Counters",
+    "GeneratorState",
+    "Progress",
+    "SupportsScheduleRestart",
+    "SupportsSharedState",
+    "TrainerState",
+]
 
 _GROUPS = ("modules", "optimizers", "schedulers", "rank_local")
 
@@ -101,6 +108,21 @@ class SupportsSharedState(Protocol):
 
     def load_shared_state_dict(self, state_dict: dict[str, Any], /) -> None:
         """Restore only the rank-independent part of ``state_dict`` (rank 0's saved state)."""
+        ...
+
+
+@runtime_checkable
+class SupportsScheduleRestart(Protocol):
+    """State that keeps its own place on a schedule, beside the learning-rate schedulers.
+
+    AHAC's horizon (:class:`~typedrl.ahac.AdaptiveHorizon`) decays its dual
+    step over the run's updates. Loading a checkpoint with
+    ``restart_schedule=True`` restarts every such object of the
+    :class:`TrainerState` with the learning-rate curves.
+    """
+
+    def restart_schedule(self) -> None:
+        """Go back to the schedule's beginning; learned values stay."""
         ...
 
 

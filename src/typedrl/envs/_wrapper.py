@@ -2,24 +2,35 @@
 
 Every wrapper in the package (the evaluation recorders, the test doubles)
 derives from :class:`VecEnvWrapper`, so no wrapper can drop an attribute of
-the env it wraps that a policy depends on: the observation normalise mask of
-a differentiable env is passed through when the wrapped env has one, and is
-absent when it has none.
+the env it wraps that a policy or a trainer depends on: the observation
+normalise mask of a differentiable env is passed through when the wrapped env
+has one, and is absent when it has none; so are its contact forces
+(:class:`~typedrl.protocols.SupportsContactForces`, which AHAC needs) and its
+checkpointable state (:class:`~typedrl.protocols.SupportsStateDict`, which an
+exact resume needs).
 """
 
-from typing import Any
+from typing import Any, ClassVar, Final, cast
 
 import gymnasium as gym
 import torch
 
 from typedrl._results import StepResult
+from typedrl.errors import CheckpointError
 from typedrl.protocols import (
     DifferentiableVecEnv,
+    SupportsContactForces,
+    SupportsStateDict,
     VecEnv,
 )
 from typedrl.types import Action, Obs, ObsMask
 
 __all__ = ["DifferentiableVecEnvWrapper", "VecEnvWrapper", "observation_normalize_mask_of"]
+
+_ENV_KEY: Final = "env"
+"""Where a wrapper with state of its own keeps the wrapped env's state."""
+_WRAPPER_KEY: Final = "wrapper"
+"""Where a wrapper with state of its own keeps that state."""
 
 
 def observation_normalize_mask_of(env: VecEnv) -> ObsMask | None:
@@ -51,6 +62,27 @@ class VecEnvWrapper:
     reward, a raised exception, a step counter), as Gymnasium's
     ``VectorWrapper`` is used.
 
+    The wrapped env's contact forces
+    (:class:`~typedrl.protocols.SupportsContactForces`) are passed through
+    exactly when it has them, so a runtime protocol check on the wrapper is
+    as true as on the env; a wrapper that measures contacts itself (defines
+    ``contact_force_norm``) keeps its own.
+
+    So is its checkpointable state (``state_dict`` and ``load_state_dict``,
+    :class:`~typedrl.protocols.SupportsStateDict`), which a collector saves so
+    that a resumed run continues the env's rows exactly:
+
+    - a wrapper of an env with state checkpoints that state, under the env's
+      own keys, so a wrapper with no state of its own is transparent: a
+      checkpoint saved with or without it resumes either way;
+    - a wrapper with state of its own overrides :meth:`wrapper_state_dict`
+      and :meth:`load_wrapper_state_dict`; its state is then
+      ``{"env": <the env's state>, "wrapper": <its own>}``, and loading a
+      state of another layout raises :class:`~typedrl.errors.CheckpointError`;
+    - a wrapper of an env without state has none either (the collector then
+      restarts the env on resume, its own state included);
+    - a wrapper that checkpoints itself (defines ``state_dict``) keeps its own.
+
     Example:
         >>> import torch
         >>> from typedrl.testing import CountingVecEnv
@@ -65,10 +97,81 @@ class VecEnvWrapper:
         >>> _ = env.reset(seed=0)
         >>> env.step(torch.zeros(2, 1)).reward.tolist()
         [2.0, 2.0]
+        >>> from typedrl.protocols import SupportsContactForces
+        >>> from typedrl.testing import ContactQuadraticEnv, QuadraticEnv
+        >>> isinstance(VecEnvWrapper(ContactQuadraticEnv(num_envs=2)), SupportsContactForces)
+        True
+        >>> isinstance(VecEnvWrapper(QuadraticEnv(num_envs=2)), SupportsContactForces)
+        False
+        >>> from typedrl.envs import PointMass
+        >>> from typedrl.protocols import SupportsStateDict
+        >>> env = PointMass(num_envs=2)
+        >>> VecEnvWrapper(env).state_dict().keys() == env.state_dict().keys()
+        True
+        >>> isinstance(VecEnvWrapper(QuadraticEnv(num_envs=2)), SupportsStateDict)
+        False
     """
+
+    preserves_steps: ClassVar[bool] = True
+    """Each step of the wrapper is one step of the wrapped env, so what the env measures
+    per step (its contact forces) holds for the wrapper's step too. Set it to ``False`` in
+    a wrapper that takes several steps of the env per step (an action repeat): the env's
+    contact forces are then not passed through."""
 
     def __init__(self, env: VecEnv) -> None:
         self.env = env
+        if (
+            self.preserves_steps
+            and isinstance(env, SupportsContactForces)
+            and not hasattr(type(self), "contact_force_norm")
+        ):
+            # An instance attribute, set only when the env has the method: a class-level
+            # method would make every wrapper look like it measures contacts.
+            vars(self)["contact_force_norm"] = env.contact_force_norm
+        if isinstance(env, SupportsStateDict) and not hasattr(type(self), "state_dict"):
+            # Instance attributes too, so that a wrapper of an env without state has none.
+            if type(self).wrapper_state_dict is VecEnvWrapper.wrapper_state_dict:
+                vars(self)["state_dict"] = env.state_dict
+                vars(self)["load_state_dict"] = env.load_state_dict
+            else:
+                vars(self)["state_dict"] = self._state_with_env
+                vars(self)["load_state_dict"] = self._load_state_with_env
+
+    def wrapper_state_dict(self) -> dict[str, Any]:
+        """The wrapper's own state, checkpointed with the wrapped env's.
+
+        Override it (and :meth:`load_wrapper_state_dict`) in a wrapper whose
+        own state changes what it does or reports after a resume; the base
+        wrapper has none.
+        """
+        return {}
+
+    def load_wrapper_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`wrapper_state_dict`'s output.
+
+        Raises:
+            CheckpointError: ``state_dict`` does not fit this wrapper.
+        """
+        if state_dict:
+            raise CheckpointError(
+                f"{type(self).__name__}.load_state_dict: expected no state of the wrapper "
+                f"itself under 'wrapper', got keys {sorted(state_dict)}"
+            )
+
+    def _state_with_env(self) -> dict[str, Any]:
+        env = cast("SupportsStateDict", self.env)
+        return {_ENV_KEY: env.state_dict(), _WRAPPER_KEY: self.wrapper_state_dict()}
+
+    def _load_state_with_env(self, state_dict: dict[str, Any], /) -> None:
+        expected = [_ENV_KEY, _WRAPPER_KEY]
+        if sorted(state_dict) != expected:
+            raise CheckpointError(
+                f"{type(self).__name__}.load_state_dict: expected keys {expected} (the "
+                f"state of the wrapped {type(self.env).__name__} and the wrapper's own), got "
+                f"{sorted(state_dict)}; was it saved from an env without this wrapper?"
+            )
+        cast("SupportsStateDict", self.env).load_state_dict(state_dict[_ENV_KEY])
+        self.load_wrapper_state_dict(state_dict[_WRAPPER_KEY])
 
     @property
     def num_envs(self) -> int:

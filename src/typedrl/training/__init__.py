@@ -16,6 +16,7 @@ from :func:`build_scheduler`).
 
 from typedrl.checkpoint._state import Counters as Counters
 from typedrl.checkpoint._state import GeneratorState as GeneratorState
+from typedrl.checkpoint._state import SupportsScheduleRestart as SupportsScheduleRestart
 from typedrl.checkpoint._state import SupportsSharedState as SupportsSharedState
 from typedrl.checkpoint._state import TrainerState as TrainerState
 from typedrl.training._fabric import Launch as Launch
@@ -54,6 +55,7 @@ __all__ = [
     "RunOptions",
     "RunSummary",
     "StopRequest",
+    "SupportsScheduleRestart",
     "SupportsSharedState",
     "TrainerState",
     "UpdateCounts",

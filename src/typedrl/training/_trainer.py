@@ -19,7 +19,7 @@ from typedrl._tensor_checks import same_device
 from typedrl._validation import describe, positive_int
 from typedrl.checkpoint import Checkpoint, CheckpointKind, CheckpointPaths, check_kind
 from typedrl.checkpoint._match import resume_mismatch
-from typedrl.checkpoint._state import Progress, TrainerState
+from typedrl.checkpoint._state import Progress, SupportsScheduleRestart, TrainerState
 from typedrl.checkpoint._trainer_io import (
     read_trainer_checkpoint,
     restore_trainer_state,
@@ -728,7 +728,9 @@ class AbstractTrainer(ABC):
         policy's and, for SHAC, the critic's alike) is then put on this run's
         curve: at its saved update of this run's plan (a longer budget has
         another curve; within the same plan nothing changes), or, with
-        ``restart_schedule``, at the curve's beginning.
+        ``restart_schedule``, at the curve's beginning, as is every other
+        object of the state that keeps a place on a schedule
+        (:class:`SupportsScheduleRestart`: AHAC's horizon).
 
         Args:
             path: The checkpoint file.
@@ -738,9 +740,10 @@ class AbstractTrainer(ABC):
                 and a mismatch stops every rank. Pass ``False`` to resume with
                 changed hyper-parameters on purpose; the run then no longer
                 equals an uninterrupted one.
-            restart_schedule: Start every learning-rate curve again from its
-                beginning (the optimizers' moments are kept), to continue a
-                finished run.
+            restart_schedule: Start every learning-rate curve, and every other
+                schedule of the state (:class:`SupportsScheduleRestart`), again
+                from its beginning (the optimizers' moments and learned values
+                are kept), to continue a finished run.
 
         Raises:
             CheckpointError: If the file is missing, corrupt, of another kind,
@@ -792,7 +795,16 @@ class AbstractTrainer(ABC):
 
 
 def _put_on_curve(state: TrainerState, *, restart: bool) -> None:
-    """Every learning-rate schedule of the state on this run's curve: resynced or restarted."""
+    """Every schedule of the state on this run's curve: resynced or restarted.
+
+    An object with a schedule of its own (:class:`SupportsScheduleRestart`)
+    computes its place on this run's curve itself; it only needs the restart.
+    """
     for scheduler in state.schedulers.values():
         if isinstance(scheduler, LambdaLR):
             (restart_lr_schedule if restart else resync_schedule)(scheduler)
+    if restart:
+        for group in (state.modules, state.optimizers, state.schedulers, state.rank_local):
+            for item in group.values():
+                if isinstance(item, SupportsScheduleRestart):
+                    item.restart_schedule()
