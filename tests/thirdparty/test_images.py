@@ -105,7 +105,6 @@ def test_pong_builds_the_nature_cnn_and_trains_a_step(tmp_path: Path) -> None:
     assert max(m.in_features for m in policy.modules() if isinstance(m, nn.Linear)) == 3136
 
 
-@pytest.mark.filterwarnings("ignore:EnvPool seeds are fixed")
 def test_envpool_pong_trains_from_the_guides_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -121,7 +120,6 @@ def test_envpool_pong_trains_from_the_guides_command(
     assert summary["global_step"] == 2048
 
 
-@pytest.mark.filterwarnings("ignore:EnvPool seeds are fixed")
 def test_envpool_is_seeded_by_the_run() -> None:
     """The same seed gives the same frames; another seed other ones (EnvPool seeds at creation)."""
     frames = []

@@ -25,9 +25,10 @@ def make_envpool(
     (``episodic_life=True``, ``reward_clip=True``, ``stack_num``,
     ``img_height``, ...). Its envs autoreset on the step after an episode
     ends, which :class:`~typedrl.envs.GymnasiumVecEnv` adapts. EnvPool takes
-    its seed when the env is built and ignores ``reset(seed=...)`` (with a
-    warning of its own), so the run's seed is given here, folded below
-    ``2**31``.
+    its seed when the env is built and ignores ``reset(seed=...)``, so the
+    run's seed is given here, folded below ``2**31``, and the returned env's
+    ``reset`` takes a seed without passing it on (EnvPool would warn that it
+    ignores it on every run).
 
     From the command line: ``typedrl train typedrl.envs:make_envpool
     --env-kwargs task_id=Pong-v5`` (see the Atari guide).
@@ -45,7 +46,17 @@ def make_envpool(
             f"make_envpool({task_id!r}) needs EnvPool: pip install envpool"
         ) from error
     folded = 0 if seed is None else non_negative_int("make_envpool", "seed", seed) % _SEED_RANGE
-    env: gym.vector.VectorEnv[Any, Any, Any] = envpool.make_gymnasium(
-        task_id, num_envs=num_envs, seed=folded, **kwargs
+    return _SeededAtCreation(
+        envpool.make_gymnasium(task_id, num_envs=num_envs, seed=folded, **kwargs)
     )
-    return env
+
+
+class _SeededAtCreation(gym.vector.VectorWrapper[Any, Any, Any]):
+    """An EnvPool env whose ``reset`` drops the seed: the env took its seed when it was built."""
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every row; ``seed`` is ignored (given to EnvPool when the env was built)."""
+        del seed
+        return self.env.reset(options=options)
