@@ -11,7 +11,7 @@ from torch import Tensor
 
 from typedrl import _validation
 from typedrl._collector_state import collector_state_dict, load_collector_state
-from typedrl._env_calls import step_env
+from typedrl._results import step_env
 from typedrl._tensor_checks import ActionChecker, action_dtype_for
 from typedrl._validation import describe, non_negative_int
 from typedrl.apg._adjoint import ActionAdjointClipper

@@ -10,8 +10,7 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl._collector_state import collector_state_dict, load_collector_state
-from typedrl._env_calls import step_env
-from typedrl._results import StepResult
+from typedrl._results import StepResult, step_env
 from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
 from typedrl.envs._checker._observations import check_obs_dtypes
