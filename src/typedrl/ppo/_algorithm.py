@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from typedrl.advantages import compute_gae
-from typedrl.buffers import minibatch_indices
+from typedrl.buffers import _shuffled_minibatches
 from typedrl.distributed import Distributed
 from typedrl.envs._spaces import new_tensordict
 from typedrl.errors import NonFiniteError, StateError
@@ -410,20 +410,16 @@ class PPO:
 
     def _plan(self, num_samples: int, batch_size: int, what: str) -> list[Tensor]:
         """This epoch's shuffled minibatch indices, checked against the agreed count."""
-        batches = minibatch_indices(
-            num_samples=num_samples,
-            batch_size=batch_size,
-            num_mini_epochs=self.config.num_mini_epochs,
-            generator=self.sampler,
-        )
-        if len(batches) != self.num_minibatches:
+        # ceil(num_samples * num_mini_epochs / batch_size), exactly in integers.
+        count = -(-num_samples * self.config.num_mini_epochs // batch_size)
+        if count != self.num_minibatches:
             raise StateError(
                 f"PPO.update: the epoch of {num_samples} {what} splits into "
-                f"{len(batches)} minibatches of {batch_size}, expected the "
+                f"{count} minibatches of {batch_size}, expected the "
                 f"{self.num_minibatches} every rank agreed on; pass rollouts of the "
                 "collector PPO was built for"
             )
-        return batches
+        return _shuffled_minibatches(num_samples, batch_size, count, self.sampler)
 
     def _sample_minibatches(self, epoch: EpochData) -> Iterator[tuple[EpochData, Evaluate]]:
         """Minibatches of ``batch_size`` samples drawn across steps and envs."""
