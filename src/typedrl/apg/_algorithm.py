@@ -30,8 +30,8 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from typedrl.advantages import discount_weights
 from typedrl.apg._adjoint import ActionAdjointClipper
+from typedrl.apg._collector import DifferentiableRollout
 from typedrl.apg._config import APGConfig
-from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, StateError
 from typedrl.metrics import (

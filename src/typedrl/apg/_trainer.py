@@ -16,8 +16,7 @@ from typedrl._results import DifferentiableRolloutSpec
 from typedrl.ahac._algorithm import AHAC
 from typedrl.ahac._config import AHACConfig
 from typedrl.apg._algorithm import APG, DifferentiableAlgorithm, UpdateData
-from typedrl.apg._collector import DifferentiableCollector
-from typedrl.apg._rollout import DifferentiableRollout
+from typedrl.apg._collector import DifferentiableCollector, DifferentiableRollout
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
