@@ -20,7 +20,7 @@ from typedrl.apg._collector import DifferentiableCollector, DifferentiableRollou
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
-from typedrl.errors import ConfigError, DistributedError, StateError, TypedRLError
+from typedrl.errors import ConfigError, DistributedError, TypedRLError
 from typedrl.metrics import (
     SCHEDULE_PREFIX,
     TIME_SPS,
@@ -508,9 +508,8 @@ class DifferentiableTrainer(AbstractTrainer):
         # A bad env output on one rank stops every rank with its message, before the
         # update's all-reduce would wait for it.
         raise_together(failure, "collecting the rollouts", self.dist)
-        if collected is None:  # not reached: raise_together raised this rank's error
-            raise StateError("the update collected nothing")
-        data, local_steps, schedule = collected
+        # Collected: raise_together raised every rank's error when this rank collected nothing.
+        data, local_steps, schedule = cast("_Collected", collected)
         metrics = algorithm.finish_update(data).metrics
         return self._iteration_result(metrics, schedule, local_steps, started, algorithm.counters)
 
