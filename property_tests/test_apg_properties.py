@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from torch import Tensor
 
 from typedrl.apg import APG, APGConfig, DifferentiableCollector, DifferentiableRollout
+from typedrl.apg._collector import first_done_mask
 from typedrl.apg._config import DecaySchedule, OptimizerName
-from typedrl.apg._rollout import first_done_mask
 from typedrl.distributed import SingleProcess
 from typedrl.testing import LinearDifferentiablePolicy, QuadraticEnv
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 
-from typedrl.apg._rollout import first_done_mask
+from typedrl.apg._collector import first_done_mask
 
 _dones = st.tuples(st.integers(0, 12), st.integers(1, 6)).flatmap(
     lambda shape: arrays(np.bool_, shape)

@@ -1,4 +1,4 @@
-"""Tests for typedrl._results: StepResult, DifferentiableRolloutSpec, EvaluationResult.
+"""Tests for typedrl._results: StepResult, DifferentiableRolloutSpec, EvaluationResult, step_env.
 
 Each field's own check is tested with every config class in ``tests/test_config_classes.py``.
 """
@@ -10,7 +10,10 @@ import torch
 from tensordict import TensorDict
 
 from typedrl import DifferentiableRolloutSpec, EvaluationResult, StepResult
-from typedrl.errors import ConfigError, SpecError
+from typedrl._results import step_env
+from typedrl.errors import ConfigError, EnvContractError, EnvError, SpecError
+from typedrl.testing import QuadraticEnv
+from typedrl.types import Action
 
 
 def _obs(num_envs: int = 3) -> TensorDict:
@@ -161,3 +164,40 @@ def test_from_trusted_keeps_extras_and_stays_immutable() -> None:
     assert result.info == {"k": 1}
     with pytest.raises(AttributeError, match="immutable"):
         result.valid = valid  # type: ignore[misc]
+
+
+class _Raising:
+    """Steps like QuadraticEnv until told to raise ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self.env = QuadraticEnv(num_envs=2)
+        self.error = error
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.env, name)
+
+    def step(self, action: Action) -> StepResult:
+        raise self.error
+
+
+def test_returns_the_step_result() -> None:
+    """A healthy env's result comes back as it is."""
+    env = QuadraticEnv(num_envs=2)
+    env.reset(seed=0)
+    result = step_env(env, torch.zeros(2, 1), step=0, iteration=0)
+    assert result.reward.shape == (2,)
+
+
+def test_wraps_the_envs_own_exception() -> None:
+    """Any other exception becomes EnvError naming the env, the step and the iteration."""
+    env = _Raising(KeyError("joint"))
+    with pytest.raises(EnvError, match=r"_Raising\) raised KeyError at step 4 of iteration 2"):
+        step_env(env, torch.zeros(2, 1), step=4, iteration=2)
+
+
+def test_passes_typedrl_errors_through_with_a_note() -> None:
+    """An error already in typedrl's words keeps its type and gains a note naming the step."""
+    env = _Raising(EnvContractError("no reset"))
+    with pytest.raises(EnvContractError, match="no reset") as info:
+        step_env(env, torch.zeros(2, 1), step=1, iteration=3)
+    assert info.value.__notes__ == ["raised by the env at step 1 of iteration 3"]

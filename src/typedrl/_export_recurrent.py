@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from typedrl import _validation
 from typedrl.checkpoint import StrPath
 from typedrl.errors import ConfigError, MissingDependencyError
-from typedrl.policies._features import flat_keys, key_spaces, layout_width, split_flat
+from typedrl.policies._encoders import flat_keys, key_spaces, layout_width, split_flat
 from typedrl.protocols import StatefulActorCritic
 
 __all__ = ["RecurrentDeterministicPolicy", "export_recurrent_policy"]

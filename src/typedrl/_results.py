@@ -1,11 +1,14 @@
 """Frozen, validated value types exchanged through the contracts.
 
-They are re-exported from :mod:`typedrl.protocols` and :mod:`typedrl`.
+They are re-exported from :mod:`typedrl.protocols` and :mod:`typedrl`. Both
+collector families (the on-policy one in :mod:`typedrl.ppo` and the
+differentiable one in :mod:`typedrl.apg`) step envs through :func:`step_env`,
+so an exception raised inside an env reads the same whichever trainer hit it.
 """
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, Protocol, final, runtime_checkable
 
 import torch
 from tensordict import TensorDict
@@ -20,10 +23,10 @@ from typedrl._validation import (
     non_negative_float,
     positive_int,
 )
-from typedrl.errors import ConfigError, SpecError
-from typedrl.types import Done, ObjectiveScale, Obs, Reward, Valid
+from typedrl.errors import ConfigError, EnvContractError, EnvError, NonFiniteError, SpecError
+from typedrl.types import Action, Done, ObjectiveScale, Obs, Reward, Valid
 
-__all__ = ["DifferentiableRolloutSpec", "EvaluationResult", "StepResult"]
+__all__ = ["DifferentiableRolloutSpec", "EvaluationResult", "StepResult", "step_env"]
 
 _StepTuple = tuple[Obs, Reward, Done, Done, dict[str, Any]]
 
@@ -276,3 +279,51 @@ class EvaluationResult:
 
     def __post_init__(self) -> None:
         _config_fields.validate(self)
+
+
+@runtime_checkable
+class SupportsStep(Protocol):
+    """What :func:`step_env` needs of an env: the ``step`` of :class:`~typedrl.protocols.VecEnv`."""
+
+    def step(self, action: Action, /) -> StepResult: ...
+
+
+# Errors that already say what went wrong in typedrl's words: they pass through
+# with a note naming the step, instead of being wrapped.
+_PASS_THROUGH = (ConfigError, EnvContractError, NonFiniteError, EnvError)
+
+
+def step_env(env: SupportsStep, action: Action, *, step: int, iteration: int) -> StepResult:
+    """``env.step(action)``; an exception of the env's own becomes :class:`EnvError`.
+
+    Args:
+        env: The env to step (a :class:`~typedrl.protocols.VecEnv`).
+        action: The action batch.
+        step: The step of the rollout, named in the message.
+        iteration: The trainer's iteration, named in the message.
+
+    Raises:
+        EnvError: The env raised an exception of its own: the message names
+            the env's type, the exception's type, the step and the iteration,
+            and the exception is chained as ``__cause__``.
+        ConfigError, EnvContractError, NonFiniteError: Raised by the env as
+            they are, with a note naming the step and the iteration.
+
+    Example:
+        >>> import torch
+        >>> from typedrl.testing import CountingVecEnv
+        >>> env = CountingVecEnv(num_envs=2, terminate_after=3)
+        >>> _ = env.reset(seed=0)
+        >>> step_env(env, torch.zeros(2, 1), step=0, iteration=0).reward.shape
+        torch.Size([2])
+    """
+    try:
+        return env.step(action)
+    except Exception as error:
+        where = f"step {step} of iteration {iteration}"
+        if isinstance(error, _PASS_THROUGH):
+            error.add_note(f"raised by the env at {where}")
+            raise
+        raise EnvError(
+            f"the env ({type(env).__name__}) raised {type(error).__name__} at {where}: {error}"
+        ) from error

@@ -529,8 +529,15 @@ def minibatch_indices(
     count = minibatch_count(
         num_samples=num_samples, batch_size=batch_size, num_mini_epochs=num_mini_epochs
     )
+    return _shuffled_minibatches(num_samples, batch_size, count, generator)
+
+
+def _shuffled_minibatches(
+    num_samples: int, batch_size: int, count: int, generator: torch.Generator
+) -> list[BatchIndices]:
+    """:func:`minibatch_indices` for numbers already checked: ``count`` minibatches."""
     total = count * batch_size
-    # batch_size <= num_samples, so the top-up needs at most one further permutation.
+    # Enough permutations to fill every minibatch (one top-up when batch_size <= num_samples).
     num_permutations = math.ceil(total / num_samples)
     order = torch.cat(
         [

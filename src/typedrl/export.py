@@ -58,7 +58,7 @@ from typedrl._export_recurrent import RecurrentDeterministicPolicy, export_recur
 from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
-from typedrl.policies._features import flat_keys, key_spaces, layout_width, split_flat
+from typedrl.policies._encoders import flat_keys, key_spaces, layout_width, split_flat
 from typedrl.protocols import Policy, StatefulActorCritic, SupportsDeterministicActor
 from typedrl.restore import (
     CheckpointLocation,

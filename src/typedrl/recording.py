@@ -20,7 +20,6 @@ Example:
 
 import importlib
 import importlib.util
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from typedrl._results import StepResult
-from typedrl._validation import describe
+from typedrl._validation import describe, positive_float, positive_int
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.envs._make import BUILTIN_PREFIX
 from typedrl.envs._wrapper import VecEnvWrapper
@@ -374,10 +373,9 @@ def record_video(
         raise ConfigError(
             f"record_video writes an MP4 file; expected a path ending in .mp4, got {target}"
         )
-    if episodes < 1:
-        raise ConfigError(f"record_video episodes must be a positive int, got {episodes!r}")
-    if fps is not None and not (math.isfinite(fps) and fps > 0):
-        raise ConfigError(f"record_video fps must be a positive number, got {fps!r}")
+    positive_int("record_video", "episodes", episodes)
+    if fps is not None:
+        positive_float("record_video", "fps", fps)
     require_video_writer()
     builtin = env_id.startswith(BUILTIN_PREFIX)
     kwargs = dict(env_kwargs or {})

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from tests.apg.test_collector import _LinearPolicy, _quadratic_policy
 from tests.two_ranks import TwoRanks
 from typedrl.apg import APG, APGConfig, DifferentiableCollector, DifferentiableRollout
-from typedrl.apg._rollout import first_done_mask
+from typedrl.apg._collector import first_done_mask
 from typedrl.distributed import SingleProcess
 from typedrl.episodes import EpochEpisodes
 from typedrl.errors import ConfigError, NonFiniteError, StateError

@@ -1,4 +1,4 @@
-"""Tests for typedrl.apg._rollout: the differentiable rollout and its alive mask."""
+"""Tests for typedrl.apg._collector: the differentiable rollout and its alive mask."""
 
 import dataclasses
 from typing import Any
@@ -9,7 +9,7 @@ from jaxtyping import TypeCheckError
 from tensordict import TensorDict
 
 from typedrl.apg._adjoint import ActionAdjointClipper
-from typedrl.apg._rollout import DifferentiableRollout, first_done_mask
+from typedrl.apg._collector import DifferentiableRollout, first_done_mask
 from typedrl.episodes import EpochEpisodes
 
 

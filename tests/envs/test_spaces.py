@@ -85,13 +85,6 @@ def test_batch_with_rows_aliases_neither_batch_nor_items() -> None:
     assert obs["obs"].tolist() == [[0.0, 0.0], [1.0, 1.0]]
 
 
-def test_batch_with_rows_needs_one_item_per_row() -> None:
-    """Rows and items must pair up."""
-    converter = ObservationConverter(gym.spaces.Box(-1, 1, (2,)), num_envs=2, device=CPU)
-    with pytest.raises(ValueError, match="2 rows but 1 items"):
-        converter.batch_with_rows(np.zeros((2, 2), np.float32), [0, 1], [np.ones(2)])
-
-
 def test_converted_space_keeps_bounds_in_the_new_dtype() -> None:
     """A float64 Box becomes float32 with its bounds cast as observations are."""
     low = np.array([-np.inf, -1e300, -0.1, 0.0])

@@ -1,10 +1,10 @@
-"""Tests for typedrl.ppo._loss: the minibatch selection of an epoch's samples."""
+"""Tests for typedrl.ppo._algorithm's loss: the minibatch selection of an epoch's samples."""
 
 import pytest
 import torch
 from tensordict import TensorDict
 
-from typedrl.ppo._loss import EpochData
+from typedrl.ppo._algorithm import EpochData
 
 
 def _epoch(obs: TensorDict, *, with_valid: bool) -> EpochData:

@@ -16,7 +16,7 @@ from typedrl.apg import (
     DifferentiableTrainer,
     DifferentiableTrainerConfig,
 )
-from typedrl.apg._rollout import first_done_mask
+from typedrl.apg._collector import first_done_mask
 from typedrl.distributed import SingleProcess
 from typedrl.envs import make
 from typedrl.episodes import EpochEpisodes

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from typedrl.apg._algorithm import DifferentiableAlgorithm as DifferentiableAlgorithm
     from typedrl.apg._algorithm import UpdateData as UpdateData
     from typedrl.apg._collector import DifferentiableCollector as DifferentiableCollector
+    from typedrl.apg._collector import DifferentiableRollout as DifferentiableRollout
+    from typedrl.apg._collector import first_done_mask as first_done_mask
     from typedrl.apg._config import APGConfig as APGConfig
-    from typedrl.apg._rollout import DifferentiableRollout as DifferentiableRollout
-    from typedrl.apg._rollout import first_done_mask as first_done_mask
     from typedrl.apg._trainer import DifferentiableTrainer as DifferentiableTrainer
     from typedrl.apg._trainer_config import (
         DifferentiableTrainerConfig as DifferentiableTrainerConfig,
@@ -51,8 +51,8 @@ else:
             "UpdateData": "typedrl.apg._algorithm",
             "DifferentiableCollector": "typedrl.apg._collector",
             "APGConfig": "typedrl.apg._config",
-            "DifferentiableRollout": "typedrl.apg._rollout",
-            "first_done_mask": "typedrl.apg._rollout",
+            "DifferentiableRollout": "typedrl.apg._collector",
+            "first_done_mask": "typedrl.apg._collector",
             "SHAC": "typedrl.shac._algorithm",
             "SHACConfig": "typedrl.shac._config",
             "DifferentiableTrainer": "typedrl.apg._trainer",

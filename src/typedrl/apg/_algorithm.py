@@ -30,8 +30,8 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from typedrl.advantages import discount_weights
 from typedrl.apg._adjoint import ActionAdjointClipper
+from typedrl.apg._collector import DifferentiableRollout
 from typedrl.apg._config import APGConfig
-from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, EnvContractError, NonFiniteError, StateError
 from typedrl.metrics import (
@@ -332,9 +332,7 @@ class DifferentiableAlgorithm(ABC):
                 pass overflowed.
             EnvContractError: The gradient was zero on each of the first updates.
         """
-        pending = self._pending
-        if pending is None:
-            raise StateError(f"{type(self).__name__}.finish_update: no update in progress")
+        pending = self._require_pending("finish_update")
         config = self.config
         device = self.parameters[0].device
         # Segments are averaged per step; complete rollouts carry their own scales.
@@ -411,8 +409,7 @@ class DifferentiableAlgorithm(ABC):
         Raises:
             StateError: No update in progress.
         """
-        if self._pending is None:
-            raise StateError(f"{type(self).__name__}.cancel_update: no update in progress")
+        self._require_pending("cancel_update")
         self.kernel.clear()
         self._pending = None
 

@@ -16,12 +16,11 @@ from typedrl._results import DifferentiableRolloutSpec
 from typedrl.ahac._algorithm import AHAC
 from typedrl.ahac._config import AHACConfig
 from typedrl.apg._algorithm import APG, DifferentiableAlgorithm, UpdateData
-from typedrl.apg._collector import DifferentiableCollector
-from typedrl.apg._rollout import DifferentiableRollout
+from typedrl.apg._collector import DifferentiableCollector, DifferentiableRollout
 from typedrl.apg._trainer_config import DifferentiableTrainerConfig
 from typedrl.distributed import raise_together
 from typedrl.envs._wrapper import observation_normalize_mask_of
-from typedrl.errors import ConfigError, DistributedError, StateError, TypedRLError
+from typedrl.errors import ConfigError, DistributedError, TypedRLError
 from typedrl.metrics import (
     SCHEDULE_PREFIX,
     TIME_SPS,
@@ -510,9 +509,8 @@ class DifferentiableTrainer(AbstractTrainer):
         # A bad env output on one rank stops every rank with its message, before the
         # update's all-reduce would wait for it.
         raise_together(failure, "collecting the rollouts", self.dist)
-        if collected is None:  # not reached: raise_together raised this rank's error
-            raise StateError("the update collected nothing")
-        data, local_steps, schedule = collected
+        # Collected: raise_together raised every rank's error when this rank collected nothing.
+        data, local_steps, schedule = cast("_Collected", collected)
         metrics = algorithm.finish_update(data).metrics
         return self._iteration_result(metrics, schedule, local_steps, started, algorithm.counters)
 

@@ -11,7 +11,7 @@ on one rank raises on every rank instead of leaving the others in a collective.
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -138,9 +138,8 @@ def read_trainer_checkpoint(
     if checkpoint is not None and mismatch is not None and dist.is_main:
         failure = mismatch(checkpoint)
     raise_together(failure, f"reading the checkpoint {path}", dist)
-    if checkpoint is None:  # not reached: raise_together raised this rank's error
-        raise CheckpointError(f"{path}: the checkpoint could not be read")
-    return checkpoint
+    # Read: raise_together raised every rank's error when this rank read nothing.
+    return cast("Checkpoint", checkpoint)
 
 
 def restore_trainer_state(

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from typedrl import configs
 from typedrl._config_fields import plain, policy_fields
@@ -526,9 +526,8 @@ def _policy_factory(value: object) -> "PolicyFactory | None":
         return None
     from typedrl.policies import PolicyFactory  # noqa: PLC0415 - imports torch
 
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"policy must be a mapping with target and kwargs, got {describe(value)}")
-    return PolicyFactory.from_dict(value)
+    # from_dict refuses a value that is not a mapping, naming the policy section.
+    return PolicyFactory.from_dict(cast("Mapping[str, Any]", value))
 
 
 def _check_resumable(resolved: ResolvedRun, saved: Mapping[str, Any], run_dir: Path) -> None:

@@ -593,31 +593,29 @@ def _owned_flags(
     """
     if type(flags) is np.ndarray and flags.dtype is _BOOL and flags.shape == row_shape:
         return flags if fresh else flags.copy()
-    array = as_numpy(flags, (_STEP, step, name))
-    if array.dtype != _BOOL:
-        raise EnvContractError(
-            f"{_STEP} (step {step}): {name} has dtype {array.dtype}, expected bool "
-            f"([num_envs] flags)"
-        )
-    if array.shape != row_shape:
-        raise EnvContractError(
-            f"{_STEP} (step {step}): {name} has shape {list(array.shape)}, expected "
-            f"{list(row_shape)} ([num_envs])"
-        )
+    array = _row_array(flags, row_shape, name, step, kinds="b", expected="bool ([num_envs] flags)")
     return np.array(array, dtype=np.bool_, copy=True)
 
 
 def _reward(reward: object, row_shape: tuple[int], step: int) -> np.ndarray:
     """``reward`` as an array, checked: real ``[num_envs]``."""
-    array = as_numpy(reward, (_STEP, step, "reward"))
-    if array.dtype.kind not in "fiu":
+    return _row_array(
+        reward, row_shape, "reward", step, kinds="fiu", expected="a real (float or integer) dtype"
+    )
+
+
+def _row_array(
+    value: object, row_shape: tuple[int], name: str, step: int, *, kinds: str, expected: str
+) -> np.ndarray:
+    """The env's per-row output ``name`` as an array: a dtype of ``kinds``, ``[num_envs]``."""
+    array = as_numpy(value, (_STEP, step, name))
+    if array.dtype.kind not in kinds:
         raise EnvContractError(
-            f"{_STEP} (step {step}): reward has dtype {array.dtype}, expected a real "
-            "(float or integer) dtype"
+            f"{_STEP} (step {step}): {name} has dtype {array.dtype}, expected {expected}"
         )
     if array.shape != row_shape:
         raise EnvContractError(
-            f"{_STEP} (step {step}): reward has shape {list(array.shape)}, expected "
+            f"{_STEP} (step {step}): {name} has shape {list(array.shape)}, expected "
             f"{list(row_shape)} ([num_envs])"
         )
     return array

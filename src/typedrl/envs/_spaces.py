@@ -457,10 +457,7 @@ class ObservationConverter:
         Raises:
             EnvContractError: If ``data`` or an item does not fit the space.
             NonFiniteError: If a floating leaf of the result holds a NaN or an infinity.
-            ValueError: If ``rows`` and ``items`` differ in length.
         """
-        if len(rows) != len(items):
-            raise ValueError(f"got {len(rows)} rows but {len(items)} items to put in them")
         leaf = self.single_leaf
         if leaf is None:
             context = (where, step, what)

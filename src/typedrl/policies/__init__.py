@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typedrl.policies._differentiable import DifferentiableMLPPolicy as DifferentiableMLPPolicy
     from typedrl.policies._distributions import Categorical as Categorical
     from typedrl.policies._distributions import DiagonalGaussian as DiagonalGaussian
+    from typedrl.policies._encoders import DiscreteOneHot as DiscreteOneHot
     from typedrl.policies._encoders import ImageEncoder as ImageEncoder
     from typedrl.policies._encoders import ImageEncoderKind as ImageEncoderKind
     from typedrl.policies._encoders import ImageLayout as ImageLayout
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from typedrl.policies._encoders import build_image_encoders as build_image_encoders
     from typedrl.policies._encoders import image_layout as image_layout
     from typedrl.policies._factory import PolicyFactory as PolicyFactory
-    from typedrl.policies._features import DiscreteOneHot as DiscreteOneHot
     from typedrl.policies._flat_actor import FlatActor as FlatActor
     from typedrl.policies._mlp import build_mlp as build_mlp
     from typedrl.policies._recurrent import RecurrentActorCritic as RecurrentActorCritic
@@ -38,7 +38,7 @@ else:
             "DifferentiableMLPPolicy": "typedrl.policies._differentiable",
             "Categorical": "typedrl.policies._distributions",
             "DiagonalGaussian": "typedrl.policies._distributions",
-            "DiscreteOneHot": "typedrl.policies._features",
+            "DiscreteOneHot": "typedrl.policies._encoders",
             "ImageEncoder": "typedrl.policies._encoders",
             "ImageEncoderKind": "typedrl.policies._encoders",
             "ImageLayout": "typedrl.policies._encoders",

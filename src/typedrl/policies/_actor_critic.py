@@ -12,8 +12,14 @@ from typedrl.distributed import Distributed
 from typedrl.errors import SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import Categorical, DiagonalGaussian
-from typedrl.policies._encoders import ImageEncoderKind, ObservationEncoder, build_image_encoders
-from typedrl.policies._features import action_head, default_keys, key_spaces
+from typedrl.policies._encoders import (
+    ImageEncoderKind,
+    ObservationEncoder,
+    action_head,
+    build_image_encoders,
+    default_keys,
+    key_spaces,
+)
 from typedrl.policies._flat_actor import FlatActor
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import BatchAction, BatchScalar, EnvScalar, Obs

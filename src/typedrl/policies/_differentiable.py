@@ -17,7 +17,7 @@ from typedrl.distributed import Distributed
 from typedrl.errors import ConfigError, SpecError
 from typedrl.normalization import RunningMeanStd
 from typedrl.policies._distributions import DiagonalGaussian
-from typedrl.policies._features import default_keys, flat_size
+from typedrl.policies._encoders import default_keys, flat_size
 from typedrl.policies._flat_actor import FlatActor
 from typedrl.policies._mlp import Activation, build_mlp
 from typedrl.types import Obs, ObsMask, ObsVector

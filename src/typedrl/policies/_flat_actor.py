@@ -12,8 +12,7 @@ from torch import Tensor, nn
 from typedrl import _validation
 from typedrl.errors import ConfigError
 from typedrl.normalization import RunningMeanStd
-from typedrl.policies._encoders import ObservationEncoder
-from typedrl.policies._features import DiscreteOneHot, key_spaces
+from typedrl.policies._encoders import DiscreteOneHot, ObservationEncoder, key_spaces
 
 __all__ = ["FlatActor"]
 

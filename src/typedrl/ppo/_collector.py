@@ -10,8 +10,7 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl._collector_state import collector_state_dict, load_collector_state
-from typedrl._env_calls import step_env
-from typedrl._results import StepResult
+from typedrl._results import StepResult, step_env
 from typedrl.buffers import ExperienceBuffer
 from typedrl.distributed import Distributed, SingleProcess, raise_together
 from typedrl.envs._checker._observations import check_obs_dtypes
@@ -341,11 +340,11 @@ class OnPolicyCollector:
         # One collective per epoch, on every rank alike: an env's failure or a non-finite
         # value on one rank stops every rank, with its message, instead of a hang.
         raise_together(failure, "the rollout", self.dist)
-        if data is None or last_value is None:  # not reached: raise_together raised
-            raise ConfigError("OnPolicyCollector.collect: the rollout did not finish")
+        # Finished: raise_together raised every rank's error when this rollout did not.
+        data = cast("TensorDict", data)
         return OnPolicyRollout(
             data=data,
-            last_value=last_value,
+            last_value=cast("Tensor", last_value),
             has_final_value=torch.tensor(has_final, device=self.device),
             approximate_bootstrap=approximate,
             episodes=self._track_episodes(data),
@@ -421,9 +420,8 @@ class OnPolicyCollector:
 
     def _restart_ended(self, state: TensorDict, ended: Tensor) -> TensorDict:
         """``state`` with the ``ended`` rows set to the initial state (no host read)."""
-        initial = self._initial_state
-        if initial is None:  # not reached: _rollout_state set it
-            raise ConfigError("OnPolicyCollector: the rollout state was not initialised")
+        # Set by _rollout_state before the rollout's first step.
+        initial = cast("TensorDict", self._initial_state)
         leaves: dict[Any, Tensor] = {}
         for key, entry in state.items(include_nested=True, leaves_only=True):
             leaf = cast("Tensor", entry)

@@ -15,7 +15,7 @@ from typedrl.errors import ConfigError
 from typedrl.metrics import TIME_COLLECT_FRACTION, TIME_SPS
 from typedrl.normalization import RewardNormalizer
 from typedrl.policies import PolicyFactory, image_layout
-from typedrl.policies._features import key_spaces
+from typedrl.policies._encoders import key_spaces
 from typedrl.ppo._algorithm import PPO
 from typedrl.ppo._batch_plan import agree_on_batch_plan
 from typedrl.ppo._collector import OnPolicyCollector

@@ -29,9 +29,9 @@ from typedrl.apg._algorithm import (
     policy_statistics,
     refuse_update,
 )
+from typedrl.apg._collector import DifferentiableRollout
 from typedrl.apg._config import APGConfig, DecaySchedule
 from typedrl.apg._cut_rows import exploded_rows, zero_rows
-from typedrl.apg._rollout import DifferentiableRollout
 from typedrl.distributed import Distributed, raise_together
 from typedrl.errors import ConfigError, TypedRLError
 from typedrl.metrics import (

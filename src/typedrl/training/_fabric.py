@@ -24,6 +24,7 @@ from lightning_fabric.plugins.environments.cluster_environment import ClusterEnv
 from torch import nn
 from torch.optim import Optimizer
 
+from typedrl._validation import positive_int
 from typedrl.errors import ConfigError
 
 __all__ = [
@@ -253,8 +254,8 @@ def fabric_from_environment(
     """
     launch = read_launch()
     for name, value in (("devices", devices), ("num_nodes", num_nodes)):
-        if value is not None and value < 1:
-            raise ConfigError(f"{name} must be a positive int or None, got {value!r}")
+        if value is not None:
+            positive_int("fabric_from_environment", name, value)
     per_node, nodes = _checked_against_launch(launch, devices=devices, num_nodes=num_nodes)
     check_accelerator(accelerator, per_node)
     from lightning_fabric.strategies.ddp import DDPStrategy  # noqa: PLC0415 - keep the import light

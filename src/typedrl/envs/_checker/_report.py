@@ -165,9 +165,7 @@ class Recorder:
         self._repeats: dict[tuple[str, str | None], int] = {}
 
     def ran(self, rule: str) -> None:
-        """Note that ``rule`` was evaluated."""
-        if rule not in CHECK_RULES:
-            raise ValueError(f"unknown rule id {rule!r}")
+        """Note that ``rule`` was evaluated (an unknown id fails the report's own check)."""
         self._run.add(rule)
 
     def fail(
