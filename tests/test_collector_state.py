@@ -7,6 +7,7 @@ from typedrl._collector_state import collector_state_dict, load_collector_state
 from typedrl.envs.builtin import PointMass
 from typedrl.episodes import EpisodeTracker
 from typedrl.errors import CheckpointError
+from typedrl.testing import VecEnvWrapper
 
 _CPU = torch.device("cpu")
 
@@ -47,3 +48,17 @@ def test_an_observation_of_another_num_envs_is_refused() -> None:
     state["obs"] = {"obs": torch.zeros(3, 6)}
     with pytest.raises(CheckpointError, match="'obs' must hold tensors with 2 rows"):
         load_collector_state(env, state, tracker)
+
+
+def test_a_wrapped_env_saves_and_restores_its_state() -> None:
+    """Through a wrapper the env's state is saved, not silently dropped (a resume continues it)."""
+    env = VecEnvWrapper(PointMass(num_envs=2, seed=0))
+    obs, _ = env.reset()
+    tracker = EpisodeTracker(num_envs=2, device=_CPU)
+    state = collector_state_dict(env, obs, tracker)
+    assert state["env"].keys() == PointMass(num_envs=2).state_dict().keys()
+    other_env = VecEnvWrapper(PointMass(num_envs=2, seed=5))
+    restored = load_collector_state(other_env, state, EpisodeTracker(num_envs=2, device=_CPU))
+    assert restored is not None
+    action = torch.full((2, 2), 0.3)
+    assert torch.equal(other_env.step(action).reward, env.step(action).reward)

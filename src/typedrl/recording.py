@@ -32,11 +32,12 @@ from jaxtyping import Float
 from torch import Tensor
 
 from typedrl._results import StepResult
+from typedrl._validation import describe
 from typedrl.envs import GymnasiumVecEnv, make
 from typedrl.envs._make import BUILTIN_PREFIX
 from typedrl.envs._wrapper import VecEnvWrapper
 from typedrl.envs.builtin import BaseTorchVecEnv
-from typedrl.errors import ConfigError, EnvContractError, MissingDependencyError
+from typedrl.errors import CheckpointError, ConfigError, EnvContractError, MissingDependencyError
 from typedrl.evaluation import EpisodeEvaluator
 from typedrl.protocols import Policy, VecEnv
 from typedrl.types import Action, Obs
@@ -56,6 +57,11 @@ class EpisodeRecorder(VecEnvWrapper):
     Ghost transitions (``valid == False``) count for nothing, as in
     :class:`~typedrl.evaluation.EpisodeEvaluator`; a ``reset`` starts the
     record afresh.
+
+    Around a checkpointable env its ``state_dict`` holds the record too (the
+    finished episodes and the running ones' sums, under ``"wrapper"``, next to
+    the env's state under ``"env"``): a resumed run records the episodes that
+    span the resume whole, as an uninterrupted one does.
 
     Args:
         env: The env to watch.
@@ -95,6 +101,60 @@ class EpisodeRecorder(VecEnvWrapper):
         self._running = torch.where(done, 0.0, self._running)
         self._steps = torch.where(done, 0, self._steps)
         return result
+
+    def wrapper_state_dict(self) -> dict[str, Any]:
+        """The finished episodes' returns and lengths, and the running episodes' sums."""
+        return {
+            "returns": self.returns,
+            "lengths": self.lengths,
+            "running": self._running.clone(),
+            "steps": self._steps.clone(),
+        }
+
+    def load_wrapper_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`wrapper_state_dict`'s output.
+
+        Raises:
+            CheckpointError: A key is missing or unexpected, or a value is not
+                one entry per row of the expected type.
+        """
+        owner = "EpisodeRecorder.load_state_dict"
+        expected = ["lengths", "returns", "running", "steps"]
+        if sorted(state_dict) != expected:
+            raise CheckpointError(
+                f"{owner}: expected keys {expected} under 'wrapper', got {sorted(state_dict)}"
+            )
+        rows = self.env.num_envs
+        for key, dtype in (("running", torch.float64), ("steps", torch.int64)):
+            value = state_dict[key]
+            if not (isinstance(value, Tensor) and value.dtype == dtype and value.ndim == 1):
+                raise CheckpointError(
+                    f"{owner}: {key!r} must be a 1-D {dtype} tensor, got {describe(value)}"
+                )
+        for key, kind in (("returns", float), ("lengths", int)):
+            value = state_dict[key]
+            if not (
+                isinstance(value, list)
+                and all(
+                    isinstance(row, list) and all(type(item) is kind for item in row)
+                    for row in value
+                )
+            ):
+                raise CheckpointError(
+                    f"{owner}: {key!r} must be a list of lists of {kind.__name__}, one per "
+                    f"row, got {describe(value)}"
+                )
+        counts = {key: len(state_dict[key]) for key in expected}
+        sizes = set(counts.values())
+        if len(sizes) != 1 or not sizes <= {0, rows}:
+            raise CheckpointError(
+                f"{owner}: expected {rows} rows (one per env row, or 0 before the first "
+                f"reset) in every entry, got {counts}"
+            )
+        self._returns = [list(row) for row in state_dict["returns"]]
+        self._lengths = [list(row) for row in state_dict["lengths"]]
+        self._running = state_dict["running"].clone()
+        self._steps = state_dict["steps"].clone()
 
     @property
     def returns(self) -> list[list[float]]:

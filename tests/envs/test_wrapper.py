@@ -1,12 +1,15 @@
 """The delegating env wrapper base: nothing a policy reads from the env is dropped."""
 
-from typing import cast
+from typing import Any, cast
 
+import pytest
 import torch
+from torch import Tensor
 
-from typedrl.envs import CartPoleSwingUp, observation_normalize_mask_of
+from typedrl.envs import CartPoleSwingUp, PointMass, observation_normalize_mask_of
 from typedrl.envs._wrapper import DifferentiableVecEnvWrapper, VecEnvWrapper
-from typedrl.protocols import SupportsContactForces
+from typedrl.errors import CheckpointError
+from typedrl.protocols import SupportsContactForces, SupportsStateDict, VecEnv
 from typedrl.recording import EpisodeRecorder
 from typedrl.testing import ContactQuadraticEnv, CountingVecEnv, QuadraticEnv
 from typedrl.types import EnvScalar
@@ -100,3 +103,94 @@ def test_a_wrapper_with_its_own_contact_forces_keeps_them() -> None:
     wrapped.step(torch.ones(2, 1) - obs["obs"])
     assert isinstance(wrapped, SupportsContactForces)
     assert wrapped.contact_force_norm().tolist() == [20.0, 20.0]
+
+
+# ---------------------------------------------------------------- checkpointable state
+
+
+def _play(env: VecEnv, steps: int) -> list[Tensor]:
+    """The rewards of ``steps`` steps of a fixed action on PointMass's two rows."""
+    return [env.step(torch.full((2, 2), 0.3)).reward for _ in range(steps)]
+
+
+def _checkpointable(env: VecEnv) -> SupportsStateDict:
+    """``env`` as checkpointable (a final wrapper gets the methods only per instance)."""
+    assert isinstance(env, SupportsStateDict)
+    return env
+
+
+def _state_of(env: VecEnv) -> dict[str, Any]:
+    return _checkpointable(env).state_dict()
+
+
+def test_a_wrapper_passes_the_env_state_through() -> None:
+    """Plain, nested and differentiable wrappers checkpoint the wrapped env, under its keys."""
+    for wrap in (VecEnvWrapper, lambda env: _Spoiled(_Spoiled(env)), DifferentiableVecEnvWrapper):
+        env = PointMass(num_envs=2, seed=0)
+        wrapped = wrap(env)
+        wrapped.reset(seed=1)
+        _play(wrapped, 3)
+        state = _state_of(wrapped)
+        assert state.keys() == env.state_dict().keys()
+        expected = _play(wrapped, 5)
+        # Loaded into a fresh wrapped env, and into a bare one: the same steps follow.
+        for other in (wrap(PointMass(num_envs=2, seed=9)), PointMass(num_envs=2, seed=9)):
+            assert isinstance(other, SupportsStateDict)
+            other.load_state_dict(state)
+            assert all(map(torch.equal, _play(other, 5), expected))
+
+
+def test_a_wrapper_of_an_env_without_state_has_none() -> None:
+    """No state is invented: the runtime protocol check stays False, own state or not."""
+    for wrapped in (
+        VecEnvWrapper(CountingVecEnv(num_envs=2)),
+        DifferentiableVecEnvWrapper(QuadraticEnv(num_envs=2)),
+        EpisodeRecorder(CountingVecEnv(num_envs=2)),
+    ):
+        assert not isinstance(wrapped, SupportsStateDict)
+        assert not hasattr(wrapped, "load_state_dict")
+
+
+def test_a_wrapper_that_checkpoints_itself_keeps_its_state() -> None:
+    """ContactQuadraticEnv defines state_dict; a wrapper of it passes that state through."""
+    env = ContactQuadraticEnv(num_envs=2)
+    env.reset(seed=0)
+    assert _state_of(VecEnvWrapper(env)).keys() == {"x", "t", "generator", "contact"}
+
+
+def test_the_episode_recorder_checkpoints_its_record_with_the_env() -> None:
+    """A recorder resumed mid-episode records the same episodes as an uninterrupted one."""
+    recorder = EpisodeRecorder(PointMass(num_envs=2, seed=0, max_episode_steps=4))
+    recorder.reset(seed=1)
+    _play(recorder, 6)
+    state = _state_of(recorder)
+    assert state.keys() == {"env", "wrapper"}
+    assert state["wrapper"]["lengths"] == [[4], [4]]
+    _play(recorder, 5)
+    resumed = EpisodeRecorder(PointMass(num_envs=2, seed=5, max_episode_steps=4))
+    _checkpointable(resumed).load_state_dict(state)
+    _play(resumed, 5)
+    assert resumed.lengths == recorder.lengths == [[4, 4], [4, 4]]
+    assert resumed.returns == recorder.returns
+
+
+def test_a_state_of_another_layout_is_refused() -> None:
+    """Unwrapped into a recorder, a recorder's into a bare env, a bad record: CheckpointError."""
+    env = PointMass(num_envs=2, seed=0)
+    wrapped = EpisodeRecorder(env)
+    wrapped.reset(seed=1)
+    recorder = _checkpointable(wrapped)
+    with pytest.raises(CheckpointError, match=r"expected keys \['env', 'wrapper'\].*got \['has_"):
+        recorder.load_state_dict(env.state_dict())
+    with pytest.raises(CheckpointError, match=r"PointMass.*got \['env', 'wrapper'\]"):
+        PointMass(num_envs=2).load_state_dict(recorder.state_dict())
+    state = recorder.state_dict()
+    state["wrapper"]["steps"] = state["wrapper"]["steps"].float()
+    with pytest.raises(CheckpointError, match=r"'steps' must be a 1-D torch.int64 tensor"):
+        recorder.load_state_dict(state)
+    state = recorder.state_dict()
+    state["wrapper"]["returns"] = [[]] * 3
+    with pytest.raises(
+        CheckpointError, match=r"expected 2 rows .* got \{'lengths': 2, 'returns': 3"
+    ):
+        recorder.load_state_dict(state)

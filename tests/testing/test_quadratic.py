@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from typedrl.errors import ConfigError, SpecError
-from typedrl.testing import QuadraticEnv, ScheduledQuadraticEnv
+from typedrl.errors import CheckpointError, ConfigError, SpecError
+from typedrl.testing import ContactQuadraticEnv, QuadraticEnv, ScheduledQuadraticEnv
 
 
 def test_seeding_reproduces_initial_states() -> None:
@@ -116,3 +116,13 @@ def test_schedule_rejects_bad_values() -> None:
     env = ScheduledQuadraticEnv(num_envs=1, horizons=[1])
     with pytest.raises(ConfigError, match="rollout_index must be a non-negative int, got -1"):
         env.prepare_differentiable_rollout(-1)
+
+
+def test_contact_env_refuses_a_state_of_other_keys() -> None:
+    """A state with other keys (here a wrapper's layout) raises CheckpointError naming both."""
+    env = ContactQuadraticEnv(num_envs=2)
+    with pytest.raises(
+        CheckpointError,
+        match=r"expected keys \['contact', 'generator', 't', 'x'\], got \['env', 'wrapper'\]",
+    ):
+        env.load_state_dict({"env": env.state_dict(), "wrapper": {}})

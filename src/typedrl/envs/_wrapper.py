@@ -5,23 +5,32 @@ derives from :class:`VecEnvWrapper`, so no wrapper can drop an attribute of
 the env it wraps that a policy or a trainer depends on: the observation
 normalise mask of a differentiable env is passed through when the wrapped env
 has one, and is absent when it has none; so are its contact forces
-(:class:`~typedrl.protocols.SupportsContactForces`, which AHAC needs).
+(:class:`~typedrl.protocols.SupportsContactForces`, which AHAC needs) and its
+checkpointable state (:class:`~typedrl.protocols.SupportsStateDict`, which an
+exact resume needs).
 """
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final, cast
 
 import gymnasium as gym
 import torch
 
 from typedrl._results import StepResult
+from typedrl.errors import CheckpointError
 from typedrl.protocols import (
     DifferentiableVecEnv,
     SupportsContactForces,
+    SupportsStateDict,
     VecEnv,
 )
 from typedrl.types import Action, Obs, ObsMask
 
 __all__ = ["DifferentiableVecEnvWrapper", "VecEnvWrapper", "observation_normalize_mask_of"]
+
+_ENV_KEY: Final = "env"
+"""Where a wrapper with state of its own keeps the wrapped env's state."""
+_WRAPPER_KEY: Final = "wrapper"
+"""Where a wrapper with state of its own keeps that state."""
 
 
 def observation_normalize_mask_of(env: VecEnv) -> ObsMask | None:
@@ -59,6 +68,21 @@ class VecEnvWrapper:
     as true as on the env; a wrapper that measures contacts itself (defines
     ``contact_force_norm``) keeps its own.
 
+    So is its checkpointable state (``state_dict`` and ``load_state_dict``,
+    :class:`~typedrl.protocols.SupportsStateDict`), which a collector saves so
+    that a resumed run continues the env's rows exactly:
+
+    - a wrapper of an env with state checkpoints that state, under the env's
+      own keys, so a wrapper with no state of its own is transparent: a
+      checkpoint saved with or without it resumes either way;
+    - a wrapper with state of its own overrides :meth:`wrapper_state_dict`
+      and :meth:`load_wrapper_state_dict`; its state is then
+      ``{"env": <the env's state>, "wrapper": <its own>}``, and loading a
+      state of another layout raises :class:`~typedrl.errors.CheckpointError`;
+    - a wrapper of an env without state has none either (the collector then
+      restarts the env on resume, its own state included);
+    - a wrapper that checkpoints itself (defines ``state_dict``) keeps its own.
+
     Example:
         >>> import torch
         >>> from typedrl.testing import CountingVecEnv
@@ -79,6 +103,13 @@ class VecEnvWrapper:
         True
         >>> isinstance(VecEnvWrapper(QuadraticEnv(num_envs=2)), SupportsContactForces)
         False
+        >>> from typedrl.envs import PointMass
+        >>> from typedrl.protocols import SupportsStateDict
+        >>> env = PointMass(num_envs=2)
+        >>> VecEnvWrapper(env).state_dict().keys() == env.state_dict().keys()
+        True
+        >>> isinstance(VecEnvWrapper(QuadraticEnv(num_envs=2)), SupportsStateDict)
+        False
     """
 
     preserves_steps: ClassVar[bool] = True
@@ -97,6 +128,50 @@ class VecEnvWrapper:
             # An instance attribute, set only when the env has the method: a class-level
             # method would make every wrapper look like it measures contacts.
             vars(self)["contact_force_norm"] = env.contact_force_norm
+        if isinstance(env, SupportsStateDict) and not hasattr(type(self), "state_dict"):
+            # Instance attributes too, so that a wrapper of an env without state has none.
+            if type(self).wrapper_state_dict is VecEnvWrapper.wrapper_state_dict:
+                vars(self)["state_dict"] = env.state_dict
+                vars(self)["load_state_dict"] = env.load_state_dict
+            else:
+                vars(self)["state_dict"] = self._state_with_env
+                vars(self)["load_state_dict"] = self._load_state_with_env
+
+    def wrapper_state_dict(self) -> dict[str, Any]:
+        """The wrapper's own state, checkpointed with the wrapped env's.
+
+        Override it (and :meth:`load_wrapper_state_dict`) in a wrapper whose
+        own state changes what it does or reports after a resume; the base
+        wrapper has none.
+        """
+        return {}
+
+    def load_wrapper_state_dict(self, state_dict: dict[str, Any], /) -> None:
+        """Restore :meth:`wrapper_state_dict`'s output.
+
+        Raises:
+            CheckpointError: ``state_dict`` does not fit this wrapper.
+        """
+        if state_dict:
+            raise CheckpointError(
+                f"{type(self).__name__}.load_state_dict: expected no state of the wrapper "
+                f"itself under 'wrapper', got keys {sorted(state_dict)}"
+            )
+
+    def _state_with_env(self) -> dict[str, Any]:
+        env = cast("SupportsStateDict", self.env)
+        return {_ENV_KEY: env.state_dict(), _WRAPPER_KEY: self.wrapper_state_dict()}
+
+    def _load_state_with_env(self, state_dict: dict[str, Any], /) -> None:
+        expected = [_ENV_KEY, _WRAPPER_KEY]
+        if sorted(state_dict) != expected:
+            raise CheckpointError(
+                f"{type(self).__name__}.load_state_dict: expected keys {expected} (the "
+                f"state of the wrapped {type(self.env).__name__} and the wrapper's own), got "
+                f"{sorted(state_dict)}; was it saved from an env without this wrapper?"
+            )
+        cast("SupportsStateDict", self.env).load_state_dict(state_dict[_ENV_KEY])
+        self.load_wrapper_state_dict(state_dict[_WRAPPER_KEY])
 
     @property
     def num_envs(self) -> int:

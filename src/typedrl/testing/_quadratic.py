@@ -12,7 +12,7 @@ from typedrl._results import DifferentiableRolloutSpec, StepResult
 from typedrl._tensor_checks import ActionChecker
 from typedrl._validation import non_negative_int, positive_int
 from typedrl.envs._wrapper import DifferentiableVecEnvWrapper
-from typedrl.errors import ConfigError
+from typedrl.errors import CheckpointError, ConfigError
 from typedrl.types import Action, EnvScalar, Obs, ObsMask
 
 __all__ = ["QuadraticEnv", "ScheduledQuadraticEnv"]
@@ -243,7 +243,18 @@ class ContactQuadraticEnv(DifferentiableVecEnvWrapper):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any], /) -> None:
-        """Restore :meth:`state_dict`'s output (the rows restart graph-free)."""
+        """Restore :meth:`state_dict`'s output (the rows restart graph-free).
+
+        Raises:
+            CheckpointError: ``state_dict`` has other keys (saved from another env,
+                or through a wrapper with state of its own).
+        """
+        expected = sorted(self.state_dict())
+        if sorted(state_dict) != expected:
+            raise CheckpointError(
+                f"ContactQuadraticEnv.load_state_dict: expected keys {expected}, "
+                f"got {sorted(state_dict)}"
+            )
         env = self._env
         env._x = state_dict["x"].clone()
         env._t = state_dict["t"].clone()
