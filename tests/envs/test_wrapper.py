@@ -113,9 +113,14 @@ def _play(env: VecEnv, steps: int) -> list[Tensor]:
     return [env.step(torch.full((2, 2), 0.3)).reward for _ in range(steps)]
 
 
-def _state_of(env: VecEnv) -> dict[str, Any]:
+def _checkpointable(env: VecEnv) -> SupportsStateDict:
+    """``env`` as checkpointable (a final wrapper gets the methods only per instance)."""
     assert isinstance(env, SupportsStateDict)
-    return env.state_dict()
+    return env
+
+
+def _state_of(env: VecEnv) -> dict[str, Any]:
+    return _checkpointable(env).state_dict()
 
 
 def test_a_wrapper_passes_the_env_state_through() -> None:
@@ -163,8 +168,7 @@ def test_the_episode_recorder_checkpoints_its_record_with_the_env() -> None:
     assert state["wrapper"]["lengths"] == [[4], [4]]
     _play(recorder, 5)
     resumed = EpisodeRecorder(PointMass(num_envs=2, seed=5, max_episode_steps=4))
-    assert isinstance(resumed, SupportsStateDict)
-    resumed.load_state_dict(state)
+    _checkpointable(resumed).load_state_dict(state)
     _play(resumed, 5)
     assert resumed.lengths == recorder.lengths == [[4, 4], [4, 4]]
     assert resumed.returns == recorder.returns
@@ -173,9 +177,9 @@ def test_the_episode_recorder_checkpoints_its_record_with_the_env() -> None:
 def test_a_state_of_another_layout_is_refused() -> None:
     """Unwrapped into a recorder, a recorder's into a bare env, a bad record: CheckpointError."""
     env = PointMass(num_envs=2, seed=0)
-    recorder = EpisodeRecorder(env)
-    recorder.reset(seed=1)
-    assert isinstance(recorder, SupportsStateDict)
+    wrapped = EpisodeRecorder(env)
+    wrapped.reset(seed=1)
+    recorder = _checkpointable(wrapped)
     with pytest.raises(CheckpointError, match=r"expected keys \['env', 'wrapper'\].*got \['has_"):
         recorder.load_state_dict(env.state_dict())
     with pytest.raises(CheckpointError, match=r"PointMass.*got \['env', 'wrapper'\]"):
