@@ -7,7 +7,6 @@ torchmetrics in every process (2-3 s each), so the main suite runs without it.
 """
 
 import importlib.util
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,8 @@ import lightning.pytorch.loggers
 import pytest
 from lightning.fabric.loggers.csv_logs import CSVLogger as LightningCSVLogger
 from lightning_fabric import Fabric
-from lightning_fabric.loggers.logger import Logger
 
+from tests.loggers import RecordingLogger
 from tests.test_logging import _FakeLogger, _pretend_installed
 from tests.test_package import _heavy_modules_after
 from typedrl.cli import main
@@ -88,30 +87,19 @@ def test_build_loggers_adds_wandb_when_asked(
 def test_train_logs_to_wandb_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--wandb-project adds a W&B logger (here a stand-in) next to the CSV one, on rank 0."""
     real_find_spec = importlib.util.find_spec
-    built: list[dict[str, Any]] = []
-    logged: list[Mapping[str, float]] = []
+    built: list[tuple[RecordingLogger, dict[str, Any]]] = []
 
     def with_wandb(name: str, *args: Any) -> Any:
         return object() if name == "wandb" else real_find_spec(name, *args)
 
-    class FakeWandbLogger(Logger):
+    class FakeWandbLogger(RecordingLogger):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__()
-            built.append(kwargs)
+            built.append((self, kwargs))
 
         @property
         def name(self) -> str:
             return "wandb"
-
-        @property
-        def version(self) -> str:
-            return "0"
-
-        def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-            logged.append(metrics)
-
-        def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-            """Not used by the agent."""
 
     monkeypatch.setattr(importlib.util, "find_spec", with_wandb)
     monkeypatch.setattr(lightning.pytorch.loggers, "WandbLogger", FakeWandbLogger)
@@ -119,8 +107,9 @@ def test_train_logs_to_wandb_when_asked(tmp_path: Path, monkeypatch: pytest.Monk
     argv = ["train", "--total-timesteps", "512", "--run-dir", str(run_dir), "--no-progress"]
     assert main([*argv, "--wandb-project", "typedrl-tests", "--set", "num_steps=16"]) == 0
     save_dir = str(run_dir)
-    assert built == [{"project": "typedrl-tests", "name": "run", "save_dir": save_dir}]
+    ((logger, kwargs),) = built
+    assert kwargs == {"project": "typedrl-tests", "name": "run", "save_dir": save_dir}
     # Training and evaluation metrics reach it, as they reach the CSV file.
-    assert any("time/sps" in metrics for metrics in logged)
-    assert any("eval/score" in metrics for metrics in logged)
+    assert any("time/sps" in metrics for metrics in logger.records)
+    assert any("eval/score" in metrics for metrics in logger.records)
     assert (run_dir / "metrics.csv").is_file()
