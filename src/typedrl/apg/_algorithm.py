@@ -708,7 +708,7 @@ class APG(DifferentiableAlgorithm):
         >>> apg.finish_update()
         Traceback (most recent call last):
         ...
-        typedrl.errors.StateError: APG.finish_update: no update in progress
+        typedrl.errors.StateError: APG.finish_update: no update in progress; call ...
     """
 
     def _segment_loss(
