@@ -68,6 +68,7 @@ class RecurrentDeterministicPolicy(nn.Module):
         initial = self.policy.initial_state(batch, device=torch.device("cpu"))
         return tuple(initial[key] for key in self.state_keys)
 
+    # Traced by torch.jit.trace and torch.export: no runtime checks inside.
     @_validation.no_type_check
     def forward(self, obs: Tensor, *state: Tensor) -> tuple[Tensor, ...]:
         """The deterministic action and the next state for each row."""

@@ -108,6 +108,7 @@ class _ActThroughTensorDict(nn.Module):
         self.policy = copy.deepcopy(policy)
         self.policy.train(mode=False)
 
+    # Traced by torch.jit.trace and torch.export: no runtime checks inside.
     @_validation.no_type_check
     def forward(self, obs: Tensor) -> Tensor:
         leaves = split_flat(obs, self.keys)

@@ -131,6 +131,7 @@ class PPOAgent(AbstractTrainer):
     """Config fields a resumed run may change: the budget, compilation, user bookkeeping
     (and ``compile_update``, which ``compile`` replaced: older checkpoints hold it)."""
 
+    # The config, env and policy= come from the user: checked here, in words.
     @_validation.no_type_check
     def __init__(
         self,
