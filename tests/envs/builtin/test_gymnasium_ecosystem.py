@@ -2,6 +2,7 @@
 
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -14,6 +15,12 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
 import typedrl  # noqa: F401 - what a user adds: importing typedrl registers the typedrl/ ids
+
+
+@pytest.fixture(autouse=True)
+def _sb3_logs_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SB3's learn() makes a log folder in the system's temp folder unless SB3_LOGDIR names one."""
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3"))
 
 
 def _make_env(env_id: str, seed: int) -> Callable[[], gym.Env[Any, Any]]:
