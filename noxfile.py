@@ -81,7 +81,7 @@ def property_tests(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """Run mypy --strict over src, tests (static type tests included), property_tests, noxfile."""
+    """Run mypy --strict over pyproject's ``files``: src, the test folders, conftest.py, noxfile."""
     _install(session, "typecheck")
     session.run("mypy", *session.posargs)
 
