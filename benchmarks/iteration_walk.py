@@ -2,7 +2,9 @@
 
 A measure of how spread out one iteration's code is: the fewer files, the
 easier the walk is to follow. The second iteration of each run is traced (the
-first also builds and registers things).
+first also builds and registers things). The count is given with and without
+the env's files (the Gymnasium adapter, a built-in env), which a comparison
+with a library that ships no env code leaves out.
 
     python benchmarks/iteration_walk.py
 """
@@ -68,7 +70,10 @@ def main() -> None:
     )
     for name, trainer in (("PPO", ppo), ("SHAC", shac)):
         files = files_of_one_iteration(trainer)
-        print(f"{name}: {len(files)} files")
+        # The env's own files (an adapter or a built-in env) beside the trainer's.
+        env_files = sum(file.startswith("envs/") for file in files)
+        library = len(files) - env_files
+        print(f"{name}: {len(files)} files ({library} without the env's {env_files})")
         for file in files:
             print(f"  {file}")
 
