@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, final
 
 import numpy as np
-import yaml
 
 from typedrl.checkpoint import StrPath
 from typedrl.errors import ConfigError, MissingDependencyError
 from typedrl.metrics import EPISODE_RETURN_MEAN, EVAL_RETURN_MEAN, TIME_ITERATION_SECONDS
+from typedrl.runs import CONFIG_FILE, read_run_config
 
 __all__ = [
     "EVAL_RETURN_METRIC",
@@ -189,7 +189,7 @@ def read_run(run_dir: StrPath) -> RunData:
     Raises:
         ConfigError: ``run_dir`` is not a folder, holds no ``metrics.csv``, its
             ``metrics.csv`` has no ``step`` column, or its ``config.yaml`` is
-            not a YAML mapping.
+            not a run's config (:func:`~typedrl.runs.read_run_config`).
     """
     folder = Path(run_dir)
     if not folder.is_dir():
@@ -208,17 +208,9 @@ def read_run(run_dir: StrPath) -> RunData:
         for i, name in enumerate(header)
     }
     config: Mapping[str, Any] = {}
-    config_path = folder / "config.yaml"
+    config_path = folder / CONFIG_FILE
     if config_path.is_file():
-        try:
-            loaded = yaml.safe_load(config_path.read_text())
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{config_path} is not valid YAML: {error}") from error
-        if not isinstance(loaded, Mapping):
-            raise ConfigError(
-                f"{config_path} must hold a mapping of keys, got {type(loaded).__name__}"
-            )
-        config = loaded
+        config = read_run_config(config_path)
     return RunData(run_dir=folder, columns=columns, config=config)
 
 

@@ -165,16 +165,7 @@ def read_run_config(path: Path) -> dict[str, Any]:
         content = path.read_text()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
-    try:
-        data = yaml.safe_load(content)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{path}: expected a mapping with keys among {list(RUN_KEYS)}, got {describe(data)}"
-        )
+    data = parse_mapping(content, path, f"keys among {list(RUN_KEYS)}")
     unknown = sorted(str(key) for key in data if key not in RUN_KEYS)
     if unknown:
         raise ConfigError(
@@ -183,6 +174,26 @@ def read_run_config(path: Path) -> dict[str, Any]:
     for key in ("config", "policy", "run"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise ConfigError(f"{path}: {key} must be a mapping, got {describe(data[key])}")
+    return data
+
+
+def parse_mapping(text: str, path: Path, expected: str) -> dict[str, Any]:
+    """The mapping a YAML document holds (``{}`` for an empty one).
+
+    The one YAML reader of config files, run folders and tuned files.
+
+    Raises:
+        ConfigError: The text is not YAML, or holds something other than a mapping
+            (the message names ``path`` and says the mapping's ``expected`` keys).
+    """
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({error})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with {expected}, got {describe(data)}")
     return data
 
 

@@ -43,8 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, final, get_args
 
-import yaml
-
 from typedrl import _config_fields, _validation
 from typedrl._config_fields import check, non_empty_text, optional, policy_fields
 from typedrl._validation import describe, positive_int
@@ -53,6 +51,7 @@ from typedrl.apg import APGConfig, DifferentiableTrainerConfig
 from typedrl.errors import ConfigError
 from typedrl.ppo import PPOConfig
 from typedrl.ppo._config import upgrade_fields
+from typedrl.runs import parse_mapping
 from typedrl.shac import SHACConfig
 
 __all__ = [
@@ -250,14 +249,7 @@ def _checked_algo(algo: object) -> Algorithm:
 
 
 def _parse(text: str, path: Path) -> TunedConfig:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({error})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{path}: expected a mapping with keys {list(TUNED_KEYS)}, got {describe(data)}"
-        )
+    data = parse_mapping(text, path, f"keys {list(TUNED_KEYS)}")
     missing = [key for key in TUNED_KEYS if key not in data]
     unknown = sorted(str(key) for key in data if key not in (*TUNED_KEYS, "policy", "run"))
     if missing or unknown:
