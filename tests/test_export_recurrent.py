@@ -1,4 +1,4 @@
-"""Tests for typedrl._export_recurrent: a recurrent policy exported with its state, to 1e-5."""
+"""Tests for typedrl.export's recurrent export: a policy exported with its state, to 1e-5."""
 
 import importlib
 import warnings
@@ -112,6 +112,15 @@ def test_a_flat_export_of_a_recurrent_policy_is_refused() -> None:
     policy = _policy("gru", gym.spaces.Discrete(2))
     with pytest.raises(ConfigError, match=r"RecurrentActorCritic is recurrent: .*export it with"):
         DeterministicPolicy(policy, SPACE)
+
+
+def test_a_missing_folder_is_refused_before_tracing(tmp_path: Path) -> None:
+    """As the flat export does: one line naming the folder; nothing is created."""
+    model = RecurrentDeterministicPolicy(_policy("lstm", gym.spaces.Discrete(2)), SPACE)
+    target = tmp_path / "absent" / "policy.pt"
+    with pytest.raises(ConfigError, match=r"the folder .*absent does not exist"):
+        export_recurrent_policy(model, target, export_format="torchscript")
+    assert not target.parent.exists()
 
 
 IMAGE_SPACE = gym.spaces.Dict(

@@ -54,7 +54,6 @@ from tensordict import TensorDict
 from torch import Tensor, nn
 
 from typedrl import _validation
-from typedrl._export_recurrent import RecurrentDeterministicPolicy, export_recurrent_policy
 from typedrl._validation import describe
 from typedrl.checkpoint import StrPath, load_checkpoint
 from typedrl.errors import ConfigError, MissingDependencyError
@@ -191,6 +190,64 @@ class DeterministicPolicy(nn.Module):
 
 
 @final
+class RecurrentDeterministicPolicy(nn.Module):
+    """A recurrent policy's deterministic step: ``(obs, *state) -> (action, *next_state)``.
+
+    ``obs`` is the flat observation ``[batch, obs_dim]`` (every key of the
+    observation space, each flattened, in the space's order, an index as one
+    column); each state entry is ``[batch, *shape]`` in the order of
+    :attr:`state_keys` (the policy's ``state_specs``). Start an episode from
+    zeros (:meth:`initial_state`) and feed each step's next state back in;
+    reset a row's state when its episode ends. Normalisation lives inside the
+    policy, so it is baked in. The module holds a copy of the policy.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> from typedrl.policies import RecurrentActorCritic
+        >>> space = gym.spaces.Box(-1, 1, (2,))
+        >>> policy = RecurrentActorCritic(space, gym.spaces.Discrete(2), core="lstm")
+        >>> step = RecurrentDeterministicPolicy(policy, space)
+        >>> action, h, c = step(torch.zeros(3, 2), *step.initial_state(3))
+        >>> step.state_keys, action.shape, h.shape
+        (('h', 'c'), torch.Size([3]), torch.Size([3, 1, 64]))
+    """
+
+    def __init__(self, policy: StatefulActorCritic, observation_space: gym.Space[Any]) -> None:
+        super().__init__()
+        self.obs_dim = layout_width(
+            observation_space, tuple(key_spaces(observation_space)), "RecurrentDeterministicPolicy"
+        )
+        """Width of the flat observation input."""
+        self._keys = flat_keys(observation_space)
+        self.state_keys: tuple[str, ...] = tuple(policy.state_specs)
+        """The state's entries, in the order of the inputs and outputs after the observation."""
+        self.state_shapes: tuple[tuple[int, ...], ...] = tuple(
+            policy.state_specs[key].shape for key in self.state_keys
+        )
+        """Each state entry's per-row shape."""
+        self.policy = copy.deepcopy(policy)
+        # Evaluation mode throughout, as the exporters expect.
+        self.train(mode=False)
+
+    def initial_state(self, batch: int) -> tuple[Tensor, ...]:
+        """Zeros for every state entry, ``[batch, *shape]`` each (an episode's start)."""
+        initial = self.policy.initial_state(batch, device=torch.device("cpu"))
+        return tuple(initial[key] for key in self.state_keys)
+
+    # Traced by torch.jit.trace and torch.export: no runtime checks inside.
+    @_validation.no_type_check
+    def forward(self, obs: Tensor, *state: Tensor) -> tuple[Tensor, ...]:
+        """The deterministic action and the next state for each row."""
+        batch = obs.shape[0]
+        leaves = split_flat(obs, self._keys)
+        current = TensorDict(dict(zip(self.state_keys, state, strict=True)), batch_size=[batch])
+        outputs = self.policy.act_step(
+            TensorDict(leaves, batch_size=[batch]), current, deterministic=True
+        )
+        return (outputs["action"], *(outputs["state", key] for key in self.state_keys))
+
+
+@final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExportResult:
     """What :func:`export_checkpoint` wrote."""
@@ -238,8 +295,74 @@ def export_policy(
             trace the model (a policy of your own whose ``act`` branches on tensor
             values, say).
     """
-    target = Path(path)
-    example = torch.zeros(2, model.obs_dim)
+    return _write(
+        model,
+        (torch.zeros(2, model.obs_dim),),
+        Path(path),
+        export_format,
+        input_names=["obs"],
+        output_names=["action"],
+        dynamic_shapes={"obs": {0: torch.export.Dim("batch")}},
+        # A policy of the user's may hold what the exporters cannot trace: one line, not pages.
+        refusal=(
+            "its act(obs, deterministic=True) must be traceable tensor code (no Python "
+            "branches on tensor values; torch.distributions with validate_args=False), or "
+            "try the other format"
+        ),
+        what="policy",
+    )
+
+
+def export_recurrent_policy(
+    model: RecurrentDeterministicPolicy,
+    path: StrPath,
+    *,
+    export_format: ExportFormat = "onnx",
+) -> Path:
+    """Write ``model`` to ``path`` as ONNX or TorchScript, the state as inputs and outputs.
+
+    ONNX inputs are ``"obs"`` and each state key; outputs ``"action"`` and
+    ``"next_<key>"`` for each state key; the batch axis is dynamic.
+
+    Raises:
+        MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
+        ConfigError: The folder of ``path`` does not exist, or the exporter cannot
+            trace the policy (one line).
+    """
+    batch = torch.export.Dim("batch")
+    return _write(
+        model,
+        (torch.zeros(2, model.obs_dim), *model.initial_state(2)),
+        Path(path),
+        export_format,
+        input_names=["obs", *model.state_keys],
+        output_names=["action", *(f"next_{key}" for key in model.state_keys)],
+        # forward(obs, *state): the state entries are one (varargs) input.
+        dynamic_shapes=({0: batch}, tuple({0: batch} for _ in model.state_keys)),
+        refusal="its act_step must be traceable tensor code",
+        what="recurrent policy",
+    )
+
+
+def _write(
+    model: nn.Module,
+    example: tuple[Tensor, ...],
+    target: Path,
+    export_format: ExportFormat,
+    *,
+    input_names: list[str],
+    output_names: list[str],
+    dynamic_shapes: dict[str, Any] | tuple[Any, ...],
+    refusal: str,
+    what: str,
+) -> Path:
+    """Trace ``model`` on ``example`` and write it to ``target``; an exporter's error is one line.
+
+    Raises:
+        MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
+        ConfigError: ``target``'s folder does not exist, or the exporter cannot trace
+            the model (``refusal`` says what the model must be).
+    """
     if export_format == "onnx":
         missing = [name for name in _ONNX_MODULES if importlib.util.find_spec(name) is None]
         if missing:
@@ -257,6 +380,9 @@ def export_policy(
             # internals; the file they write is what matters, and the tests check it.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
+            # torch.export warns about its own internals on nn.GRU / nn.LSTM (the cells'
+            # flat weight list, non-leaf .grad reads); the tests check the file.
+            warnings.simplefilter("ignore", UserWarning)
             # A policy exported through act builds a TensorDict, whose shape checks read
             # the traced batch size; they decide nothing the trace records.
             warnings.filterwarnings(
@@ -265,27 +391,24 @@ def export_policy(
             if export_format == "onnx":
                 torch.onnx.export(
                     model,
-                    (example,),
+                    example,
                     str(target),
                     dynamo=True,
                     # One self-contained file: the weights inside it, no policy.onnx.data beside.
                     external_data=False,
-                    input_names=["obs"],
-                    output_names=["action"],
-                    dynamic_shapes={"obs": {0: torch.export.Dim("batch")}},
+                    input_names=input_names,
+                    output_names=output_names,
+                    dynamic_shapes=dynamic_shapes,
                     verbose=False,
                 )
             else:
-                traced = torch.jit.trace(model, (example,))  # type: ignore[no-untyped-call]
+                traced = torch.jit.trace(model, example)  # type: ignore[no-untyped-call]
                 torch.jit.save(traced, str(target))
     except (RuntimeError, TypeError, ValueError) as error:
-        # A policy of the user's may hold what the exporters cannot trace: one line, not pages.
         lines = str(error).strip().splitlines()
         raise ConfigError(
-            f"the policy does not export as {export_format} ({type(error).__name__}: "
-            f"{lines[0] if lines else ''}); its act(obs, deterministic=True) must be traceable "
-            "tensor code (no Python branches on tensor values; torch.distributions with "
-            "validate_args=False), or try the other format"
+            f"the {what} does not export as {export_format} ({type(error).__name__}: "
+            f"{lines[0] if lines else ''}); {refusal}"
         ) from error
     finally:
         registration.setLevel(level)
