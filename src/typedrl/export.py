@@ -341,6 +341,9 @@ def export_recurrent_policy(
         dynamic_shapes=({0: batch}, tuple({0: batch} for _ in model.state_keys)),
         refusal="its act_step must be traceable tensor code",
         what="recurrent policy",
+        # torch.export warns about its own internals on nn.GRU / nn.LSTM (the cells'
+        # flat weight list, non-leaf .grad reads); the tests check the file.
+        quiet_user_warnings=True,
     )
 
 
@@ -355,6 +358,7 @@ def _write(
     dynamic_shapes: dict[str, Any] | tuple[Any, ...],
     refusal: str,
     what: str,
+    quiet_user_warnings: bool = False,
 ) -> Path:
     """Trace ``model`` on ``example`` and write it to ``target``; an exporter's error is one line.
 
@@ -362,6 +366,9 @@ def _write(
         MissingDependencyError: ONNX export without ``onnx`` and ``onnxscript``.
         ConfigError: ``target``'s folder does not exist, or the exporter cannot trace
             the model (``refusal`` says what the model must be).
+
+    ``quiet_user_warnings`` hides the exporters' ``UserWarning``s, which only the
+    recurrent export asks for; a flat policy's warnings reach the user.
     """
     if export_format == "onnx":
         missing = [name for name in _ONNX_MODULES if importlib.util.find_spec(name) is None]
@@ -380,9 +387,8 @@ def _write(
             # internals; the file they write is what matters, and the tests check it.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
-            # torch.export warns about its own internals on nn.GRU / nn.LSTM (the cells'
-            # flat weight list, non-leaf .grad reads); the tests check the file.
-            warnings.simplefilter("ignore", UserWarning)
+            if quiet_user_warnings:
+                warnings.simplefilter("ignore", UserWarning)
             # A policy exported through act builds a TensorDict, whose shape checks read
             # the traced batch size; they decide nothing the trace records.
             warnings.filterwarnings(
