@@ -60,13 +60,6 @@ _FLATTENABLE = (*_LEAVES, gym.spaces.Tuple, gym.spaces.Dict)
 """Spaces Gymnasium's ``FlattenObservation`` turns into one ``Box``."""
 
 
-def _unsupported(space: gym.Space[Any], where: str) -> SpecError:
-    return SpecError(
-        f"{where}: unsupported observation space {space!r}; expected Box, Discrete, "
-        "MultiDiscrete, MultiBinary or a Dict of those"
-    )
-
-
 def _supported(space: gym.Space[Any]) -> bool:
     if isinstance(space, gym.spaces.Dict):
         return all(_supported(sub) for sub in space.spaces.values())
@@ -143,17 +136,18 @@ _OWN_WRAPPER: Final = (
 )
 
 
-def _leaf_numpy_dtype(
-    space: gym.Space[Any], float_dtype: np.dtype[Any], where: str
-) -> np.dtype[Any]:
-    """The NumPy dtype a leaf of ``space`` is converted to."""
+def _leaf_numpy_dtype(space: gym.Space[Any], float_dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The NumPy dtype a leaf of ``space`` is converted to.
+
+    ``space`` is one of the leaves :func:`refuse_unsupported` lets through, which
+    every caller runs first: Box, Discrete, MultiDiscrete or MultiBinary.
+    """
     if isinstance(space, gym.spaces.Box):
         return float_dtype if space.dtype.kind == "f" else space.dtype
     if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
         return np.dtype(np.int64)
-    if isinstance(space, gym.spaces.MultiBinary):
-        return np.dtype(np.int8)
-    raise _unsupported(space, where)
+    # MultiBinary, the one leaf left.
+    return np.dtype(np.int8)
 
 
 def _cast_bounds(bound: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
@@ -192,31 +186,28 @@ def converted_space(space: gym.Space[Any], float_dtype: torch.dtype) -> gym.Spac
     """
     refuse_unsupported(space)
     target = torch.empty(0, dtype=float_dtype).numpy().dtype
-    return _converted(space, target, "observation space")
+    return _converted(space, target)
 
 
-def _converted(space: gym.Space[Any], float_dtype: np.dtype[Any], where: str) -> gym.Space[Any]:
+def _converted(space: gym.Space[Any], float_dtype: np.dtype[Any]) -> gym.Space[Any]:
+    """``space`` with its leaves' converted dtypes (:func:`refuse_unsupported` ran first)."""
     if isinstance(space, gym.spaces.Dict):
-        children = {
-            key: _converted(sub, float_dtype, f"{where}[{key!r}]")
-            for key, sub in space.spaces.items()
-        }
+        children = {key: _converted(sub, float_dtype) for key, sub in space.spaces.items()}
         if all(children[key] is sub for key, sub in space.spaces.items()):
             return space
         # A sequence of pairs keeps the order of the keys (a dict would be sorted).
         return gym.spaces.Dict(list(children.items()))
-    dtype = _leaf_numpy_dtype(space, float_dtype, where)
-    if space.dtype == dtype:
-        return space
-    if isinstance(space, gym.spaces.Box):
-        low, high = _cast_bounds(space.low, dtype), _cast_bounds(space.high, dtype)
-        return gym.spaces.Box(low, high, shape=space.shape, dtype=dtype)
-    if isinstance(space, gym.spaces.Discrete):
-        return gym.spaces.Discrete(int(space.n), start=int(space.start), dtype=dtype.type)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return gym.spaces.MultiDiscrete(space.nvec, dtype=dtype.type, start=space.start)
-    # MultiBinary is always int8, which is what it converts to.
-    raise _unsupported(space, where)
+    dtype = _leaf_numpy_dtype(space, float_dtype)
+    if space.dtype != dtype:
+        if isinstance(space, gym.spaces.Box):
+            low, high = _cast_bounds(space.low, dtype), _cast_bounds(space.high, dtype)
+            return gym.spaces.Box(low, high, shape=space.shape, dtype=dtype)
+        if isinstance(space, gym.spaces.Discrete):
+            return gym.spaces.Discrete(int(space.n), start=int(space.start), dtype=dtype.type)
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            return gym.spaces.MultiDiscrete(space.nvec, dtype=dtype.type, start=space.start)
+    # Nothing to convert (MultiBinary is always int8, which is what it converts to).
+    return space
 
 
 @final
@@ -255,8 +246,7 @@ def _leaf_tree(
             key: _leaf_tree(sub, num_envs, float_dtype, (*path, key))
             for key, sub in space.spaces.items()
         }
-    where = "observation space" + "".join(f"[{key!r}]" for key in path)
-    dtype = _leaf_numpy_dtype(space, float_dtype, where)
+    dtype = _leaf_numpy_dtype(space, float_dtype)
     row_shape = tuple(space.shape or ())
     if not path:
         name = "'obs'"
@@ -384,7 +374,7 @@ class ObservationConverter:
         self._leaves = _leaf_tree(space, num_envs, numpy_float, ())
         self.single_leaf: LeafSpec | None = None if self._is_dict else self._leaves
         """The one leaf of a non-``Dict`` space, for callers that convert it inline."""
-        self.converted_space = _converted(space, numpy_float, "observation space")
+        self.converted_space = _converted(space, numpy_float)
         """The space of the returned observations (see :func:`converted_space`)."""
 
     # ---------------------------------------------------------------- public

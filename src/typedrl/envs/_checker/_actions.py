@@ -9,8 +9,9 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 from torch import Tensor
+from typing_extensions import TypeIs
 
-__all__ = ["ActionSampler", "supported_action_space"]
+__all__ = ["ActionSampler", "ActionSpace", "supported_action_space"]
 
 #: Above this many numbers per rollout, hypothesis draws one pattern per step instead.
 _ELEMENTWISE_BUDGET: Final = 512
@@ -20,8 +21,13 @@ _PATTERNS: Final = ("uniform", "low", "high", "edges")
 StepPlan: TypeAlias = tuple[float, ...] | tuple[int, ...] | tuple[str, int]
 Plan: TypeAlias = tuple[int, tuple[StepPlan, ...]]
 
+ActionSpace: TypeAlias = (
+    gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiDiscrete | gym.spaces.MultiBinary
+)
+"""The action spaces the checkers draw from."""
 
-def supported_action_space(space: object) -> bool:
+
+def supported_action_space(space: object) -> TypeIs[ActionSpace]:
     """Whether the checkers can draw actions from ``space``."""
     return isinstance(
         space,
@@ -52,7 +58,7 @@ class ActionSampler:
     generator, which keeps hypothesis within its buffer.
     """
 
-    space: gym.Space[Any]
+    space: ActionSpace
     """The single-row action space."""
 
     num_envs: int
@@ -85,10 +91,8 @@ class ActionSampler:
             start = space.start.ravel().astype(np.int64)
             top = start + space.nvec.ravel().astype(np.int64) - 1
             return [float(v) for v in start], [float(v) for v in top]
-        if isinstance(space, gym.spaces.MultiBinary):
-            size = math.prod(space.shape)
-            return [0.0] * size, [1.0] * size
-        raise TypeError(f"unsupported action space {space!r}")
+        size = math.prod(space.shape)
+        return [0.0] * size, [1.0] * size
 
     def _element(self, low: float, high: float) -> st.SearchStrategy[Any]:
         if not isinstance(self.space, gym.spaces.Box):

@@ -11,7 +11,7 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from typedrl._results import StepResult
-from typedrl.envs._checker._actions import ActionSampler, supported_action_space
+from typedrl.envs._checker._actions import ActionSampler, ActionSpace, supported_action_space
 from typedrl.envs._checker._observations import LeafSpec, check_obs, host, obs_spec, row_list, show
 from typedrl.envs._checker._report import Recorder
 from typedrl.errors import NonFiniteError
@@ -134,7 +134,7 @@ def _observation_spec(rec: Recorder, env: object) -> dict[str, LeafSpec] | None:
     return None
 
 
-def _action_space(rec: Recorder, env: object, *, differentiable: bool) -> gym.Space[Any] | None:
+def _action_space(rec: Recorder, env: object, *, differentiable: bool) -> ActionSpace | None:
     key = "single_action_space"
     space = _read(rec, "spaces", env, key, key=key)
     if space is _MISSING:
