@@ -29,6 +29,7 @@ from typedrl._config_fields import (
     Nested,
     OrNone,
     SequenceOf,
+    adam_betas,
     boolean,
     field_checks,
     from_dict,
@@ -39,7 +40,6 @@ from typedrl._config_fields import (
 from typedrl._results import _objective_scale
 from typedrl._validation import (
     MAX_SEED,
-    adam_betas,
     finite_float,
     float_mapping,
     half_open_unit_interval,
@@ -146,9 +146,18 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
 """Values each check of typedrl._validation and _config_fields refuses (its boundaries)."""
 
 
+def _name(rule: Check) -> str:
+    """The test id of a check: a function's name, else the name it is imported under here.
+
+    The ranges (``positive_int``, ``unit_interval``, ...) and ``adam_betas`` are values.
+    """
+    names = [name for name, value in globals().items() if value is rule]
+    return getattr(rule, "__name__", names[0] if names else repr(rule))
+
+
 @pytest.mark.parametrize(
     ("rule", "refused"),
-    [pytest.param(rule, values, id=rule.__name__) for rule, values in _REFUSED.items()],
+    [pytest.param(rule, values, id=_name(rule)) for rule, values in _REFUSED.items()],
 )
 def test_each_check_refuses_its_boundary_values(rule: Check, refused: tuple[object, ...]) -> None:
     """Each check refuses an arbitrary object and its boundary values, naming the field."""

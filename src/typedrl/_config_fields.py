@@ -10,8 +10,9 @@ A config is a frozen, keyword-only dataclass. Each field says what it accepts:
   A check is a function ``(owner, name, value) -> value`` that returns the value
   normalised (an ``int`` as a ``float``, a list as a tuple) or raises
   :class:`~typedrl.errors.ConfigError` naming ``owner.name`` and showing the
-  value: the functions of :mod:`typedrl._validation`, or one that
-  :func:`optional` or :func:`sequence_of` builds from them.
+  value: the checks of :mod:`typedrl._validation` (its ranges are
+  :class:`~typedrl._validation.IntRange` and :class:`~typedrl._validation.FloatRange`
+  values), or one that :func:`optional` or :func:`sequence_of` builds from them.
 
 The checks those two build and the ones annotations imply are small frozen
 values (:class:`OrNone`, :class:`SequenceOf`, :class:`Choice`, :class:`Nested`)
@@ -69,7 +70,7 @@ from typing import (
     get_type_hints,
 )
 
-from typedrl._validation import describe
+from typedrl._validation import describe, half_open_unit_interval
 from typedrl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ __all__ = [
     "Nested",
     "OrNone",
     "SequenceOf",
+    "adam_betas",
     "at_most",
     "boolean",
     "check",
@@ -224,6 +226,10 @@ class Nested:
             return value
         expected = " or ".join(_article(cls.__name__) for cls in self.classes)
         raise ConfigError(f"{owner}.{name} must be {expected}, got {describe(value)}")
+
+
+adam_betas: Final = sequence_of(half_open_unit_interval, expected="a pair of floats", length=2)
+"""The check of a pair (list or tuple) of Adam's moment decay rates, each in ``[0, 1)``."""
 
 
 def _article(name: str) -> str:

@@ -8,14 +8,16 @@ import math
 import numbers
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, final
 
 from typedrl.errors import ConfigError
 
 __all__ = [
     "MAX_SEED",
-    "adam_betas",
+    "FloatRange",
+    "IntRange",
     "describe",
     "finite_float",
     "float_mapping",
@@ -81,18 +83,48 @@ def describe(value: object) -> str:
     return f"{text} (type {type(value).__name__})"
 
 
-def non_negative_int(owner: str, name: str, value: object) -> int:
-    """Check that ``value`` is an ``int`` (not a ``bool``) that is zero or more."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{owner}.{name} must be a non-negative int, got {describe(value)}")
-    return value
+@final
+@dataclass(frozen=True, slots=True)
+class IntRange:
+    """The check of an ``int`` (not a ``bool``) in ``[low, high]``; returns it unchanged.
+
+    One check for every integer range (:data:`positive_int`, :data:`seed_int`,
+    ...): each is a value that shows its bounds.
+
+    Example:
+        >>> IntRange(0, 3)("Owner", "field", 4)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: Owner.field must be an int in [0, 3], got 4 (type int)
+    """
+
+    low: int
+    """The smallest value accepted."""
+    high: int | None = None
+    """The largest value accepted (``None``: no bound)."""
+    expected: str = ""
+    """What the message says the value must be; default ``"an int in [low, high]"``."""
+
+    def __call__(self, owner: str, name: str, value: object) -> int:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or value < self.low
+            or (self.high is not None and value > self.high)
+        ):
+            expected = self.expected or f"an int in [{self.low}, {self.high}]"
+            raise ConfigError(f"{owner}.{name} must be {expected}, got {describe(value)}")
+        return value
 
 
-def positive_int(owner: str, name: str, value: object) -> int:
-    """Check that ``value`` is an ``int`` (not a ``bool``) greater than zero."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{owner}.{name} must be a positive int, got {describe(value)}")
-    return value
+non_negative_int: Final = IntRange(0, expected="a non-negative int")
+"""Check that ``value`` is an ``int`` (not a ``bool``) that is zero or more."""
+
+positive_int: Final = IntRange(1, expected="a positive int")
+"""Check that ``value`` is an ``int`` (not a ``bool``) greater than zero."""
+
+seed_int: Final = IntRange(0, MAX_SEED)
+"""Check that ``value`` is an ``int`` (not a ``bool``) in ``[0, MAX_SEED]``."""
 
 
 def finite_float(owner: str, name: str, value: object) -> float:
@@ -102,56 +134,56 @@ def finite_float(owner: str, name: str, value: object) -> float:
     return float(value)
 
 
-def non_negative_float(owner: str, name: str, value: object) -> float:
-    """Check that ``value`` is a finite real number that is zero or more."""
-    result = finite_float(owner, name, value)
-    if result < 0.0:
-        raise ConfigError(f"{owner}.{name} must be >= 0, got {describe(value)}")
-    return result
+@final
+@dataclass(frozen=True, slots=True)
+class FloatRange:
+    """The check of a finite real number (:func:`finite_float`) within bounds; gives a ``float``.
+
+    One check for every real range (:data:`positive_float`, :data:`unit_interval`,
+    ...): each is a value that shows its bounds.
+
+    Example:
+        >>> FloatRange(0.0, 1.0, high_open=True)("Owner", "field", 1)
+        Traceback (most recent call last):
+        ...
+        typedrl.errors.ConfigError: Owner.field must lie in [0, 1), got 1 (type int)
+    """
+
+    low: float
+    """The lower bound."""
+    high: float = math.inf
+    """The upper bound (``math.inf``: none)."""
+    low_open: bool = False
+    """Whether :attr:`low` itself is refused."""
+    high_open: bool = False
+    """Whether :attr:`high` itself is refused."""
+
+    def __call__(self, owner: str, name: str, value: object) -> float:
+        result = finite_float(owner, name, value)
+        above = result > self.low if self.low_open else result >= self.low
+        below = result < self.high if self.high_open else result <= self.high
+        if not (above and below):
+            raise ConfigError(f"{owner}.{name} must {self._bounds()}, got {describe(value)}")
+        return result
+
+    def _bounds(self) -> str:
+        if self.high == math.inf:
+            return f"be {'>' if self.low_open else '>='} {self.low:g}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"lie in {left}{self.low:g}, {self.high:g}{right}"
 
 
-def positive_float(owner: str, name: str, value: object) -> float:
-    """Check that ``value`` is a finite real number greater than zero."""
-    result = finite_float(owner, name, value)
-    if result <= 0.0:
-        raise ConfigError(f"{owner}.{name} must be > 0, got {describe(value)}")
-    return result
+non_negative_float: Final = FloatRange(0.0)
+"""Check that ``value`` is a finite real number that is zero or more."""
 
+positive_float: Final = FloatRange(0.0, low_open=True)
+"""Check that ``value`` is a finite real number greater than zero."""
 
-def unit_interval(owner: str, name: str, value: object) -> float:
-    """Check that ``value`` is a finite real number in ``[0, 1]`` (a discount, a lambda)."""
-    result = finite_float(owner, name, value)
-    if not 0.0 <= result <= 1.0:
-        raise ConfigError(f"{owner}.{name} must lie in [0, 1], got {describe(value)}")
-    return result
+unit_interval: Final = FloatRange(0.0, 1.0)
+"""Check that ``value`` is a finite real number in ``[0, 1]`` (a discount, a lambda)."""
 
-
-def half_open_unit_interval(owner: str, name: str, value: object) -> float:
-    """Check that ``value`` is a finite real number in ``[0, 1)`` (a momentum, an Adam beta)."""
-    result = finite_float(owner, name, value)
-    if not 0.0 <= result < 1.0:
-        raise ConfigError(f"{owner}.{name} must lie in [0, 1), got {describe(value)}")
-    return result
-
-
-def adam_betas(owner: str, name: str, value: object) -> tuple[float, float]:
-    """Check a pair (list or tuple) of Adam's moment decay rates, each in ``[0, 1)``."""
-    if not isinstance(value, list | tuple) or len(value) != 2:
-        raise ConfigError(f"{owner}.{name} must be a pair of floats, got {describe(value)}")
-    first, second = value
-    return (
-        half_open_unit_interval(owner, f"{name}[0]", first),
-        half_open_unit_interval(owner, f"{name}[1]", second),
-    )
-
-
-def seed_int(owner: str, name: str, value: object) -> int:
-    """Check that ``value`` is an ``int`` (not a ``bool``) in ``[0, MAX_SEED]``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise ConfigError(
-            f"{owner}.{name} must be an int in [0, {MAX_SEED}], got {describe(value)}"
-        )
-    return value
+half_open_unit_interval: Final = FloatRange(0.0, 1.0, high_open=True)
+"""Check that ``value`` is a finite real number in ``[0, 1)`` (a momentum, an Adam beta)."""
 
 
 def json_object(owner: str, name: str, value: object) -> dict[str, Any]:

@@ -285,8 +285,6 @@ class RunningMeanStd(nn.Module):
             out = out.clamp(-self.clip, self.clip)
         return out.to(x.dtype)
 
-    _normalize = normalize  # the spelling of the package's differentiable policies
-
     def denormalize(self, x: _AnyFloat) -> _AnyFloat:
         """Return ``x * sqrt(var + epsilon) + mean`` in ``x``'s dtype (clamping is not undone)."""
         out = x.to(torch.float64) * torch.sqrt(self.var + self.epsilon) + self.mean

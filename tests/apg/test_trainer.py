@@ -388,13 +388,13 @@ def test_normalizer_is_frozen_during_an_update() -> None:
     trainer.setup()
     normalizer = obs_normalizer(trainer)
     seen: list[Tensor] = []
-    normalize = normalizer._normalize
+    normalize = normalizer.normalize
 
     def recording(value: Tensor) -> Tensor:
         seen.append(torch.cat((normalizer.mean.detach().clone(), normalizer.var.detach().clone())))
         return normalize(value)
 
-    normalizer._normalize = recording  # type: ignore[method-assign,assignment]
+    normalizer.normalize = recording  # type: ignore[method-assign,assignment]
     trainer.train()
     assert len(seen) == 3 * 6
     for update in range(3):

@@ -5,9 +5,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, final
 
 from typedrl import _config_fields, _validation
-from typedrl._config_fields import check, optional
+from typedrl._config_fields import adam_betas, check, optional
 from typedrl._validation import (
-    adam_betas,
     half_open_unit_interval,
     non_negative_float,
     positive_float,

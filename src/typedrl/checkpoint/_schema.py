@@ -21,7 +21,7 @@ import torch
 from jaxtyping import Int64, UInt8
 from torch import Tensor
 
-from typedrl._validation import describe, json_like, no_type_check
+from typedrl._validation import IntRange, describe, json_object, no_type_check
 from typedrl.errors import CheckpointError, ConfigError
 from typedrl.policies._factory import PolicyFactory
 
@@ -173,10 +173,10 @@ class RngState:
         for index, cuda_state in enumerate(self.torch_cuda):
             _check_state_tensor(f"RngState.torch_cuda[{index}]", cuda_state)
         _check_word_tensor("RngState.numpy_key", self.numpy_key, _MT19937_KEY_SIZE)
-        _check_int_range("RngState.numpy_pos", self.numpy_pos, 0, _MT19937_KEY_SIZE)
-        _check_int_range("RngState.numpy_has_gauss", self.numpy_has_gauss, 0, 1)
+        IntRange(0, _MT19937_KEY_SIZE)("RngState", "numpy_pos", self.numpy_pos)
+        IntRange(0, 1)("RngState", "numpy_has_gauss", self.numpy_has_gauss)
         _check_float("RngState.numpy_cached_gaussian", self.numpy_cached_gaussian)
-        _check_int_range("RngState.python_version", self.python_version, 0, _INT64_MAX)
+        IntRange(0, _INT64_MAX)("RngState", "python_version", self.python_version)
         _check_word_tensor("RngState.python_state", self.python_state, _PYTHON_STATE_SIZE)
         if self.python_gauss_next is not None:
             _check_float("RngState.python_gauss_next", self.python_gauss_next)
@@ -216,7 +216,7 @@ class CheckpointMetadata:
                 raise ConfigError(
                     f"CheckpointMetadata.{name} must be a builtin str, got {describe(value)}"
                 )
-        _check_int_range("CheckpointMetadata.world_size", self.world_size, 1, _INT64_MAX)
+        IntRange(1, _INT64_MAX)("CheckpointMetadata", "world_size", self.world_size)
 
     @classmethod
     def now(cls, *, world_size: int = 1) -> "CheckpointMetadata":
@@ -341,9 +341,7 @@ class Checkpoint:
         _check_counters(self.counters)
         if self.best_score is not None:
             _check_float("Checkpoint.best_score", self.best_score, finite=True)
-        if not isinstance(self.config, dict):
-            raise ConfigError(f"Checkpoint.config must be a dict, got {describe(self.config)}")
-        json_like("Checkpoint.config", self.config)
+        json_object("Checkpoint", "config", self.config)
         self._check_rng_and_metadata()
 
     def _check_rng_and_metadata(self) -> None:
@@ -419,11 +417,6 @@ def _check_word_tensor(where: str, value: object, size: int) -> None:
         raise ConfigError(f"{where} must hold 32-bit words in [0, 2**32)")
 
 
-def _check_int_range(where: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{where} must be an int in [{low}, {high}], got {describe(value)}")
-
-
 def _check_float(where: str, value: object, *, finite: bool = False) -> None:
     if type(value) is not float or (finite and not math.isfinite(value)):
         adjective = "finite " if finite else ""
@@ -434,15 +427,16 @@ def _check_counters(counters: object) -> None:
     if not isinstance(counters, dict):
         raise ConfigError(f"Checkpoint.counters must be a dict, got {describe(counters)}")
     for key, value in counters.items():
-        where = f"Checkpoint.counters[{key!r}]"
+        name = f"counters[{key!r}]"
         if type(key) is not str:
             raise ConfigError(f"Checkpoint.counters keys must be str, got {describe(key)}")
         if type(value) is int:
-            _check_int_range(where, value, _INT64_MIN, _INT64_MAX)
+            IntRange(_INT64_MIN, _INT64_MAX)("Checkpoint", name, value)
         elif type(value) is not float or not math.isfinite(value):
             raise ConfigError(
-                f"{where} must be an int in the int64 range or a finite float (builtin types; "
-                f"convert numpy or tensor scalars with int() or float()), got {describe(value)}"
+                f"Checkpoint.{name} must be an int in the int64 range or a finite float "
+                "(builtin types; convert numpy or tensor scalars with int() or float()), "
+                f"got {describe(value)}"
             )
 
 

@@ -466,26 +466,22 @@ def _exclusive_budgets(config: type[Any]) -> bool:
 
 
 def _split_policy(
-    value: object, spec: AlgorithmSpec, where: str
+    value: Mapping[str, Any] | None, spec: AlgorithmSpec, where: str
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """A ``policy:`` section as its factory part and the built-in policy's settings.
 
     The factory part (``target``, ``kwargs``; ``None`` when neither is there)
     names a policy of the user's; the settings are fields of the algorithm's
     config marked as the built-in policy's (:func:`~typedrl._config_fields.policy`).
+    A file's section is a mapping or ``None`` once :func:`~typedrl.runs.read_run_config`
+    has read it; the flags' and a resolved run's are built as dicts.
 
     Raises:
-        ConfigError: ``value`` is not a mapping, or has another key.
+        ConfigError: ``value`` has another key.
     """
     if value is None:
         return None, {}
     settings = policy_fields(spec.config)
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            f"{where}: policy must be a mapping of the built-in policy's settings "
-            f"{list(settings)} or of target and kwargs (a policy of your own), got "
-            f"{describe(value)}"
-        )
     unknown = [key for key in value if key not in settings and key not in ("target", "kwargs")]
     if unknown:
         raise ConfigError(
@@ -496,14 +492,12 @@ def _split_policy(
     return factory or None, {key: value[key] for key in value if key in settings}
 
 
-def _layered_policy(below: object, layer: object) -> dict[str, Any]:
+def _layered_policy(below: object, layer: Mapping[str, Any]) -> dict[str, Any]:
     """A layer's ``policy:`` over the one below: a ``target`` replaces it, ``kwargs`` alone merge.
 
     Raises:
         ConfigError: The layer sets ``kwargs`` without a ``target`` and none is below.
     """
-    if not isinstance(layer, Mapping):
-        raise ConfigError(f"policy must be a mapping with target and kwargs, got {describe(layer)}")
     if "target" in layer:
         return {key: _copy(value) for key, value in layer.items()}
     if not isinstance(below, Mapping) or "target" not in below:

@@ -93,12 +93,12 @@ def lock_run_dir(run_dir: Path, *, flag: str) -> None:
     Raises:
         ConfigError: ``run_dir`` is a file, or another process holds it.
     """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"{flag}: {run_dir} is a file, not a folder; choose another --run-dir")
     if sys.platform == "win32":
         return
     import fcntl  # noqa: PLC0415 - POSIX only
 
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"{flag}: {run_dir} is a file, not a folder; choose another --run-dir")
     key = run_dir.resolve()
     if key in _held:
         return
@@ -152,6 +152,7 @@ def start_run(run_dir: Path, *, overwrite: bool, flag: str) -> tuple[bool, list[
     A missing or empty folder, or one without a run's files, is used as it
     is. A folder holding a run is refused unless ``overwrite``, which removes
     exactly :data:`OVERWRITTEN` (files a run writes) and keeps everything else.
+    Called once :func:`lock_run_dir` holds ``run_dir``, which refuses a file there.
 
     Args:
         run_dir: The run folder.
@@ -162,10 +163,8 @@ def start_run(run_dir: Path, *, overwrite: bool, flag: str) -> tuple[bool, list[
         Whether the folder is new (this command creates it), and what was removed.
 
     Raises:
-        ConfigError: ``run_dir`` is a file, or holds a run and ``overwrite`` is false.
+        ConfigError: ``run_dir`` holds a run and ``overwrite`` is false.
     """
-    if run_dir.exists() and not run_dir.is_dir():
-        raise ConfigError(f"{flag}: {run_dir} is a file, not a folder; choose another --run-dir")
     created = not run_dir.exists()
     found = run_markers(run_dir)
     if not found:

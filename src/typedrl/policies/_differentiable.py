@@ -167,7 +167,6 @@ class DifferentiableMLPPolicy(nn.Module):
         obs_dim = flat_size(observation_space, self.obs_keys, _OWNER)
         # flat_size checked that every key is a Box, whose shape is a tuple.
         shapes = {key: tuple(spaces[key].shape or ()) for key in self.obs_keys}
-        self._key_shapes = shapes
         self._key_widths = {key: math.prod(shape) for key, shape in shapes.items()}
         if not isinstance(action_space, gym.spaces.Box):
             raise ConfigError(
@@ -322,13 +321,7 @@ class DifferentiableMLPPolicy(nn.Module):
                 )
             raw.append(flat)
             if normalizers is not None:
-                normalizer = self._normalizer(normalizers, key)
-                # Rows of the space's exact shape, on the normaliser's device, need no
-                # second look by the normaliser.
-                if value.shape[1:] == self._key_shapes[key] and value.device == normalizer.device:
-                    value = normalizer._normalize(value)
-                else:
-                    value = normalizer.normalize(value)
+                value = self._normalizer(normalizers, key).normalize(value)
                 normalized.append(value.reshape(batch, -1))
         parts = normalized or raw
         features = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)

@@ -5,9 +5,8 @@ from dataclasses import dataclass, field
 from typing import Any, final
 
 from typedrl import _config_fields, _validation
-from typedrl._config_fields import check, optional, sequence_of
+from typedrl._config_fields import adam_betas, check, optional, sequence_of
 from typedrl._validation import (
-    adam_betas,
     non_negative_float,
     positive_float,
     positive_int,
