@@ -4,11 +4,13 @@ A measure of how spread out one iteration's code is: the fewer files, the
 easier the walk is to follow. The second iteration of each run is traced (the
 first also builds and registers things). The count is given with and without
 the env's files (the Gymnasium adapter, a built-in env), which a comparison
-with a library that ships no env code leaves out.
+with a library that ships no env code leaves out. ``--functions`` also lists,
+under each file, the functions of it that ran.
 
-    python benchmarks/iteration_walk.py
+    python benchmarks/iteration_walk.py [--functions]
 """
 
+import argparse
 import sys
 from pathlib import Path
 from types import FrameType
@@ -24,16 +26,21 @@ from typedrl.training import AbstractTrainer, RunOptions
 PACKAGE = Path(typedrl.__file__).resolve().parent
 
 
-def files_of_one_iteration(trainer: AbstractTrainer) -> list[str]:
-    """The package files whose functions run during the trainer's second iteration."""
-    seen: set[str] = set()
+def files_of_one_iteration(trainer: AbstractTrainer) -> dict[str, list[str]]:
+    """The package files whose functions run during the trainer's second iteration.
+
+    Each file (relative to the package) maps to the qualified names of its functions
+    that ran, sorted.
+    """
+    seen: dict[str, set[str]] = {}
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
         del arg
         if event == "call":
             path = Path(frame.f_code.co_filename)
             if path.is_relative_to(PACKAGE):
-                seen.add(str(path.relative_to(PACKAGE)))
+                file = str(path.relative_to(PACKAGE))
+                seen.setdefault(file, set()).add(frame.f_code.co_qualname)
 
     trainer.setup()
     original = trainer._train_iteration
@@ -52,10 +59,15 @@ def files_of_one_iteration(trainer: AbstractTrainer) -> list[str]:
 
     trainer._train_iteration = traced  # type: ignore[method-assign]
     trainer.fit()
-    return sorted(seen)
+    return {file: sorted(seen[file]) for file in sorted(seen)}
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--functions", action="store_true", help="list each file's functions that ran"
+    )
+    args = parser.parse_args()
     ppo = PPOAgent(
         env=make("CartPole-v1", num_envs=4, seed=0),
         config=PPOConfig(total_timesteps=4 * 64 * 2, num_steps=64, batch_size=64),
@@ -74,8 +86,11 @@ def main() -> None:
         env_files = sum(file.startswith("envs/") for file in files)
         library = len(files) - env_files
         print(f"{name}: {len(files)} files ({library} without the env's {env_files})")
-        for file in files:
+        for file, functions in files.items():
             print(f"  {file}")
+            if args.functions:
+                for function in functions:
+                    print(f"      {function}")
 
 
 if __name__ == "__main__":
