@@ -1,7 +1,8 @@
 """How an AHAC run's actor gradient grows with the contact forces of its windows.
 
-AHAC's threshold ``C`` (``contact_threshold``) is compared with the mean
-contact-force norm of each window (``ahac/contact_norm``). The reference's
+AHAC's threshold ``C`` (``contact_threshold``) is compared with each step's
+mean contact-force norm over the env's rows; a run logs the mean of these over
+each window (``ahac/contact_norm``). The reference's
 ``C = 500`` is for its own simulator's scale (contact forces divided by body
 accelerations); typedrl's Newton envs report newtons. This script measures
 where, in an env's own units, the windows' gradients turn large: it bins every

@@ -49,19 +49,14 @@ REFACTORING_CHECKS = frozenset(
 """Scripts here that check a refactor (two checkouts compared, the files an iteration walks,
 public APIs against the private ones they replaced),
 not benchmarks of the package: the report does not run them."""
-NEEDS_OWN_ENV = frozenset(
-    {
-        "newton_throughput.py",
-        "newton_gait.py",
-        "ahac_contact_gradients.py",
-        "recurrent_vs_sb3_contrib.py",
-    }
-)
+NEEDS_OWN_ENV = frozenset({"newton_throughput.py", "newton_gait.py", "recurrent_vs_sb3_contrib.py"})
 """Benchmarks of an optional package that the benchmark environment does not install (Newton:
 run them in the environment ``nox -s newton`` builds; ``newton_gait.py`` also needs trained
-runs, and ``ahac_contact_gradients.py`` reads trained AHAC runs on Newton envs;
-``recurrent_vs_sb3_contrib.py`` needs ``pip install sb3-contrib``); the report does not run
-them."""
+runs; ``recurrent_vs_sb3_contrib.py`` needs ``pip install sb3-contrib``); the report does not
+run them."""
+NEEDS_TRAINED_RUNS = frozenset({"ahac_contact_gradients.py"})
+"""Scripts that read run folders trained beforehand (AHAC runs on the Newton envs, hours
+each) rather than train anything; the report does not run them."""
 NEEDS_REFERENCE_CHECKOUT = frozenset(
     {"shac_vs_diffrl.py", "ppo_atari_vs_cleanrl.py", "ahac_vs_reference.py"}
 )

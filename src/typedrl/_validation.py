@@ -103,7 +103,8 @@ class IntRange:
     high: int | None = None
     """The largest value accepted (``None``: no bound)."""
     expected: str = ""
-    """What the message says the value must be; default ``"an int in [low, high]"``."""
+    """What the message says the value must be; default ``"an int in [low, high]"``
+    (``"an int >= low"`` without ``high``)."""
 
     def __call__(self, owner: str, name: str, value: object) -> int:
         if (
@@ -112,7 +113,8 @@ class IntRange:
             or value < self.low
             or (self.high is not None and value > self.high)
         ):
-            expected = self.expected or f"an int in [{self.low}, {self.high}]"
+            bounds = f">= {self.low}" if self.high is None else f"in [{self.low}, {self.high}]"
+            expected = self.expected or f"an int {bounds}"
             raise ConfigError(f"{owner}.{name} must be {expected}, got {describe(value)}")
         return value
 

@@ -85,6 +85,16 @@ def test_policy_flags_are_checked_before_training(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
 
 
+def test_policy_kwargs_that_are_not_a_mapping_are_one_line(tmp_path: Path) -> None:
+    """A layer's policy.kwargs merged over a file's factory must be a mapping."""
+    config = tmp_path / "config.yaml"
+    config.write_text("policy:\n  target: typedrl.testing:TinyActorCritic\n")
+    argv = ["--debug", "train", "--config", str(config), "--set", "policy.kwargs=5"]
+    with pytest.raises(ConfigError, match=r"policy\.kwargs must be a mapping .*got 5 \(type int\)"):
+        main([*argv, "--run-dir", str(tmp_path / "run"), *SMALL])
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_differentiable_policy_of_ones_own(tmp_path: Path) -> None:
     """--algo apg --policy trains the factory's policy; evaluate rebuilds it."""
     run = tmp_path / "apg"

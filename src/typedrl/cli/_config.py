@@ -496,7 +496,8 @@ def _layered_policy(below: object, layer: Mapping[str, Any]) -> dict[str, Any]:
     """A layer's ``policy:`` over the one below: a ``target`` replaces it, ``kwargs`` alone merge.
 
     Raises:
-        ConfigError: The layer sets ``kwargs`` without a ``target`` and none is below.
+        ConfigError: The layer sets ``kwargs`` without a ``target`` and none is below,
+            or sets ``kwargs`` to something other than a mapping.
     """
     if "target" in layer:
         return {key: _copy(value) for key, value in layer.items()}
@@ -505,11 +506,17 @@ def _layered_policy(below: object, layer: Mapping[str, Any]) -> dict[str, Any]:
             "--policy-kwargs (or a policy: section without target) needs a policy factory: "
             "add --policy package.module:function"
         )
+    added = layer.get("kwargs")
+    if added is not None and not isinstance(added, Mapping):
+        raise ConfigError(
+            f"policy.kwargs must be a mapping of the policy factory's keyword arguments, got "
+            f"{describe(added)}"
+        )
     merged = {key: _copy(value) for key, value in below.items()}
     kwargs = merged.get("kwargs")
     merged["kwargs"] = {
         **(kwargs if isinstance(kwargs, dict) else {}),
-        **_copy(dict(layer.get("kwargs") or {})),
+        **_copy(dict(added or {})),
     }
     return merged
 
