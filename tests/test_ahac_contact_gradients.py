@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from tests._benchmarks import load_benchmark
 
@@ -61,3 +62,37 @@ def test_a_run_without_contact_norms_is_refused(
         contact_gradients.main()
     assert exited.value.code == 2
     assert "logs no ahac/contact_norm: not an AHAC run" in capsys.readouterr().err
+
+
+SETTINGS = {
+    "horizon_min": 8,
+    "horizon_max": 64,
+    "horizon_learning_rate": 0.01,
+    "horizon_learning_rate_schedule": "constant",
+    "horizon_min_learning_rate": 0.0,
+}
+
+
+def test_the_replay_follows_the_horizon_rule_window_by_window() -> None:
+    """lambda_t = lambda - alpha (C - c): 10 then 20 per step; H = 8 + 0.08 * 10, + 0.09 * 20."""
+    replay = contact_gradients.replay_horizon(np.array([1500.0, math.nan, 1500.0]), SETTINGS, 500.0)
+    assert (replay.final, replay.largest, replay.longer) == (10.6, 10.6, 2)
+    below = contact_gradients.replay_horizon(np.array([100.0] * 50), SETTINGS, 500.0)
+    assert (below.final, below.largest, below.longer) == (8.0, 8.0, 0)
+
+
+def test_the_replay_reads_each_runs_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run(tmp_path / "a", "step,train/grad_norm,ahac/contact_norm", ["512,2.0,1500.0"])
+    document = {"algo": "ahac", "config": {"algorithm": SETTINGS}}
+    (run / "config.yaml").write_text(yaml.safe_dump(document))
+    monkeypatch.setattr(sys, "argv", ["ahac_contact_gradients.py", str(run), "--replay", "500"])
+    contact_gradients.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split()[:2] == ["C", "final"]
+    assert lines[-1].split() == ["500", "8.8", "8.8", "1"]
+    (run / "config.yaml").write_text(yaml.safe_dump({"algo": "shac", "config": {}}))
+    with pytest.raises(SystemExit):
+        contact_gradients.main()
+    assert "holds no AHAC settings to replay" in capsys.readouterr().err
