@@ -27,6 +27,8 @@ invalid_counts = st.one_of(st.integers(max_value=0), _NON_INT_VALUES)
 
 invalid_finite_floats = st.one_of(
     st.sampled_from([math.nan, math.inf, -math.inf]),
+    st.integers(min_value=2**1024),  # ints past the largest float
+    st.integers(max_value=-(2**1024)),
     st.booleans(),
     st.text(max_size=5),
     st.none(),

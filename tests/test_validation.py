@@ -30,6 +30,20 @@ def test_finite_float_converts_ints() -> None:
     assert isinstance(value, float)
 
 
+@pytest.mark.parametrize("value", [10**400, -(10**400), 2**1024])
+def test_finite_float_refuses_an_int_beyond_floats(value: int) -> None:
+    """An int past the largest float is refused like an infinity, not an OverflowError."""
+    expected = r"O\.f must be a finite float, got an integer of \d+ bits"
+    with pytest.raises(ConfigError, match=expected):
+        finite_float("O", "f", value)
+
+
+def test_describe_gives_the_size_of_a_very_long_int() -> None:
+    """repr() of an int of 5,000 digits raises ValueError; describe() gives its size instead."""
+    assert describe(10**5000) == "an integer of 16610 bits (type int)"
+    assert describe(2**255) == f"{2**255} (type int)"
+
+
 def test_non_negative_float() -> None:
     """Negative values are rejected."""
     assert non_negative_float("O", "f", 0) == 0.0

@@ -56,6 +56,10 @@ def no_type_check(obj: _T) -> _T:
     return obj
 
 
+_LONGEST_INT_BITS = 256
+"""Ints longer than this are described by their size, not their digits."""
+
+
 def describe(value: object) -> str:
     """Return ``repr(value)`` and its type, shortened for error messages.
 
@@ -77,6 +81,9 @@ def describe(value: object) -> str:
             return (
                 f"a {type(value).__name__} of dtype {value.dtype}, shape {shape} on {value.device}"
             )
+    if isinstance(value, int) and value.bit_length() > _LONGEST_INT_BITS:
+        # repr() of an int of more than 4,300 digits raises ValueError.
+        return f"an integer of {value.bit_length()} bits (type {type(value).__name__})"
     text = repr(value)
     if len(text) > 80:
         text = text[:77] + "..."
@@ -130,10 +137,20 @@ seed_int: Final = IntRange(0, MAX_SEED)
 
 
 def finite_float(owner: str, name: str, value: object) -> float:
-    """Check that ``value`` is a finite real number (``int`` or ``float``, not ``bool``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{owner}.{name} must be a finite float, got {describe(value)}")
-    return float(value)
+    """Check that ``value`` is a finite real number (``int`` or ``float``, not ``bool``).
+
+    An ``int`` beyond a float's range (a YAML integer of 309 digits or more) is
+    refused like an infinity.
+    """
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:  # an int past the largest float
+            pass
+        else:
+            if math.isfinite(number):
+                return number
+    raise ConfigError(f"{owner}.{name} must be a finite float, got {describe(value)}")
 
 
 @final

@@ -272,6 +272,15 @@ def test_a_bad_thread_count_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert "--threads must be a positive int, got 0" in capsys.readouterr().err
 
 
+def test_an_int_beyond_floats_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """--set learning_rate=<400 digits>: the field's one line, not an OverflowError."""
+    assert main(["train", "--set", "learning_rate=" + "9" * 400, "--print-config"]) == 1
+    err = capsys.readouterr().err
+    assert "learning_rate must be" in err
+    assert "an integer of 1329 bits (type int)" in err
+    assert "Traceback" not in err
+
+
 def test_contradicting_settings_are_refused(tmp_path: Path) -> None:
     """--seed against --set seed, or a --config of another algo than --algo: one error."""
     with pytest.raises(ConfigError, match="--seed 5 and --set seed=3 contradict each other"):
