@@ -138,7 +138,7 @@ _REFUSED: dict[Check, tuple[object, ...]] = {
         torch.tensor([1.0, -1.0]),
     ),
     _model_file: (3, Path("absent/model.xml")),
-    _bound: (0, -1.0, math.nan, True, "1"),
+    _bound: (0, -1.0, math.nan, -math.inf, True, "1", 10**400),
     _one_or_per_dof: (-1.0, [-1.0], math.nan, True),
     _keywords: ([("floating", True)], {1: True}),
     wrapper_text: (3, None, "", "Frame(4)", "Frame(a=x)", {"name": "Frame"}),

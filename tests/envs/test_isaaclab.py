@@ -362,10 +362,13 @@ def test_clip_to_space() -> None:
     assert unclipped.single_action_space is fake.single_action_space
 
 
-@pytest.mark.parametrize("value", [0.0, -1.0, math.nan, math.inf, True, "bounds"])
+@pytest.mark.parametrize(
+    "value",
+    [0.0, -1.0, math.nan, math.inf, True, "bounds", pytest.param(10**400, id="int-past-floats")],
+)
 def test_bad_clip_values(value: Any) -> None:
-    """clip_actions must be None, 'space' or a finite float > 0."""
-    with pytest.raises(ConfigError, match="clip_actions"):
+    """clip_actions must be None, 'space' or a finite float > 0 (an int past floats too)."""
+    with pytest.raises(ConfigError, match="clip_actions must be None, 'space' or a finite float"):
         IsaacLabVecEnv(_make(FakeManagerBasedRLEnv), clip_actions=value)
 
 

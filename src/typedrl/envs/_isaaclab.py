@@ -7,7 +7,6 @@ machines without Isaac Lab.
 """
 
 import importlib
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, final, runtime_checkable
 
@@ -200,19 +199,15 @@ def _clip_bounds(
                 f"{owner}='space' needs finite action bounds, but the env's action space is "
                 f"{space!r} (Isaac Lab declares unbounded actions); pass a float bound instead"
             )
-    elif (
-        isinstance(clip_actions, int | float)
-        and not isinstance(clip_actions, bool)
-        and math.isfinite(clip_actions)
-        and clip_actions > 0
-    ):
-        bound = float(clip_actions)
+    else:
+        try:
+            bound = _validation.positive_float("IsaacLabVecEnv", "clip_actions", clip_actions)
+        except ConfigError:  # one message that names every accepted form
+            raise ConfigError(
+                f"{owner} must be None, 'space' or a finite float > 0, got {describe(clip_actions)}"
+            ) from None
         low = np.maximum(np.asarray(space.low, dtype=np.float64), -bound)
         high = np.minimum(np.asarray(space.high, dtype=np.float64), bound)
-    else:
-        raise ConfigError(
-            f"{owner} must be None, 'space' or a finite float > 0, got {describe(clip_actions)}"
-        )
     reported = gym.spaces.Box(low.astype(space.dtype), high.astype(space.dtype), dtype=space.dtype)
     return (
         torch.as_tensor(low, dtype=torch.float32, device=device),

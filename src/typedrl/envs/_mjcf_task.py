@@ -1,6 +1,7 @@
 """The task contract the MJCF backends share (mujoco-torch, Newton): spec fields, step hooks."""
 
 import abc
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,7 @@ from torch import Tensor
 
 from typedrl import _config_fields
 from typedrl._config_fields import check, sequence_of
-from typedrl._validation import describe, positive_int
+from typedrl._validation import describe, positive_float, positive_int
 from typedrl.errors import ConfigError
 from typedrl.types import Done, ObsVector, Reward
 
@@ -32,11 +33,14 @@ def _model_file(owner: str, name: str, value: object) -> Path:
 
 def _bound(owner: str, name: str, value: object) -> float:
     """Check a real number greater than zero, ``math.inf`` included (an unbounded feature)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if value == math.inf and isinstance(value, float):
+        return math.inf
+    try:
+        return positive_float(owner, name, value)
+    except ConfigError:  # one message that names the unbounded choice
         raise ConfigError(
             f"{owner}.{name} must be a float > 0 (math.inf: unbounded), got {describe(value)}"
-        )
-    return float(value)
+        ) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
