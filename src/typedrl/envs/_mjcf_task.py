@@ -33,7 +33,7 @@ def _model_file(owner: str, name: str, value: object) -> Path:
 
 def _bound(owner: str, name: str, value: object) -> float:
     """Check a real number greater than zero, ``math.inf`` included (an unbounded feature)."""
-    if value == math.inf and isinstance(value, float):
+    if isinstance(value, float) and value == math.inf:
         return math.inf
     try:
         return positive_float(owner, name, value)
